@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import SystemPackage
+
+// Thin typed wrappers over the C calls this package makes. Each returns `Result<_, Errno>`,
+// retries `EINTR`, and reads `errno` inside the same closure that made the call (the pattern of
+// swift-system's `valueOrErrno(retryOnInterrupt:)`), so nothing in between can clobber it.
+// Callers map the `Errno` to a `PreferenceError` naming the path and the call.
+
+@inline(never)
+func valueOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _ body: () -> I) -> Result<I, Errno> {
+    while true {
+        let result = body()
+        if result != -1 { return .success(result) }
+        let error = Errno(rawValue: errno)
+        if retryOnInterrupt && error == .interrupted { continue }
+        return .failure(error)
+    }
+}
+
+enum Syscall {
+    /// The corresponding C function is `openat`.
+    static func openat(_ dirfd: CInt, _ path: String, _ flags: CInt, _ mode: mode_t = 0) -> Result<CInt, Errno> {
+        valueOrErrno { Glibc.openat(dirfd, path, flags, mode) }
+    }
+
+    /// The corresponding C function is `open`.
+    static func open(_ path: String, _ flags: CInt) -> Result<CInt, Errno> {
+        valueOrErrno { Glibc.open(path, flags) }
+    }
+
+    /// The corresponding C function is `close`. `EINTR` is not retried: Linux always frees the descriptor.
+    static func close(_ fd: CInt) {
+        _ = Glibc.close(fd)
+    }
+
+    /// The corresponding C function is `fstat`.
+    static func fstat(_ fd: CInt) -> Result<Glibc.stat, Errno> {
+        var st = Glibc.stat()
+        return valueOrErrno { Glibc.fstat(fd, &st) }.map { _ in st }
+    }
+
+    /// The corresponding C function is `fstatat` with `AT_SYMLINK_NOFOLLOW`.
+    static func lstatat(_ dirfd: CInt, _ name: String) -> Result<Glibc.stat, Errno> {
+        var st = Glibc.stat()
+        return valueOrErrno { Glibc.fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) }.map { _ in st }
+    }
+
+    /// The corresponding C function is `stat`.
+    static func stat(_ path: String) -> Result<Glibc.stat, Errno> {
+        var st = Glibc.stat()
+        return valueOrErrno { Glibc.fstatat(AT_FDCWD, path, &st, 0) }.map { _ in st }
+    }
+
+    /// The corresponding C function is `mkdir`.
+    static func mkdir(_ path: String, _ mode: mode_t) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.mkdir(path, mode) }.map { _ in }
+    }
+
+    /// The corresponding C function is `chmod`.
+    static func chmod(_ path: String, _ mode: mode_t) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.chmod(path, mode) }.map { _ in }
+    }
+
+    /// The corresponding C function is `flock`.
+    static func lock(_ fd: CInt, _ operation: CInt) -> Result<Void, Errno> {
+        // `flock` names both a struct and the function; the type picks the function.
+        let flock: (CInt, CInt) -> CInt = Glibc.flock(_:_:)
+        return valueOrErrno { flock(fd, operation) }.map { _ in }
+    }
+
+    /// The corresponding C function is `fsync`.
+    static func fsync(_ fd: CInt) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.fsync(fd) }.map { _ in }
+    }
+
+    /// The corresponding C function is `renameat`.
+    static func renameat(_ dirfd: CInt, _ from: String, _ to: String) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.renameat(dirfd, from, dirfd, to) }.map { _ in }
+    }
+
+    /// The corresponding C function is `unlinkat`.
+    static func unlinkat(_ dirfd: CInt, _ name: String) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.unlinkat(dirfd, name, 0) }.map { _ in }
+    }
+
+    /// Writes all of `bytes`, retrying short writes. The corresponding C function is `write`.
+    static func writeAll(_ fd: CInt, _ bytes: [UInt8]) -> Result<Void, Errno> {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let result = valueOrErrno { Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+                switch result {
+                case .success(let written): offset += written
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(())
+        }
+    }
+
+    /// Reads until end of file. The corresponding C function is `read`.
+    static func readAll(_ fd: CInt, sizeHint: Int) -> Result<[UInt8], Errno> {
+        var bytes = [UInt8](repeating: 0, count: max(sizeHint, 0) + 1)
+        var count = 0
+        while true {
+            if count == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(bytes.count, 4096))) }
+            let result = bytes.withUnsafeMutableBytes { buffer in
+                valueOrErrno { Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count) }
+            }
+            switch result {
+            case .success(0):
+                bytes.removeSubrange(count...)
+                return .success(bytes)
+            case .success(let n): count += n
+            case .failure(let error): return .failure(error)
+            }
+        }
+    }
+
+    /// The corresponding C function is `inotify_init1`.
+    static func inotifyInit(_ flags: CInt) -> Result<CInt, Errno> {
+        valueOrErrno { Glibc.inotify_init1(flags) }
+    }
+
+    /// The corresponding C function is `inotify_add_watch`.
+    static func inotifyAddWatch(_ fd: CInt, _ path: String, _ mask: UInt32) -> Result<CInt, Errno> {
+        valueOrErrno { Glibc.inotify_add_watch(fd, path, mask) }
+    }
+
+    /// The corresponding C function is `inotify_rm_watch`.
+    static func inotifyRemoveWatch(_ fd: CInt, _ wd: CInt) {
+        _ = Glibc.inotify_rm_watch(fd, wd)
+    }
+}
+
+extension stat {
+    /// Modification time in nanoseconds since the epoch.
+    var modificationNanoseconds: Int64 { Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec) }
+    /// Status change time in nanoseconds since the epoch.
+    var changeNanoseconds: Int64 { Int64(st_ctim.tv_sec) * 1_000_000_000 + Int64(st_ctim.tv_nsec) }
+}

@@ -1,0 +1,68 @@
+/// A change of one key in a suite, delivered to observers whose filter matches the key.
+///
+/// ```swift
+/// let token = suite.observe(.prefix("window.")) { change in
+///     print(change.key, change.oldValue as Any, "->", change.newValue as Any, change.origin)
+/// }
+/// ```
+public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
+    /// Where a change came from.
+    public enum Origin: Sendable, Hashable {
+        /// This process (a `set`, `removeObject`, or an `update` transaction).
+        case local
+        /// Another process, or a foreign writer (an editor, `plistlib`, `defaults`).
+        case external
+    }
+
+    /// The suite's name.
+    public let suite: String
+    /// The key that changed.
+    public let key: String
+    /// The value before the change; `nil` if the key was absent.
+    public let oldValue: PlistValue?
+    /// The value after the change; `nil` if the key was removed.
+    public let newValue: PlistValue?
+    /// Who made the change.
+    public let origin: Origin
+
+    /// Creates a change. Changes are made by suites; this is public for tests.
+    public init(suite: String, key: String, oldValue: PlistValue?, newValue: PlistValue?, origin: Origin) {
+        self.suite = suite
+        self.key = key
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.origin = origin
+    }
+
+    /// `true` when the key was removed.
+    public var isRemoval: Bool { newValue == nil }
+
+    public var description: String {
+        "\(suite) \(key): \(oldValue?.description ?? "(none)") -> \(newValue?.description ?? "(removed)") [\(origin)]"
+    }
+}
+
+/// Which keys an observer hears about.
+///
+/// Keys may contain dots; a prefix is a plain string prefix (`"window."` matches `window.width`,
+/// not `windows`). Observers of other keys hear nothing.
+public enum KeyFilter: Sendable, Hashable {
+    /// Every key.
+    case all
+    /// One key.
+    case key(String)
+    /// Any of these keys.
+    case keys(Set<String>)
+    /// Keys that start with this prefix.
+    case prefix(String)
+
+    /// Whether a change of `key` passes the filter.
+    public func matches(_ key: String) -> Bool {
+        switch self {
+        case .all: true
+        case .key(let name): key == name
+        case .keys(let names): names.contains(key)
+        case .prefix(let prefix): key.hasPrefix(prefix)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Dispatch
+
+/// Keeps an observation alive; cancel it, or let it go out of scope, to stop the callbacks.
+public final class PreferenceObservation: Sendable {
+    private let cancellation: @Sendable () -> Void
+
+    init(_ cancellation: @escaping @Sendable () -> Void) {
+        self.cancellation = cancellation
+    }
+
+    /// Stops the callbacks. Changes already handed to the queue may still arrive.
+    public func cancel() {
+        cancellation()
+    }
+
+    deinit {
+        cancellation()
+    }
+}
+
+extension PreferenceSuite {
+    /// Calls `handler` for every change of a key that passes `filter`, in this process or another.
+    ///
+    /// ```swift
+    /// let token = suite.observe(.prefix("network.")) { change in
+    ///     print("\(change.key): \(change.oldValue as Any) -> \(change.newValue as Any) (\(change.origin))")
+    /// }
+    /// ```
+    ///
+    /// Changes arrive in the order the suite went through them. Each observer has its own serial
+    /// queue unless you pass one, so a slow handler delays only itself, never other observers or
+    /// the writer.
+    /// - Parameters:
+    ///   - filter: `.key`, `.keys`, `.prefix` or `.all`.
+    ///   - queue: Where `handler` runs; by default a private serial queue.
+    ///   - handler: Called once per changed key.
+    /// - Returns: A token; the observation ends when it is cancelled or released.
+    public func observe(
+        _ filter: KeyFilter, queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (PreferenceChange) -> Void
+    ) -> PreferenceObservation {
+        let queue = queue ?? DispatchQueue(label: "SharedPrefs.observer.\(name)")
+        let store = self.store
+        let id = store.addObserver(filter) { changes in
+            queue.async { for change in changes { handler(change) } }
+        }
+        return PreferenceObservation { store.removeObserver(id) }
+    }
+
+    /// The changes of keys that pass `filter`, as an async sequence that ends when the task
+    /// iterating it is cancelled.
+    ///
+    /// ```swift
+    /// for await change in suite.changes(.key("theme")) { apply(change.newValue) }
+    /// ```
+    public func changes(_ filter: KeyFilter = .all) -> some AsyncSequence<PreferenceChange, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PreferenceChange.self)
+        let store = self.store
+        let id = store.addObserver(filter) { changes in
+            for change in changes { continuation.yield(change) }
+        }
+        continuation.onTermination = { _ in store.removeObserver(id) }
+        return stream
+    }
+
+    /// The changes of keys that start with `prefix` (keys may contain dots: `"window."`).
+    public func changes(prefix: String) -> some AsyncSequence<PreferenceChange, Never> {
+        changes(.prefix(prefix))
+    }
+
+    /// The typed value of a key each time it changes, starting with the current value when
+    /// `initial` is `true`. Values resolve like the typed subscript (stored → registered → default).
+    ///
+    /// ```swift
+    /// for await theme in suite.values(for: .theme) { render(theme) }
+    /// ```
+    public func values<Value: PreferenceValue & Sendable>(
+        for key: PreferenceKey<Value>, initial: Bool = true
+    ) -> some AsyncSequence<Value, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PlistValue?.self)
+        let store = self.store
+        let id = store.addObserver(.key(key.name), deliver: { changes in
+            for change in changes { continuation.yield(change.newValue) }
+        }, initial: { state in
+            if initial { continuation.yield(state.values[key.name]) }
+        })
+        continuation.onTermination = { _ in store.removeObserver(id) }
+        return stream.map { [self] stored in typedValue(key, stored: stored) }
+    }
+
+    /// Failures nobody was waiting for: a background write that failed, a suite file that does not
+    /// parse (a `loadFailed` event: the last good values are kept), a stored value of the wrong type.
+    public func failures() -> some AsyncSequence<PreferenceError, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PreferenceError.self)
+        let store = self.store
+        let id = store.addFailureObserver { error in continuation.yield(error) }
+        continuation.onTermination = { _ in store.removeFailureObserver(id) }
+        return stream
+    }
+}

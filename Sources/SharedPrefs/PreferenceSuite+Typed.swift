@@ -1,0 +1,31 @@
+extension PreferenceSuite {
+    /// A typed value: the stored value, else the registered default, else the key's declared
+    /// default. A stored value of another type reads as the default and is reported once (log and
+    /// ``failures()``). Setting `nil` to an optional key removes it.
+    ///
+    /// ```swift
+    /// extension PreferenceKey where Value == Int { static let volume = PreferenceKey("volume", default: 5) }
+    /// suite[.volume] += 1
+    /// ```
+    public subscript<Value: PreferenceValue>(key: PreferenceKey<Value>) -> Value {
+        get { typedValue(key, stored: store.storedValue(forKey: key.name)) }
+        set { set(newValue, forKey: key.name) }
+    }
+
+    /// Removes the key, so reads return the registered or declared default.
+    public func reset<Value: PreferenceValue>(_ key: PreferenceKey<Value>) {
+        removeObject(forKey: key.name)
+    }
+
+    /// Resolves stored → registered → declared default, reporting a stored value of the wrong type.
+    func typedValue<Value: PreferenceValue>(_ key: PreferenceKey<Value>, stored: PlistValue?) -> Value {
+        if let stored {
+            if let value = Value(plistValue: stored) { return value }
+            store.reportMismatch(key: key.name, stored: stored, expected: Value.self)
+        }
+        if let registered = store.registeredValue(forKey: key.name), let value = Value(plistValue: registered) {
+            return value
+        }
+        return key.defaultValue
+    }
+}

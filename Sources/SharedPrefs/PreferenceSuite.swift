@@ -1,0 +1,337 @@
+import Foundation
+
+/// A suite of preferences shared between processes: a property-list file in an app group's
+/// container, read from memory, written atomically and merged per key, and watched so that every
+/// process sees every other process's changes, key by key.
+///
+/// ```swift
+/// let suite = try PreferenceSuite(suiteName: "settings", in: AppGroup(identifier: "group.com.example.app"))
+/// suite.set(3, forKey: "retries")                 // visible here at once, on disk moments later
+/// let token = suite.observe(.key("retries")) { change in
+///     print(change.oldValue as Any, "->", change.newValue as Any, change.origin)
+/// }
+/// try suite.update { $0[.launchCount] += 1 }      // cross-process read-modify-write
+/// ```
+///
+/// Every `PreferenceSuite` for the same file in one process shares one live store, so they see
+/// each other's writes at once. Writes are coalesced and flushed in the background; ``flush()``
+/// and ``synchronize()`` wait for them, and anything still pending is written when the process
+/// exits normally.
+public final class PreferenceSuite: Sendable {
+    /// How a file-backed suite is written.
+    public struct Options: Sendable, Hashable {
+        /// The format new writes use; either format is read.
+        public var format: PropertyListFormat
+        /// Whether writes are fsynced.
+        public var durability: Durability
+        /// Permissions of files the suite creates, before the umask: `0o660` lets the group share them.
+        public var filePermissions: mode_t
+
+        /// - Parameters:
+        ///   - format: `.binary` (default) or `.xml`.
+        ///   - durability: `.full` (default) fsyncs each write and its directory; `.none` skips that.
+        ///   - filePermissions: mode of new files before the umask; default `0o660`.
+        public init(format: PropertyListFormat = .binary, durability: Durability = .full, filePermissions: mode_t = 0o660) {
+            self.format = format
+            self.durability = durability
+            self.filePermissions = filePermissions
+        }
+    }
+
+    /// How hard a write tries to survive a crash of the machine (a process crash never loses a
+    /// confirmed write either way: the rename is atomic).
+    public enum Durability: Sendable, Hashable {
+        /// `fsync` the new file before the rename and the directory after it.
+        case full
+        /// No `fsync`: faster, and a power loss may lose the last writes.
+        case none
+    }
+
+    let store: SuiteStore
+
+    /// The suite's name.
+    public var name: String { store.name }
+
+    /// The suite's file, or `nil` for an in-memory suite.
+    public var fileURL: URL? { store.file.map { URL(filePath: $0.path) } }
+
+    private init(store: SuiteStore) {
+        self.store = store
+    }
+
+    /// Opens a suite like `UserDefaults(suiteName:)`: a name starting with `group.` is that app
+    /// group's suite, in its container; any other name lives in `<root>/Preferences`.
+    ///
+    /// Returns `nil` (and logs why) when the name is invalid or the directory unusable; use
+    /// ``init(suiteName:in:options:)`` to get the error instead.
+    public convenience init?(suiteName: String) {
+        do {
+            try self.init(suiteName: suiteName, in: nil)
+        } catch {
+            logger.error("\(error)")
+            return nil
+        }
+    }
+
+    /// Opens a suite, creating its directory if needed.
+    ///
+    /// - Parameters:
+    ///   - suiteName: Letters, digits, `.`, `-`, `_`; no leading dot; at most 200 bytes.
+    ///   - group: The app group whose container holds the suite. When `nil`, a `group.…` name is
+    ///     that group's own suite and any other name lives in `<root>/Preferences`.
+    ///   - options: Format, durability and permissions. The first opening of a file in a process
+    ///     sets them for every later one.
+    /// - Throws: ``PreferenceError`` when the name is invalid or the directory cannot be created,
+    ///   is insecure (writable by others without the sticky bit), or cannot be read.
+    public convenience init(suiteName: String, in group: AppGroup?, options: Options = Options()) throws(PreferenceError) {
+        try SuiteName.validate(suiteName, what: "suite name")
+        let directory: URL
+        let directoryMode: mode_t
+        if let group {
+            directory = group.preferencesDirectory
+            directoryMode = 0o2770
+        } else if suiteName.hasPrefix("group.") {
+            directory = try AppGroup(identifier: suiteName).preferencesDirectory
+            directoryMode = 0o2770
+        } else {
+            directory = AppGroup.rootDirectory.appending(path: "Preferences", directoryHint: .isDirectory)
+            directoryMode = 0o700
+        }
+        let file = SuiteFile(directory: directory.path(percentEncoded: false).trimmingSuffix("/"), fileName: suiteName + ".plist", options: options, directoryMode: directoryMode)
+        self.init(store: try StoreRegistry.store(name: suiteName, file: file))
+    }
+
+    /// Opens a suite stored in any property-list file. The suite's name is the file name without
+    /// its extension; the file need not exist yet.
+    /// - Throws: ``PreferenceError`` when the URL is not a file URL or names no valid file name,
+    ///   or the directory is unusable.
+    public convenience init(fileURL: URL, options: Options = Options()) throws(PreferenceError) {
+        guard fileURL.isFileURL else {
+            throw PreferenceError(code: .invalidName, message: "\(fileURL) is not a file URL; pass URL(filePath:).")
+        }
+        let path = fileURL.standardizedFileURL.path(percentEncoded: false)
+        let fileName = (path as NSString).lastPathComponent
+        try SuiteName.validate(fileName, what: "suite file name")
+        let name = fileName.hasSuffix(".plist") ? String(fileName.dropLast(6)) : fileName
+        let file = SuiteFile(directory: (path as NSString).deletingLastPathComponent, fileName: fileName, options: options, directoryMode: 0o700)
+        self.init(store: try StoreRegistry.store(name: name, file: file))
+    }
+
+    /// A suite that lives only in this object's memory: for tests and previews. It has the full
+    /// API, observers included; ``flush()`` does nothing.
+    /// - Parameter name: The name changes report.
+    public static func inMemory(name: String = "in-memory") -> PreferenceSuite {
+        PreferenceSuite(store: SuiteStore(name: name, file: nil))
+    }
+
+    // MARK: Reading
+
+    /// The value of a key: the stored value, else the registered default.
+    public func value(forKey key: String) -> PlistValue? {
+        store.value(forKey: key)
+    }
+
+    /// The value as Foundation types (`String`, `Int`, `Double`, `Bool`, `Date`, `Data`, `[Any]`,
+    /// `[String: Any]`), like `UserDefaults.object(forKey:)`.
+    public func object(forKey key: String) -> Any? {
+        value(forKey: key)?.foundationValue
+    }
+
+    /// A string; numbers are converted to their decimal text, like `UserDefaults`.
+    public func string(forKey key: String) -> String? {
+        switch value(forKey: key) {
+        case .string(let v): v
+        case .integer(let v): String(v)
+        case .real(let v): String(v)
+        default: nil
+        }
+    }
+
+    /// An integer, converting reals (truncated), booleans and numeric strings; `0` otherwise.
+    public func integer(forKey key: String) -> Int {
+        switch value(forKey: key) {
+        case .integer(let v): Int(v)
+        case .real(let v): Int(exactly: v.rounded(.towardZero)) ?? 0
+        case .bool(let v): v ? 1 : 0
+        case .string(let v): Int(v) ?? Double(v).flatMap { Int(exactly: $0.rounded(.towardZero)) } ?? 0
+        default: 0
+        }
+    }
+
+    /// A double, converting integers, booleans and numeric strings; `0` otherwise.
+    public func double(forKey key: String) -> Double {
+        switch value(forKey: key) {
+        case .real(let v): v
+        case .integer(let v): Double(v)
+        case .bool(let v): v ? 1 : 0
+        case .string(let v): Double(v) ?? 0
+        default: 0
+        }
+    }
+
+    /// A float, converted like ``double(forKey:)``.
+    public func float(forKey key: String) -> Float {
+        Float(double(forKey: key))
+    }
+
+    /// A boolean: `true` for `true`, non-zero numbers and the strings `YES`/`true`/`1`; else `false`.
+    public func bool(forKey key: String) -> Bool {
+        switch value(forKey: key) {
+        case .bool(let v): v
+        case .integer(let v): v != 0
+        case .real(let v): v != 0
+        case .string(let v): ["yes", "true"].contains(v.lowercased()) || (Int(v) ?? 0) != 0
+        default: false
+        }
+    }
+
+    /// Data, if the value is data.
+    public func data(forKey key: String) -> Data? {
+        if case .data(let v)? = value(forKey: key) { return v }
+        return nil
+    }
+
+    /// A date, if the value is a date.
+    public func date(forKey key: String) -> Date? {
+        if case .date(let v)? = value(forKey: key) { return v }
+        return nil
+    }
+
+    /// A URL from a stored string; an absolute path or `~/…` becomes a file URL.
+    public func url(forKey key: String) -> URL? {
+        guard let text = string(forKey: key) else { return nil }
+        if text.hasPrefix("/") { return URL(filePath: text) }
+        if text.hasPrefix("~") { return URL(filePath: (text as NSString).expandingTildeInPath) }
+        return URL(string: text)
+    }
+
+    /// An array, as Foundation types.
+    public func array(forKey key: String) -> [Any]? {
+        if case .array(let v)? = value(forKey: key) { return v.map(\.foundationValue) }
+        return nil
+    }
+
+    /// A dictionary, as Foundation types.
+    public func dictionary(forKey key: String) -> [String: Any]? {
+        if case .dictionary(let v)? = value(forKey: key) { return v.mapValues(\.foundationValue) }
+        return nil
+    }
+
+    /// An array of strings, if the value is an array holding only strings.
+    public func stringArray(forKey key: String) -> [String]? {
+        guard case .array(let v)? = value(forKey: key) else { return nil }
+        return [String](plistValue: .array(v))
+    }
+
+    /// Registered defaults overlaid with the stored values, as Foundation types.
+    public func dictionaryRepresentation() -> [String: Any] {
+        let (values, registered) = store.snapshot()
+        return registered.merging(values) { _, stored in stored }.mapValues(\.foundationValue)
+    }
+
+    /// The stored values (without registered defaults), exactly as property-list values.
+    public var storedValues: [String: PlistValue] {
+        store.snapshot().values
+    }
+
+    // MARK: Writing
+
+    /// Stores a value, visible in this process at once and persisted in the background.
+    /// `Optional.none` removes the key.
+    public func set<Value: PreferenceValue>(_ value: Value, forKey key: String) {
+        store.apply([key: value.plistValue.map { .set($0) } ?? .remove])
+    }
+
+    /// Stores a Foundation property-list value, like `UserDefaults.set(_:forKey:)`; `nil` removes
+    /// the key. A value a property list cannot hold is not stored: it is logged and reported to
+    /// ``failures()``.
+    public func set(_ value: Any?, forKey key: String) {
+        guard let value else { return removeObject(forKey: key) }
+        guard let plist = PlistValue(foundationValue: value) else {
+            let error = PreferenceError(
+                code: .unsupportedValue,
+                message: "Not stored: the value for key \"\(key)\" in suite \(name) is a \(type(of: value)), which a property list cannot hold. Conform the type to PreferenceValue (Codable or RawRepresentable) and use set(_:forKey:) with it.",
+                path: fileURL?.path)
+            logger.error("\(error)")
+            store.report(error)
+            return
+        }
+        store.apply([key: .set(plist)])
+    }
+
+    /// Removes a key; reads fall back to the registered default.
+    public func removeObject(forKey key: String) {
+        store.apply([key: .remove])
+    }
+
+    /// Removes every stored key.
+    public func removeAll() {
+        store.apply(Dictionary(uniqueKeysWithValues: storedValues.keys.map { ($0, .remove) }))
+    }
+
+    /// Removes every stored key that starts with `prefix`.
+    public func removeValues(withPrefix prefix: String) {
+        store.apply(Dictionary(uniqueKeysWithValues: storedValues.keys.filter { $0.hasPrefix(prefix) }.map { ($0, .remove) }))
+    }
+
+    /// Sets values that reads return when a key is not stored. They live in this process only.
+    /// Values a property list cannot hold are skipped and logged.
+    public func register(defaults: [String: Any]) {
+        var converted: [String: PlistValue] = [:]
+        for (key, value) in defaults {
+            if let plist = PlistValue(foundationValue: value) {
+                converted[key] = plist
+            } else {
+                logger.error("register(defaults:) skipped key \"\(key)\" of suite \(name): a \(type(of: value)) is not a property-list value")
+            }
+        }
+        store.register(converted)
+    }
+
+    /// Waits until every pending write is on disk. Like `UserDefaults.synchronize()` it blocks
+    /// the caller; prefer ``flush()`` in async code.
+    /// - Returns: `false` if a write failed (the error is also reported to ``failures()``).
+    @discardableResult
+    public func synchronize() -> Bool {
+        do {
+            try store.flushSynchronously()
+            return true
+        } catch {
+            store.report(error)
+            return false
+        }
+    }
+
+    /// Waits until every pending write is on disk.
+    /// - Throws: ``PreferenceError`` when the write failed; the values stay pending and are
+    ///   written by the next flush.
+    public func flush() async throws {
+        try await store.flush()
+    }
+
+    /// Runs a read-modify-write under the suite's file lock, on the freshest values from disk, and
+    /// writes the result before returning: no other process's write can slip in between, so
+    /// counters and lists never lose an update.
+    ///
+    /// ```swift
+    /// let total = try suite.update { transaction -> Int in
+    ///     let next = (transaction[.counter]) + 1
+    ///     transaction[.counter] = next
+    ///     return next
+    /// }
+    /// ```
+    ///
+    /// Pending writes of this process are written in the same step. The body runs on the
+    /// suite's I/O queue and must not call `update` again.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (nothing is written then), or a ``PreferenceError`` from the write.
+    public func update<Result>(_ body: (inout PreferenceTransaction) throws -> Result) throws -> Result {
+        try store.update(body)
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) && count > suffix.count ? String(dropLast(suffix.count)) : self
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+
+/// Why a property list could not be decoded; mapped to ``PreferenceError/Code/corruptFile`` with the path.
+struct PropertyListDecodingError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Reads and writes `bplist00` binary property lists (the format of Apple's `CFBinaryPList` and
+/// Python's `plistlib.FMT_BINARY`). Every offset and count in the input is bounds-checked; cycles
+/// and reference bombs stop at a depth and node budget instead of recursing forever.
+enum BinaryPropertyList {
+    static let magic: [UInt8] = Array("bplist00".utf8)
+    static let maximumDepth = 512
+
+    // MARK: Decoding
+
+    static func decode(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistValue {
+        try bytes.withUnsafeBufferPointer { buffer throws(PropertyListDecodingError) in
+            var reader = try Reader(buffer)
+            return try reader.object(reader.topObject, depth: 0)
+        }
+    }
+
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let offsetSize: Int
+        let refSize: Int
+        let objectCount: Int
+        let topObject: Int
+        let offsetTable: Int
+        var budget: Int
+
+        init(_ bytes: UnsafeBufferPointer<UInt8>) throws(PropertyListDecodingError) {
+            self.bytes = bytes
+            guard bytes.count >= 8 + 32, bytes.starts(with: BinaryPropertyList.magic) else {
+                throw PropertyListDecodingError("not a binary property list (no bplist00 header or too short)")
+            }
+            let trailer = bytes.count - 32
+            offsetSize = Int(bytes[trailer + 6])
+            refSize = Int(bytes[trailer + 7])
+            let count = Self.uint(bytes, trailer + 8, 8)
+            let top = Self.uint(bytes, trailer + 16, 8)
+            let table = Self.uint(bytes, trailer + 24, 8)
+            guard (1...8).contains(offsetSize), (1...8).contains(refSize),
+                count >= 1, count <= UInt64(trailer), top < count, table >= 8, table <= UInt64(trailer),
+                (UInt64(trailer) - table) / UInt64(offsetSize) >= count
+            else { throw PropertyListDecodingError("binary property list trailer is inconsistent (truncated file?)") }
+            objectCount = Int(count)
+            topObject = Int(top)
+            offsetTable = Int(table)
+            // Shared references may expand a small file into a huge tree; cap the nodes decoded.
+            budget = max(1 << 20, bytes.count * 4)
+        }
+
+        static func uint(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for i in 0..<size { value = value << 8 | UInt64(bytes[at + i]) }
+            return value
+        }
+
+        func checked(_ at: Int, _ length: Int) throws(PropertyListDecodingError) {
+            guard at >= 0, length >= 0, at <= offsetTable, length <= offsetTable - at else {
+                throw PropertyListDecodingError("binary property list object runs past its end (truncated file?)")
+            }
+        }
+
+        func ref(_ at: Int) throws(PropertyListDecodingError) -> Int {
+            try checked(at, refSize)
+            let ref = Self.uint(bytes, at, refSize)
+            guard ref < UInt64(objectCount) else { throw PropertyListDecodingError("object reference \(ref) out of range") }
+            return Int(ref)
+        }
+
+        /// Reads the length nibble of a marker, or the integer that follows it when the nibble is 0xF.
+        func length(_ marker: UInt8, at position: inout Int) throws(PropertyListDecodingError) -> Int {
+            let nibble = Int(marker & 0x0F)
+            guard nibble == 0x0F else { return nibble }
+            try checked(position, 1)
+            let intMarker = bytes[position]
+            guard intMarker >> 4 == 0x1, intMarker & 0x0F <= 3 else { throw PropertyListDecodingError("bad length marker") }
+            let size = 1 << Int(intMarker & 0x0F)
+            try checked(position + 1, size)
+            let value = Self.uint(bytes, position + 1, size)
+            position += 1 + size
+            guard value <= UInt64(offsetTable) else { throw PropertyListDecodingError("length \(value) larger than the file") }
+            return Int(value)
+        }
+
+        mutating func object(_ ref: Int, depth: Int) throws(PropertyListDecodingError) -> PlistValue {
+            guard depth < BinaryPropertyList.maximumDepth else {
+                throw PropertyListDecodingError("nesting deeper than \(BinaryPropertyList.maximumDepth) levels (or a reference cycle)")
+            }
+            budget -= 1
+            guard budget >= 0 else { throw PropertyListDecodingError("too many objects (shared references expand beyond the file size)") }
+            let offset = Int(Self.uint(bytes, offsetTable + ref * offsetSize, offsetSize))
+            try checked(offset, 1)
+            guard offset >= 8 else { throw PropertyListDecodingError("object offset \(offset) points into the header") }
+            let marker = bytes[offset]
+            var position = offset + 1
+            switch marker >> 4 {
+            case 0x0:
+                switch marker {
+                case 0x08: return .bool(false)
+                case 0x09: return .bool(true)
+                default: throw PropertyListDecodingError(String(format: "unsupported object marker 0x%02x", marker))
+                }
+            case 0x1:
+                let size = 1 << Int(marker & 0x0F)
+                guard size <= 16 else { throw PropertyListDecodingError("integer wider than 128 bits") }
+                try checked(position, size)
+                if size == 16 {
+                    let high = Self.uint(bytes, position, 8)
+                    let low = Self.uint(bytes, position + 8, 8)
+                    if high == 0 {
+                        return low <= UInt64(Int64.max) ? .integer(Int64(low)) : .string(String(low))
+                    }
+                    guard high == UInt64.max, low > UInt64(Int64.max) else {
+                        throw PropertyListDecodingError("integer outside the 64-bit range")
+                    }
+                    return .integer(Int64(bitPattern: low))
+                }
+                let raw = Self.uint(bytes, position, size)
+                return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+            case 0x2:
+                switch marker & 0x0F {
+                case 2:
+                    try checked(position, 4)
+                    return .real(Double(Float(bitPattern: UInt32(Self.uint(bytes, position, 4)))))
+                case 3:
+                    try checked(position, 8)
+                    return .real(Double(bitPattern: Self.uint(bytes, position, 8)))
+                default: throw PropertyListDecodingError("unsupported real width")
+                }
+            case 0x3:
+                guard marker == 0x33 else { throw PropertyListDecodingError("unsupported date width") }
+                try checked(position, 8)
+                return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: Self.uint(bytes, position, 8))))
+            case 0x4:
+                let count = try length(marker, at: &position)
+                try checked(position, count)
+                return .data(Data(bytes[position..<position + count]))
+            case 0x5:
+                let count = try length(marker, at: &position)
+                try checked(position, count)
+                return .string(String(decoding: bytes[position..<position + count], as: UTF8.self))
+            case 0x6:
+                let count = try length(marker, at: &position)
+                guard count <= Int.max / 2 else { throw PropertyListDecodingError("string length overflows") }
+                try checked(position, count * 2)
+                let units = (0..<count).map { UInt16(bytes[position + 2 * $0]) << 8 | UInt16(bytes[position + 2 * $0 + 1]) }
+                return .string(String(decoding: units, as: UTF16.self))
+            case 0xA:
+                let count = try length(marker, at: &position)
+                guard count <= Int.max / refSize else { throw PropertyListDecodingError("array length overflows") }
+                try checked(position, count * refSize)
+                var items: [PlistValue] = []
+                items.reserveCapacity(count)
+                for i in 0..<count {
+                    items.append(try object(try self.ref(position + i * refSize), depth: depth + 1))
+                }
+                return .array(items)
+            case 0xD:
+                let count = try length(marker, at: &position)
+                guard count <= Int.max / (2 * refSize) else { throw PropertyListDecodingError("dictionary length overflows") }
+                try checked(position, count * 2 * refSize)
+                var items: [String: PlistValue] = [:]
+                items.reserveCapacity(count)
+                for i in 0..<count {
+                    guard case .string(let key) = try object(try self.ref(position + i * refSize), depth: depth + 1) else {
+                        throw PropertyListDecodingError("dictionary key is not a string")
+                    }
+                    items[key] = try object(try self.ref(position + (count + i) * refSize), depth: depth + 1)
+                }
+                return .dictionary(items)
+            case 0x8:
+                throw PropertyListDecodingError("UID objects (NSKeyedArchiver archives) are not preference values")
+            default:
+                throw PropertyListDecodingError(String(format: "unsupported object marker 0x%02x", marker))
+            }
+        }
+    }
+
+    // MARK: Encoding
+
+    /// Encodes `root` with objects laid out breadth-first, so each container's children occupy a
+    /// contiguous run of references that is known before the children are written.
+    static func encode(_ root: PlistValue) -> [UInt8] {
+        let objectCount = count(root)
+        let refSize = byteWidth(UInt64(objectCount))
+        var out = magic
+        out.reserveCapacity(64 + objectCount * 12)
+        var offsets: [Int] = []
+        offsets.reserveCapacity(objectCount)
+        var queue: [PlistValue] = [root]
+        queue.reserveCapacity(objectCount)
+        var head = 0
+        while head < queue.count {
+            let value = queue[head]
+            head += 1
+            offsets.append(out.count)
+            switch value {
+            case .bool(let v): out.append(v ? 0x09 : 0x08)
+            case .integer(let v): appendInteger(v, to: &out)
+            case .real(let v):
+                out.append(0x23)
+                appendBigEndian(v.bitPattern, size: 8, to: &out)
+            case .date(let v):
+                out.append(0x33)
+                appendBigEndian(v.timeIntervalSinceReferenceDate.bitPattern, size: 8, to: &out)
+            case .data(let v):
+                appendMarker(0x40, count: v.count, to: &out)
+                out.append(contentsOf: v)
+            case .string(let v):
+                if v.utf8.allSatisfy({ $0 < 0x80 }) {
+                    appendMarker(0x50, count: v.utf8.count, to: &out)
+                    out.append(contentsOf: v.utf8)
+                } else {
+                    let units = Array(v.utf16)
+                    appendMarker(0x60, count: units.count, to: &out)
+                    for unit in units { out.append(UInt8(unit >> 8)); out.append(UInt8(unit & 0xFF)) }
+                }
+            case .array(let items):
+                appendMarker(0xA0, count: items.count, to: &out)
+                for i in 0..<items.count { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
+                queue.append(contentsOf: items)
+            case .dictionary(let items):
+                appendMarker(0xD0, count: items.count, to: &out)
+                for i in 0..<(2 * items.count) { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
+                queue.append(contentsOf: items.keys.lazy.map { PlistValue.string($0) })
+                queue.append(contentsOf: items.values)
+            }
+        }
+        let tableOffset = out.count
+        let offsetSize = byteWidth(UInt64(tableOffset))
+        for offset in offsets { appendBigEndian(UInt64(offset), size: offsetSize, to: &out) }
+        out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
+        appendBigEndian(UInt64(objectCount), size: 8, to: &out)
+        appendBigEndian(0, size: 8, to: &out)
+        appendBigEndian(UInt64(tableOffset), size: 8, to: &out)
+        return out
+    }
+
+    private static func count(_ value: PlistValue) -> Int {
+        switch value {
+        case .array(let items): items.reduce(1) { $0 + count($1) }
+        case .dictionary(let items): items.values.reduce(1 + items.count) { $0 + count($1) }
+        default: 1
+        }
+    }
+
+    private static func byteWidth(_ value: UInt64) -> Int {
+        value <= 0xFF ? 1 : value <= 0xFFFF ? 2 : value <= 0xFFFF_FFFF ? 4 : 8
+    }
+
+    private static func appendBigEndian(_ value: UInt64, size: Int, to out: inout [UInt8]) {
+        for shift in stride(from: (size - 1) * 8, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    private static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        // 1-, 2- and 4-byte integers are unsigned in bplist00; negatives take 8 bytes.
+        let size = value < 0 ? 8 : byteWidth(UInt64(value))
+        out.append(0x10 | UInt8(size.trailingZeroBitCount))
+        appendBigEndian(UInt64(bitPattern: value), size: size, to: &out)
+    }
+
+    private static func appendMarker(_ type: UInt8, count: Int, to out: inout [UInt8]) {
+        if count < 15 {
+            out.append(type | UInt8(count))
+        } else {
+            out.append(type | 0x0F)
+            appendInteger(Int64(count), to: &out)
+        }
+    }
+}

@@ -1,0 +1,359 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+
+/// The one live store of a suite in this process, shared by every `PreferenceSuite` for the same
+/// file. Reads come from an in-memory snapshot; writes change it at once and are persisted by a
+/// coalescing background writer; the watcher schedules re-reads when the file changes.
+///
+/// All file I/O of a store runs on its serial `ioQueue`, so a flush and a re-read never overlap.
+/// Everything else is in `state`, behind a mutex, and is never held across I/O.
+final class SuiteStore: Sendable {
+    let name: String
+    /// `nil` for an in-memory suite.
+    let file: SuiteFile?
+    private let ioQueue: DispatchQueue
+    private let state = Mutex(State())
+    private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    struct Observer: Sendable {
+        let filter: KeyFilter
+        let deliver: @Sendable ([PreferenceChange]) -> Void
+    }
+
+    struct State {
+        /// What this process sees: `disk` with `inFlight` and `pending` applied.
+        var values: [String: PlistValue] = [:]
+        /// The suite file as last read or written.
+        var disk: [String: PlistValue] = [:]
+        /// Local operations not yet taken by the writer.
+        var pending: [String: PendingOperation] = [:]
+        /// Local operations the writer is persisting right now.
+        var inFlight: [String: PendingOperation] = [:]
+        var registered: [String: PlistValue] = [:]
+        var stamp: FileStamp?
+        /// The descriptor of the file behind `stamp`, kept open so its inode is not reused.
+        var pinnedDescriptor: CInt = -1
+        var flushScheduled = false
+        var reloadScheduled = false
+        var observers: [UInt64: Observer] = [:]
+        var failureObservers: [UInt64: @Sendable (PreferenceError) -> Void] = [:]
+        var nextObserverID: UInt64 = 0
+        var reportedMismatches: Set<String> = []
+    }
+
+    init(name: String, file: SuiteFile?) {
+        self.name = name
+        self.file = file
+        self.ioQueue = DispatchQueue(label: "SharedPrefs.io.\(name)")
+        ioQueue.setSpecific(key: Self.ioQueueKey, value: ObjectIdentifier(self))
+    }
+
+    deinit {
+        if let file { InotifyWatcher.shared.unwatch(ObjectIdentifier(self), fileName: file.fileName) }
+        let descriptor = state.withLock { $0.pinnedDescriptor }
+        if descriptor >= 0 { Syscall.close(descriptor) }
+    }
+
+    private var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: Self.ioQueueKey) == ObjectIdentifier(self) }
+
+    // MARK: Reading
+
+    func value(forKey key: String) -> PlistValue? {
+        state.withLock { $0.values[key] ?? $0.registered[key] }
+    }
+
+    func storedValue(forKey key: String) -> PlistValue? {
+        state.withLock { $0.values[key] }
+    }
+
+    func registeredValue(forKey key: String) -> PlistValue? {
+        state.withLock { $0.registered[key] }
+    }
+
+    func snapshot() -> (values: [String: PlistValue], registered: [String: PlistValue]) {
+        state.withLock { ($0.values, $0.registered) }
+    }
+
+    func register(_ defaults: [String: PlistValue]) {
+        state.withLock { $0.registered.merge(defaults) { _, new in new } }
+    }
+
+    /// Logs (once per key and type) and reports a stored value that does not decode as `type`.
+    func reportMismatch(key: String, stored: PlistValue, expected type: Any.Type) {
+        let message = "The suite \(name) holds a \(stored.typeName) for key \"\(key)\", not a \(type); the default is used instead. Write a \(type) to the key, or reset it."
+        let isNew = state.withLock { $0.reportedMismatches.insert("\(key)\u{0}\(stored.typeName)\u{0}\(type)").inserted }
+        if isNew {
+            logger.warning("\(message)")
+            report(PreferenceError(code: .unsupportedValue, message: message, path: file?.path))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Applies local operations: visible at once, observers told at once, persisted in the background.
+    func apply(_ operations: [String: PendingOperation], forceFlush: Bool = false) {
+        let scheduleFlush = state.withLock { s -> Bool in
+            var changes: [PreferenceChange] = []
+            for (key, operation) in operations {
+                let old = s.values[key]
+                let new = operation.value
+                if let new { s.values[key] = new } else { s.values.removeValue(forKey: key) }
+                if file != nil { s.pending[key] = operation }
+                if old != new {
+                    changes.append(PreferenceChange(suite: name, key: key, oldValue: old, newValue: new, origin: .local))
+                }
+            }
+            publish(changes, in: s)
+            guard file != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
+            s.flushScheduled = true
+            return true
+        }
+        if scheduleFlush {
+            ioQueue.async { [self] in
+                state.withLock { $0.flushScheduled = false }
+                do { try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) } catch { report(error) }
+            }
+        }
+    }
+
+    /// Writes everything pending now; returns when it is on disk.
+    func flushSynchronously() throws {
+        guard file != nil else { return }
+        if isOnIOQueue { return try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) ?? () }
+        try ioQueue.sync { try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) }
+    }
+
+    /// Writes everything pending without blocking the caller's thread.
+    func flush() async throws {
+        guard file != nil else { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            ioQueue.async { [self] in
+                continuation.resume(with: Result { try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) ?? () })
+            }
+        }
+    }
+
+    /// Runs `body` as a read-modify-write under the suite's file lock, on the freshest values.
+    func update<R>(_ body: (inout PreferenceTransaction) throws -> R) throws -> R {
+        if isOnIOQueue {
+            throw PreferenceError(
+                code: .unsupportedOperation,
+                message: "update was called inside another update of the suite \(name); make the changes in the outer transaction.",
+                path: file?.path)
+        }
+        return try withoutActuallyEscaping(body) { body in
+            try ioQueue.sync { try commit(body)! }
+        }
+    }
+
+    /// The write path: lock → re-read if changed → merge pending operations key by key → run the
+    /// transaction → atomic write → unlock → tell observers. Returns `nil` when there was nothing to do.
+    /// Runs on `ioQueue` only.
+    private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?) throws -> R? {
+        guard let file else {
+            // In memory: a transaction runs on the snapshot; there is nothing to persist.
+            guard let transaction else { return nil }
+            var tx = state.withLock { PreferenceTransaction(values: $0.values, registered: $0.registered) }
+            let result = try transaction(&tx)
+            apply(tx.operations)
+            return result
+        }
+        let hasWork = state.withLock { s in
+            guard transaction != nil || !s.pending.isEmpty else { return false }
+            s.inFlight = s.pending
+            s.pending = [:]
+            return true
+        }
+        guard hasWork else { return nil }
+        do {
+            let dirfd = try Self.openCreatingDirectory(file)
+            defer { Syscall.close(dirfd) }
+            let lockfd = try file.lock(in: dirfd)
+            defer { Syscall.close(lockfd) }
+
+            let (operations, lastStamp, lastDisk, registered) = state.withLock { ($0.inFlight, $0.stamp, $0.disk, $0.registered) }
+            var base = lastDisk
+            var stamp = lastStamp
+            var descriptor: CInt? = nil
+            var mustWrite = false
+            if try file.currentStamp(in: dirfd) != lastStamp {
+                switch try file.read(in: dirfd) {
+                case .missing:
+                    base = [:]
+                    stamp = nil
+                case .loaded(let values, let newStamp, let fd):
+                    base = values
+                    stamp = newStamp
+                    descriptor = fd
+                case .corrupt(let error):
+                    // Never overwrite what we cannot read: keep it beside the suite, start from our last good state.
+                    let aside = try file.moveAside(in: dirfd)
+                    logger.error("\(error.message) Moved it to \(aside).")
+                    report(PreferenceError(code: .corruptFile, message: "\(error.message) Moved it to \(aside).", path: file.path))
+                    mustWrite = true
+                }
+            }
+            var merged = base
+            merged.apply(operations)
+            mustWrite = mustWrite || operations.contains { base[$0.key] != $0.value.value }
+            var result: R? = nil
+            var transactionKeys: Set<String> = []
+            if let transaction {
+                var tx = PreferenceTransaction(values: merged, registered: registered)
+                result = try transaction(&tx)
+                merged.apply(tx.operations)
+                transactionKeys = Set(tx.operations.keys)
+                mustWrite = mustWrite || tx.operations.contains { base[$0.key] != $0.value.value }
+            }
+            if mustWrite {
+                if let descriptor { Syscall.close(descriptor) }
+                let (newStamp, fd) = try file.write(file.options.format.encode(merged), in: dirfd)
+                stamp = newStamp
+                descriptor = fd
+            }
+            adopt(disk: merged, stamp: stamp, descriptor: descriptor, localKeys: transactionKeys)
+            return result
+        } catch {
+            // Nothing was written: put the operations back unless newer ones replaced them. After a
+            // failed transaction body they are written by the next background flush; after an I/O
+            // failure, by the next write, flush or exit (not in a loop against a full disk).
+            let retry = state.withLock { s in
+                s.pending.merge(s.inFlight) { newer, _ in newer }
+                s.inFlight = [:]
+                return transaction != nil && !(error is PreferenceError) && !s.pending.isEmpty
+            }
+            if retry { apply([:], forceFlush: true) }
+            throw error
+        }
+    }
+
+    /// Opens the suite's directory, re-creating it if it was removed.
+    private static func openCreatingDirectory(_ file: SuiteFile) throws(PreferenceError) -> CInt {
+        if let dirfd = try openExistingDirectory(file) { return dirfd }
+        try file.createDirectory()
+        return try file.openDirectory()
+    }
+
+    /// Opens the suite's directory, or returns `nil` when it does not exist.
+    private static func openExistingDirectory(_ file: SuiteFile) throws(PreferenceError) -> CInt? {
+        do {
+            return try file.openDirectory()
+        } catch {
+            if error.errno == .noSuchFileOrDirectory { return nil }
+            throw error
+        }
+    }
+
+    // MARK: Re-reading
+
+    /// Called by the watcher: coalesces a burst of events into one re-read.
+    func scheduleReload() {
+        let schedule = state.withLock { s -> Bool in
+            if s.reloadScheduled { return false }
+            s.reloadScheduled = true
+            return true
+        }
+        if schedule {
+            ioQueue.async { [self] in
+                state.withLock { $0.reloadScheduled = false }
+                reloadNow()
+            }
+        }
+    }
+
+    /// Re-reads the file if its stamp changed and tells observers what other writers changed.
+    /// Runs on `ioQueue`, or once from `init` before the store is shared.
+    func reloadNow() {
+        guard let file else { return }
+        do {
+            guard let dirfd = try Self.openExistingDirectory(file) else {
+                // The directory is gone, and the suite with it.
+                adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
+                return
+            }
+            defer { Syscall.close(dirfd) }
+            let lastStamp = state.withLock { $0.stamp }
+            if try file.currentStamp(in: dirfd) == lastStamp { return }
+            switch try file.read(in: dirfd) {
+            case .missing: adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
+            case .loaded(let values, let stamp, let fd): adopt(disk: values, stamp: stamp, descriptor: fd, localKeys: [])
+            case .corrupt(let error):
+                // Keep the last good snapshot; the next event (a complete write) is read again.
+                logger.warning("\(error.message)")
+                report(error)
+            }
+        } catch {
+            logger.warning("\(error)")
+            report(error)
+        }
+    }
+
+    /// Makes `disk` the new file state, recomputes what this process sees, and tells observers.
+    private func adopt(disk: [String: PlistValue], stamp: FileStamp?, descriptor: CInt?, localKeys: Set<String>) {
+        state.withLock { s in
+            if descriptor != nil || stamp != s.stamp {
+                if s.pinnedDescriptor >= 0 { Syscall.close(s.pinnedDescriptor) }
+                s.pinnedDescriptor = descriptor ?? -1
+            }
+            s.stamp = stamp
+            s.disk = disk
+            s.inFlight = [:]
+            let values = disk.applying(s.pending)
+            let changes = Diff.changes(from: s.values, to: values).map {
+                PreferenceChange(suite: name, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: localKeys.contains($0.key) ? .local : .external)
+            }
+            s.values = values
+            publish(changes, in: s)
+        }
+    }
+
+    // MARK: Observers
+
+    /// Hands changes to matching observers. Called with the state locked, so every observer gets
+    /// changes in the order the state went through them; delivery itself is asynchronous.
+    private func publish(_ changes: [PreferenceChange], in s: State) {
+        guard !changes.isEmpty else { return }
+        for observer in s.observers.values {
+            let matching: [PreferenceChange]
+            if case .all = observer.filter { matching = changes } else { matching = changes.filter { observer.filter.matches($0.key) } }
+            if !matching.isEmpty { observer.deliver(matching) }
+        }
+    }
+
+    /// Adds an observer; `initial` runs under the same lock, so no change slips between the two.
+    func addObserver(_ filter: KeyFilter, deliver: @escaping @Sendable ([PreferenceChange]) -> Void, initial: (State) -> Void = { _ in }) -> UInt64 {
+        state.withLock { s in
+            s.nextObserverID += 1
+            s.observers[s.nextObserverID] = Observer(filter: filter, deliver: deliver)
+            initial(s)
+            return s.nextObserverID
+        }
+    }
+
+    func removeObserver(_ id: UInt64) {
+        _ = state.withLock { $0.observers.removeValue(forKey: id) }
+    }
+
+    func addFailureObserver(_ deliver: @escaping @Sendable (PreferenceError) -> Void) -> UInt64 {
+        state.withLock { s in
+            s.nextObserverID += 1
+            s.failureObservers[s.nextObserverID] = deliver
+            return s.nextObserverID
+        }
+    }
+
+    func removeFailureObserver(_ id: UInt64) {
+        _ = state.withLock { $0.failureObservers.removeValue(forKey: id) }
+    }
+
+    /// Reports a failure that no caller is waiting for (a background write, a corrupt file).
+    func report(_ error: any Error) {
+        let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: file?.path)
+        state.withLock { s in
+            for deliver in s.failureObservers.values { deliver(failure) }
+        }
+    }
+}

@@ -1,0 +1,276 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Reads and writes XML property lists (Apple's `PropertyList-1.0.dtd`, as `plutil -convert xml1`
+/// and Python's default `plistlib.dump` write them).
+enum XMLPropertyList {
+    // MARK: Encoding
+
+    static func encode(_ root: PlistValue) -> [UInt8] {
+        var out = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+
+            """
+        write(root, indent: 0, to: &out)
+        out += "</plist>\n"
+        return Array(out.utf8)
+    }
+
+    private static func write(_ value: PlistValue, indent: Int, to out: inout String) {
+        let pad = String(repeating: "\t", count: indent)
+        switch value {
+        case .string(let v): out += "\(pad)<string>\(escape(v))</string>\n"
+        case .integer(let v): out += "\(pad)<integer>\(v)</integer>\n"
+        case .real(let v): out += "\(pad)<real>\(v)</real>\n"
+        case .bool(let v): out += "\(pad)<\(v)/>\n"
+        case .date(let v): out += "\(pad)<date>\(iso8601(v))</date>\n"
+        case .data(let v): out += "\(pad)<data>\(v.base64EncodedString())</data>\n"
+        case .array(let items) where items.isEmpty: out += "\(pad)<array/>\n"
+        case .array(let items):
+            out += "\(pad)<array>\n"
+            for item in items { write(item, indent: indent + 1, to: &out) }
+            out += "\(pad)</array>\n"
+        case .dictionary(let items) where items.isEmpty: out += "\(pad)<dict/>\n"
+        case .dictionary(let items):
+            out += "\(pad)<dict>\n"
+            for key in items.keys.sorted() {
+                out += "\(pad)\t<key>\(escape(key))</key>\n"
+                write(items[key]!, indent: indent + 1, to: &out)
+            }
+            out += "\(pad)</dict>\n"
+        }
+    }
+
+    private static func escape(_ text: String) -> String {
+        guard text.contains(where: { $0 == "&" || $0 == "<" || $0 == ">" }) else { return text }
+        return text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`: XML property lists keep whole seconds.
+    static func iso8601(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    // MARK: Decoding
+
+    static func decode(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistValue {
+        var parser = Parser(bytes: bytes)
+        return try parser.document()
+    }
+
+    private struct Parser {
+        let bytes: [UInt8]
+        var i = 0
+
+        init(bytes: [UInt8]) {
+            self.bytes = bytes
+            // Skip a UTF-8 byte order mark.
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
+        }
+
+        func fail(_ what: String) -> PropertyListDecodingError {
+            let line = bytes[..<min(i, bytes.count)].reduce(1) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            return PropertyListDecodingError("XML property list, line \(line): \(what)")
+        }
+
+        func starts(with text: String) -> Bool {
+            let utf8 = text.utf8
+            return bytes.count - i >= utf8.count && zip(bytes[i...], utf8).allSatisfy { $0 == $1 }
+        }
+
+        mutating func skip(past text: String) throws(PropertyListDecodingError) {
+            while i < bytes.count {
+                if starts(with: text) { i += text.utf8.count; return }
+                i += 1
+            }
+            throw fail("unterminated construct, expected \(text)")
+        }
+
+        /// Skips white space, comments, processing instructions and the DOCTYPE.
+        mutating func skipMisc() throws(PropertyListDecodingError) {
+            while i < bytes.count {
+                switch bytes[i] {
+                case 0x20, 0x09, 0x0A, 0x0D: i += 1
+                case UInt8(ascii: "<") where starts(with: "<!--"): try skip(past: "-->")
+                case UInt8(ascii: "<") where starts(with: "<?"): try skip(past: "?>")
+                case UInt8(ascii: "<") where starts(with: "<!DOCTYPE"): try skip(past: ">")
+                default: return
+                }
+            }
+        }
+
+        /// Reads `<name …>` or `<name …/>`; returns the name and whether the element is empty.
+        mutating func openTag() throws(PropertyListDecodingError) -> (name: String, empty: Bool) {
+            try skipMisc()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "<"), i + 1 < bytes.count, bytes[i + 1] != UInt8(ascii: "/") else {
+                throw fail("expected an element")
+            }
+            i += 1
+            let start = i
+            while i < bytes.count, !" \t\r\n/>".utf8.contains(bytes[i]) { i += 1 }
+            let name = String(decoding: bytes[start..<i], as: UTF8.self)
+            while i < bytes.count, bytes[i] != UInt8(ascii: ">") { i += 1 }
+            guard i < bytes.count else { throw fail("unterminated <\(name)>") }
+            let empty = bytes[i - 1] == UInt8(ascii: "/")
+            i += 1
+            return (name, empty)
+        }
+
+        mutating func closeTag(_ name: String) throws(PropertyListDecodingError) {
+            try skipMisc()
+            guard starts(with: "</\(name)") else { throw fail("expected </\(name)>") }
+            i += 2 + name.utf8.count
+            while i < bytes.count, bytes[i] != UInt8(ascii: ">") { i += 1 }
+            guard i < bytes.count else { throw fail("unterminated </\(name)>") }
+            i += 1
+        }
+
+        /// Character data up to the next tag, with entities and CDATA sections resolved.
+        mutating func text() throws(PropertyListDecodingError) -> String {
+            var out: [UInt8] = []
+            while i < bytes.count {
+                let byte = bytes[i]
+                if byte == UInt8(ascii: "<") {
+                    if starts(with: "<![CDATA[") {
+                        i += 9
+                        let start = i
+                        try skip(past: "]]>")
+                        out.append(contentsOf: bytes[start..<(i - 3)])
+                        continue
+                    }
+                    if starts(with: "<!--") { try skip(past: "-->"); continue }
+                    break
+                }
+                if byte == UInt8(ascii: "&") {
+                    let start = i + 1
+                    while i < bytes.count, bytes[i] != UInt8(ascii: ";"), i - start < 12 { i += 1 }
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: ";") else { throw fail("unterminated entity") }
+                    let entity = String(decoding: bytes[start..<i], as: UTF8.self)
+                    i += 1
+                    switch entity {
+                    case "lt": out.append(UInt8(ascii: "<"))
+                    case "gt": out.append(UInt8(ascii: ">"))
+                    case "amp": out.append(UInt8(ascii: "&"))
+                    case "quot": out.append(UInt8(ascii: "\""))
+                    case "apos": out.append(UInt8(ascii: "'"))
+                    default:
+                        let hex = entity.hasPrefix("#x") || entity.hasPrefix("#X")
+                        guard entity.hasPrefix("#"), let code = UInt32(entity.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10),
+                            let scalar = Unicode.Scalar(code)
+                        else { throw fail("unknown entity &\(entity);") }
+                        out.append(contentsOf: String(Character(scalar)).utf8)
+                    }
+                    continue
+                }
+                out.append(byte)
+                i += 1
+            }
+            guard let string = String(validating: out, as: UTF8.self) else { throw fail("text is not valid UTF-8") }
+            return string
+        }
+
+        mutating func document() throws(PropertyListDecodingError) -> PlistValue {
+            var (name, empty) = try openTag()
+            var wrapped = false
+            if name == "plist" {
+                guard !empty else { throw fail("empty <plist/>") }
+                wrapped = true
+                (name, empty) = try openTag()
+            }
+            let root = try value(name, empty: empty, depth: 0)
+            if wrapped { try closeTag("plist") }
+            try skipMisc()
+            guard i == bytes.count else { throw fail("content after the root element") }
+            return root
+        }
+
+        mutating func element(depth: Int) throws(PropertyListDecodingError) -> PlistValue {
+            let (name, empty) = try openTag()
+            return try value(name, empty: empty, depth: depth)
+        }
+
+        mutating func scalarText(_ name: String, empty: Bool) throws(PropertyListDecodingError) -> String {
+            if empty { return "" }
+            let content = try text()
+            try closeTag(name)
+            return content
+        }
+
+        mutating func value(_ name: String, empty: Bool, depth: Int) throws(PropertyListDecodingError) -> PlistValue {
+            guard depth < BinaryPropertyList.maximumDepth else { throw fail("nesting deeper than \(BinaryPropertyList.maximumDepth) levels") }
+            switch name {
+            case "string":
+                return .string(try scalarText(name, empty: empty))
+            case "integer":
+                let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
+                if let v = Int64(text) { return .integer(v) }
+                if let v = UInt64(text) { return .string(String(v)) }
+                let negative = text.hasPrefix("-")
+                let digits = text.dropFirst(negative ? 1 : 0)
+                if digits.lowercased().hasPrefix("0x"), let v = Int64(digits.dropFirst(2), radix: 16) { return .integer(negative ? -v : v) }
+                throw fail("<integer>\(text)</integer> is not a 64-bit integer")
+            case "real":
+                let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard let v = Double(text) ?? Double(text.lowercased().replacingOccurrences(of: "infinity", with: "inf")) else {
+                    throw fail("<real>\(text)</real> is not a number")
+                }
+                return .real(v)
+            case "true", "false":
+                _ = try scalarText(name, empty: empty)
+                return .bool(name == "true")
+            case "date":
+                let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard let date = Self.parseDate(text) else { throw fail("<date>\(text)</date> is not YYYY-MM-DDTHH:MM:SSZ") }
+                return .date(date)
+            case "data":
+                let text = try scalarText(name, empty: empty).filter { !$0.isWhitespace }
+                guard let data = Data(base64Encoded: text) else { throw fail("<data> is not base64") }
+                return .data(data)
+            case "array":
+                var items: [PlistValue] = []
+                if empty { return .array(items) }
+                while true {
+                    try skipMisc()
+                    if starts(with: "</") { try closeTag("array"); return .array(items) }
+                    items.append(try element(depth: depth + 1))
+                }
+            case "dict":
+                var items: [String: PlistValue] = [:]
+                if empty { return .dictionary(items) }
+                while true {
+                    try skipMisc()
+                    if starts(with: "</") { try closeTag("dict"); return .dictionary(items) }
+                    let (tag, keyEmpty) = try openTag()
+                    guard tag == "key" else { throw fail("expected <key> in <dict>, found <\(tag)>") }
+                    let key = try scalarText("key", empty: keyEmpty)
+                    items[key] = try element(depth: depth + 1)
+                }
+            default:
+                throw fail("unknown element <\(name)>")
+            }
+        }
+
+        static func parseDate(_ text: String) -> Date? {
+            let fields = text.split(whereSeparator: { "-T:Z".contains($0) }).map { Int($0) }
+            guard text.hasSuffix("Z"), fields.count == 6, !fields.contains(nil) else { return nil }
+            var parts = tm()
+            parts.tm_year = Int32(fields[0]! - 1900)
+            parts.tm_mon = Int32(fields[1]! - 1)
+            parts.tm_mday = Int32(fields[2]!)
+            parts.tm_hour = Int32(fields[3]!)
+            parts.tm_min = Int32(fields[4]!)
+            parts.tm_sec = Int32(fields[5]!)
+            return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        }
+    }
+}

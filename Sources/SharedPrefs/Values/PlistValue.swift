@@ -1,0 +1,147 @@
+import Foundation
+
+/// A property-list value: what a suite stores for each key.
+///
+/// Every value a suite holds, every ``PreferenceChange`` and every registered default is one of
+/// these. Typed code rarely needs it directly (``PreferenceKey`` and ``PreferenceValue`` convert),
+/// but it is the exact, `Sendable` picture of what is on disk.
+///
+/// ```swift
+/// suite.set(PlistValue.array([.string("a"), .integer(2)]), forKey: "mixed")
+/// if case .integer(let n)? = suite.value(forKey: "count") { print(n) }
+/// ```
+///
+/// Reals compare by bit pattern, so a stored NaN equals itself and never looks like a change.
+public enum PlistValue: Sendable {
+    case string(String)
+    case integer(Int64)
+    case real(Double)
+    case bool(Bool)
+    case date(Date)
+    case data(Data)
+    case array([PlistValue])
+    case dictionary([String: PlistValue])
+}
+
+extension PlistValue: Hashable {
+    public static func == (lhs: PlistValue, rhs: PlistValue) -> Bool {
+        switch (lhs, rhs) {
+        case let (.string(a), .string(b)): a == b
+        case let (.integer(a), .integer(b)): a == b
+        case let (.real(a), .real(b)): a.bitPattern == b.bitPattern
+        case let (.bool(a), .bool(b)): a == b
+        case let (.date(a), .date(b)): a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case let (.data(a), .data(b)): a == b
+        case let (.array(a), .array(b)): a == b
+        case let (.dictionary(a), .dictionary(b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .string(let v): hasher.combine(0); hasher.combine(v)
+        case .integer(let v): hasher.combine(1); hasher.combine(v)
+        case .real(let v): hasher.combine(2); hasher.combine(v.bitPattern)
+        case .bool(let v): hasher.combine(3); hasher.combine(v)
+        case .date(let v): hasher.combine(4); hasher.combine(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .data(let v): hasher.combine(5); hasher.combine(v)
+        case .array(let v): hasher.combine(6); hasher.combine(v)
+        case .dictionary(let v): hasher.combine(7); hasher.combine(v)
+        }
+    }
+}
+
+extension PlistValue {
+    /// The property-list type name, as `plutil` and `defaults read-type` print it.
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .integer: "integer"
+        case .real: "float"
+        case .bool: "boolean"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        }
+    }
+
+    /// The value as Foundation types, the way `UserDefaults.object(forKey:)` returns them:
+    /// `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, `[Any]`, `[String: Any]`.
+    public var foundationValue: Any {
+        switch self {
+        case .string(let v): v
+        case .integer(let v): Int(v)
+        case .real(let v): v
+        case .bool(let v): v
+        case .date(let v): v
+        case .data(let v): v
+        case .array(let v): v.map(\.foundationValue)
+        case .dictionary(let v): v.mapValues(\.foundationValue)
+        }
+    }
+
+    /// Converts Foundation property-list objects (as `UserDefaults.set(_:forKey:)` accepts them)
+    /// and any ``PreferenceValue``; returns `nil` for anything a property list cannot hold.
+    public init?(foundationValue value: Any) {
+        switch value {
+        case let v as PlistValue: self = v
+        case let v as any PreferenceValue:
+            guard let plist = v.plistValue else { return nil }
+            self = plist
+        case let v as [Any]:
+            var items: [PlistValue] = []
+            items.reserveCapacity(v.count)
+            for item in v {
+                guard let converted = PlistValue(foundationValue: item) else { return nil }
+                items.append(converted)
+            }
+            self = .array(items)
+        case let v as [String: Any]:
+            var items: [String: PlistValue] = [:]
+            items.reserveCapacity(v.count)
+            for (key, item) in v {
+                guard let converted = PlistValue(foundationValue: item) else { return nil }
+                items[key] = converted
+            }
+            self = .dictionary(items)
+        case let v as NSNumber:
+            self = .real(v.doubleValue)
+        default:
+            return nil
+        }
+    }
+}
+
+extension PlistValue: CustomStringConvertible {
+    /// A compact one-line rendering: strings quoted, dates in ISO 8601, data in hex (shortened).
+    public var description: String {
+        switch self {
+        case .string(let v): return "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        case .integer(let v): return String(v)
+        case .real(let v): return String(v)
+        case .bool(let v): return v ? "true" : "false"
+        case .date(let v): return v.formatted(.iso8601)
+        case .data(let v):
+            let hex = v.prefix(32).map { String(format: "%02x", $0) }.joined()
+            return "<" + hex + (v.count > 32 ? "… \(v.count) bytes" : "") + ">"
+        case .array(let v): return "[" + v.map(\.description).joined(separator: ", ") + "]"
+        case .dictionary(let v):
+            return "{" + v.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}"
+        }
+    }
+}
+
+extension PlistValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(floatLiteral value: Double) { self = .real(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: PlistValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, PlistValue)...) {
+        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+
+/// A type that a suite can store.
+///
+/// The property-list types conform already: `String`, every integer width, `Double`, `Float`,
+/// `Bool`, `Date`, `Data`, `URL` (stored as its absolute string), arrays and `[String: …]`
+/// dictionaries of conforming types, `Optional` (where `nil` removes the key) and ``PlistValue``.
+///
+/// Your own types conform by declaration alone:
+/// - a `RawRepresentable` type stores its raw value,
+/// - a `Codable` type stores a nested property list (readable by `plistlib` or `plutil`),
+/// - a type that is both stores its raw value.
+///
+/// ```swift
+/// enum Theme: String, PreferenceValue { case system, light, dark }
+/// struct Window: Codable, PreferenceValue { var width = 800, height = 600 }
+/// ```
+public protocol PreferenceValue {
+    /// The stored form, or `nil` to remove the key (`Optional.none`, or a value that cannot be encoded).
+    var plistValue: PlistValue? { get }
+    /// Decodes a stored value; `nil` when it has another type or is out of range.
+    init?(plistValue: PlistValue)
+}
+
+extension PlistValue: PreferenceValue {
+    public var plistValue: PlistValue? { self }
+    public init?(plistValue: PlistValue) { self = plistValue }
+}
+
+extension String: PreferenceValue {
+    public var plistValue: PlistValue? { .string(self) }
+    public init?(plistValue: PlistValue) {
+        guard case .string(let v) = plistValue else { return nil }
+        self = v
+    }
+}
+
+extension Bool: PreferenceValue {
+    public var plistValue: PlistValue? { .bool(self) }
+    public init?(plistValue: PlistValue) {
+        guard case .bool(let v) = plistValue else { return nil }
+        self = v
+    }
+}
+
+extension Double: PreferenceValue {
+    public var plistValue: PlistValue? { .real(self) }
+    public init?(plistValue: PlistValue) {
+        switch plistValue {
+        case .real(let v): self = v
+        case .integer(let v): self = Double(v)
+        default: return nil
+        }
+    }
+}
+
+extension Float: PreferenceValue {
+    public var plistValue: PlistValue? { .real(Double(self)) }
+    public init?(plistValue: PlistValue) {
+        guard let v = Double(plistValue: plistValue) else { return nil }
+        self = Float(v)
+    }
+}
+
+extension Date: PreferenceValue {
+    public var plistValue: PlistValue? { .date(self) }
+    public init?(plistValue: PlistValue) {
+        guard case .date(let v) = plistValue else { return nil }
+        self = v
+    }
+}
+
+extension Data: PreferenceValue {
+    public var plistValue: PlistValue? { .data(self) }
+    public init?(plistValue: PlistValue) {
+        guard case .data(let v) = plistValue else { return nil }
+        self = v
+    }
+}
+
+extension URL: PreferenceValue {
+    public var plistValue: PlistValue? { .string(absoluteString) }
+    public init?(plistValue: PlistValue) {
+        guard case .string(let v) = plistValue, let url = URL(string: v) else { return nil }
+        self = url
+    }
+}
+
+/// Integers are stored as 64-bit property-list integers. Unsigned values above `Int64.max`
+/// (which a property list cannot hold as an integer) are stored as their decimal string.
+/// (Refining `Codable` makes these defaults win over the `Codable` ones below.)
+public protocol PreferenceInteger: FixedWidthInteger, Codable, PreferenceValue {}
+
+extension PreferenceInteger {
+    public var plistValue: PlistValue? {
+        if let v = Int64(exactly: self) { return .integer(v) }
+        return .string(String(self))
+    }
+    public init?(plistValue: PlistValue) {
+        switch plistValue {
+        case .integer(let v):
+            guard let exact = Self(exactly: v) else { return nil }
+            self = exact
+        case .string(let v) where !Self.isSigned:
+            guard let exact = Self(v) else { return nil }
+            self = exact
+        default: return nil
+        }
+    }
+}
+
+extension Int: PreferenceInteger {}
+extension Int8: PreferenceInteger {}
+extension Int16: PreferenceInteger {}
+extension Int32: PreferenceInteger {}
+extension Int64: PreferenceInteger {}
+extension UInt: PreferenceInteger {}
+extension UInt8: PreferenceInteger {}
+extension UInt16: PreferenceInteger {}
+extension UInt32: PreferenceInteger {}
+extension UInt64: PreferenceInteger {}
+
+extension Array: PreferenceValue where Element: PreferenceValue {
+    public var plistValue: PlistValue? { .array(compactMap(\.plistValue)) }
+    public init?(plistValue: PlistValue) {
+        guard case .array(let items) = plistValue else { return nil }
+        var result: [Element] = []
+        result.reserveCapacity(items.count)
+        for item in items {
+            guard let element = Element(plistValue: item) else { return nil }
+            result.append(element)
+        }
+        self = result
+    }
+}
+
+extension Dictionary: PreferenceValue where Key == String, Value: PreferenceValue {
+    public var plistValue: PlistValue? { .dictionary(compactMapValues(\.plistValue)) }
+    public init?(plistValue: PlistValue) {
+        guard case .dictionary(let items) = plistValue else { return nil }
+        var result: [String: Value] = [:]
+        result.reserveCapacity(items.count)
+        for (key, item) in items {
+            guard let value = Value(plistValue: item) else { return nil }
+            result[key] = value
+        }
+        self = result
+    }
+}
+
+extension Optional: PreferenceValue where Wrapped: PreferenceValue {
+    public var plistValue: PlistValue? { self?.plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let value = Wrapped(plistValue: plistValue) else { return nil }
+        self = .some(value)
+    }
+}
+
+// MARK: RawRepresentable and Codable
+
+extension PreferenceValue where Self: RawRepresentable, RawValue: PreferenceValue {
+    public var plistValue: PlistValue? { rawValue.plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let raw = RawValue(plistValue: plistValue) else { return nil }
+        self.init(rawValue: raw)
+    }
+}
+
+extension PreferenceValue where Self: Codable {
+    public var plistValue: PlistValue? { try? PlistCoding.encode(self) }
+    public init?(plistValue: PlistValue) {
+        guard let value = try? PlistCoding.decode(Self.self, from: plistValue) else { return nil }
+        self = value
+    }
+}
+
+/// A type that is both `RawRepresentable` and `Codable` (a `String` enum, say) stores its raw value.
+extension PreferenceValue where Self: RawRepresentable & Codable, RawValue: PreferenceValue {
+    public var plistValue: PlistValue? { rawValue.plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let raw = RawValue(plistValue: plistValue) else { return nil }
+        self.init(rawValue: raw)
+    }
+}
+
+/// Bridges `Codable` through Foundation's property-list coders, boxed in a one-key dictionary
+/// because those coders refuse top-level scalars.
+enum PlistCoding {
+    private struct Box<T: Codable>: Codable { var v: T }
+
+    static func encode<T: Codable>(_ value: T) throws -> PlistValue? {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        let bytes = try encoder.encode(Box(v: value))
+        guard case .dictionary(let box) = try BinaryPropertyList.decode(Array(bytes)) else { return nil }
+        return box["v"]
+    }
+
+    static func decode<T: Codable>(_ type: T.Type, from value: PlistValue) throws -> T {
+        let bytes = BinaryPropertyList.encode(.dictionary(["v": value]))
+        return try PropertyListDecoder().decode(Box<T>.self, from: Data(bytes)).v
+    }
+}

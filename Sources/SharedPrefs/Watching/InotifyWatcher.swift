@@ -1,0 +1,184 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// A store registered with the watcher; weak, so watching never keeps a suite alive.
+struct WeakStore: Sendable {
+    weak var store: SuiteStore?
+}
+
+/// One inotify instance for the whole process, one watch per directory shared by every suite in
+/// it, and one thread that turns events into store re-reads.
+///
+/// - A burst of events for one suite becomes one re-read (``SuiteStore/scheduleReload()`` coalesces).
+/// - `IN_Q_OVERFLOW` re-reads every suite; per-key diffing makes that exact.
+/// - A directory that disappears is polled for until it comes back, then watched again.
+/// - If inotify is unavailable or a watch cannot be added (`ENOSPC`, `EMFILE`), the suite is polled,
+///   with a logged warning.
+final class InotifyWatcher: Sendable {
+    static let shared = InotifyWatcher()
+
+    static let mask: UInt32 =
+        UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
+        | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
+    /// How often polled suites and vanished directories are checked.
+    static let pollInterval: Int32 = 100
+
+    private struct Directory {
+        var path: String
+        var suites: [String: [WeakStore]] = [:]
+        var stores: [SuiteStore] { suites.values.flatMap { $0.compactMap(\.store) } }
+    }
+
+    private struct State {
+        var watched: [CInt: Directory] = [:]
+        /// Directories that vanished, by path, waiting to be watched again.
+        var vanished: [String: Directory] = [:]
+        /// Suites that could not be watched and are polled.
+        var polled: [ObjectIdentifier: WeakStore] = [:]
+    }
+
+    private let fd: CInt
+    private let state = Mutex(State())
+
+    private init() {
+        switch Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK)) {
+        case .success(let fd): self.fd = fd
+        case .failure(let errno):
+            fd = -1
+            let error = PreferenceError.system("inotify_init1", errno, path: "inotify", doing: "start watching with")
+            logger.warning("\(error)")
+        }
+        let thread = Thread { [self] in run() }
+        thread.name = "SharedPrefs.watcher"
+        thread.start()
+    }
+
+    /// Starts watching `fileName` in `directory` for `store`, or polls it when that fails.
+    func watch(_ store: SuiteStore, directory: String, fileName: String) {
+        if fd >= 0 {
+            switch Syscall.inotifyAddWatch(fd, directory, Self.mask) {
+            case .success(let wd):
+                state.withLock { s in
+                    s.watched[wd, default: Directory(path: directory)].suites[fileName, default: []].append(WeakStore(store: store))
+                }
+                return
+            case .failure(let errno):
+                let error = PreferenceError.system("inotify_add_watch", errno, path: directory, doing: "watch")
+                logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
+            }
+        }
+        state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store: store) }
+    }
+
+    /// Stops watching for `store`; a directory's watch goes when its last suite does.
+    /// (Searches every directory: the watch descriptor changes when a vanished directory returns.)
+    func unwatch(_ id: ObjectIdentifier, fileName: String) {
+        func drop(_ dir: inout Directory) {
+            // Drops the store, and any store already gone (a weak reference is nil during deinit).
+            dir.suites[fileName]?.removeAll { weak in weak.store.map { ObjectIdentifier($0) == id } ?? true }
+            if dir.suites[fileName]?.isEmpty == true { dir.suites[fileName] = nil }
+        }
+        let emptied = state.withLock { s -> [CInt] in
+            s.polled.removeValue(forKey: id)
+            for path in s.vanished.keys {
+                drop(&s.vanished[path]!)
+                if s.vanished[path]!.suites.isEmpty { s.vanished[path] = nil }
+            }
+            var emptied: [CInt] = []
+            for wd in s.watched.keys {
+                drop(&s.watched[wd]!)
+                if s.watched[wd]!.suites.isEmpty {
+                    s.watched[wd] = nil
+                    emptied.append(wd)
+                }
+            }
+            return emptied
+        }
+        for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
+    }
+
+    // MARK: The watcher thread
+
+    private func run() {
+        let bufferSize = 64 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
+        while true {
+            let needsPolling = state.withLock { !$0.vanished.isEmpty || !$0.polled.isEmpty }
+            var ready = false
+            if fd >= 0 {
+                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                ready = poll(&pfd, 1, needsPolling ? Self.pollInterval : -1) > 0
+            } else {
+                usleep(UInt32(Self.pollInterval) * 1000)
+            }
+            var reload: [ObjectIdentifier: SuiteStore] = [:]
+            if ready { readEvents(buffer, bufferSize, into: &reload) }
+            if needsPolling { pollTick(into: &reload) }
+            for store in reload.values { store.scheduleReload() }
+        }
+    }
+
+    private func readEvents(_ buffer: UnsafeMutableRawPointer, _ size: Int, into reload: inout [ObjectIdentifier: SuiteStore]) {
+        while true {
+            let count = read(fd, buffer, size)
+            guard count > 0 else { return }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
+                let name = event.len > 0 ? String(cString: nameStart.assumingMemoryBound(to: CChar.self)) : ""
+                offset += MemoryLayout<inotify_event>.size + Int(event.len)
+                handle(wd: event.wd, mask: event.mask, name: name, into: &reload)
+            }
+        }
+    }
+
+    private func handle(wd: CInt, mask: UInt32, name: String, into reload: inout [ObjectIdentifier: SuiteStore]) {
+        state.withLock { s in
+            if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                logger.notice("inotify queue overflowed; re-reading every watched suite")
+                for dir in s.watched.values { for store in dir.stores { reload[ObjectIdentifier(store)] = store } }
+                return
+            }
+            guard var dir = s.watched[wd] else { return }
+            if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
+                // The directory is gone (or moved away): its suites are gone from this path.
+                // Wait for the path to come back; a moved directory's watch is dropped first.
+                if mask & UInt32(IN_MOVE_SELF) != 0 { Syscall.inotifyRemoveWatch(fd, wd) }
+                s.watched[wd] = nil
+                dir.suites = dir.suites.mapValues { $0.filter { $0.store != nil } }.filter { !$0.value.isEmpty }
+                if !dir.suites.isEmpty {
+                    if let existing = s.vanished[dir.path] {
+                        dir.suites.merge(existing.suites) { $0 + $1 }
+                    }
+                    s.vanished[dir.path] = dir
+                }
+                for store in dir.stores { reload[ObjectIdentifier(store)] = store }
+                return
+            }
+            for weak in dir.suites[name] ?? [] {
+                if let store = weak.store { reload[ObjectIdentifier(store)] = store }
+            }
+        }
+    }
+
+    /// Re-arms vanished directories that are back, and re-reads polled suites (a re-read only
+    /// stats the file unless it changed).
+    private func pollTick(into reload: inout [ObjectIdentifier: SuiteStore]) {
+        state.withLock { s in
+            for (path, dir) in s.vanished {
+                guard fd >= 0, case .success(let wd) = Syscall.inotifyAddWatch(fd, path, Self.mask) else { continue }
+                s.vanished[path] = nil
+                var merged = s.watched[wd] ?? Directory(path: path)
+                merged.suites.merge(dir.suites) { $0 + $1 }
+                s.watched[wd] = merged
+                for store in dir.stores { reload[ObjectIdentifier(store)] = store }
+            }
+            s.polled = s.polled.filter { $0.value.store != nil }
+            for weak in s.polled.values { if let store = weak.store { reload[ObjectIdentifier(store)] = store } }
+        }
+    }
+}

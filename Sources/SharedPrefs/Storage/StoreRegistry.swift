@@ -19,12 +19,11 @@ enum StoreRegistry {
         let key = realDirectory + "/" + file.fileName
         return try stores.withLock { (stores) throws(PreferenceError) -> SuiteStore in
             if let existing = stores[key]?.store { return existing }
-            // Fail early and clearly on an unusable directory (insecure, not ours, not a directory).
-            let dirfd = try file.openDirectory()
-            Syscall.close(dirfd)
+            // Watch first, then read, so no change can fall between the two. Fail early and
+            // clearly on an unusable directory or file (insecure, a link, unreadable).
             let store = SuiteStore(name: name, file: file)
             InotifyWatcher.shared.watch(store, directory: file.directory, fileName: file.fileName)
-            store.reloadNow()
+            try store.reload()
             stores = stores.filter { $0.value.store != nil }
             stores[key] = WeakStore(store: store)
             return store

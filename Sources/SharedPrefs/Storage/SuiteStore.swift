@@ -264,29 +264,35 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Re-reads the file if its stamp changed and tells observers what other writers changed.
-    /// Runs on `ioQueue`, or once from `init` before the store is shared.
+    /// Re-reads the file if its stamp changed and tells observers what other writers changed;
+    /// failures go to the log and to failure observers. Runs on `ioQueue`.
     func reloadNow() {
-        guard let file else { return }
         do {
-            guard let dirfd = try Self.openExistingDirectory(file) else {
-                // The directory is gone, and the suite with it.
-                adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
-                return
-            }
-            defer { Syscall.close(dirfd) }
-            let lastStamp = state.withLock { $0.stamp }
-            if try file.currentStamp(in: dirfd) == lastStamp { return }
-            switch try file.read(in: dirfd) {
-            case .missing: adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
-            case .loaded(let values, let stamp, let fd): adopt(disk: values, stamp: stamp, descriptor: fd, localKeys: [])
-            case .corrupt(let error):
-                // Keep the last good snapshot; the next event (a complete write) is read again.
-                logger.warning("\(error.message)")
-                report(error)
-            }
+            try reload()
         } catch {
             logger.warning("\(error)")
+            report(error)
+        }
+    }
+
+    /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
+    /// snapshot and is reported (the next event, a complete write, is read again); other failures
+    /// throw. Runs on `ioQueue`, or from the registry before the store is shared.
+    func reload() throws(PreferenceError) {
+        guard let file else { return }
+        guard let dirfd = try Self.openExistingDirectory(file) else {
+            // The directory is gone, and the suite with it.
+            adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
+            return
+        }
+        defer { Syscall.close(dirfd) }
+        let lastStamp = state.withLock { $0.stamp }
+        if try file.currentStamp(in: dirfd) == lastStamp { return }
+        switch try file.read(in: dirfd) {
+        case .missing: adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
+        case .loaded(let values, let stamp, let fd): adopt(disk: values, stamp: stamp, descriptor: fd, localKeys: [])
+        case .corrupt(let error):
+            logger.warning("\(error.message)")
             report(error)
         }
     }

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+@Suite("Property-list codecs")
+struct CodecTests {
+    static let sample: [String: PlistValue] = [
+        "string": "héllo <&> wörld 🎉",
+        "ascii": "plain",
+        "empty": "",
+        "int.small": 7,
+        "int.negative": -42,
+        "int.large": .integer(Int64.max),
+        "int.min": .integer(Int64.min),
+        "int.u16": 40_000,
+        "int.u32": 3_000_000_000,
+        "real": 1.5,
+        "real.negative": -0.25,
+        "real.huge": 1e300,
+        "bool.true": true,
+        "bool.false": false,
+        "date": .date(Date(timeIntervalSince1970: 1_700_000_000)),
+        "data": .data(Data([0, 1, 2, 255])),
+        "data.long": .data(Data(repeating: 7, count: 300)),
+        "array": [1, "two", 3.0, [true]],
+        "array.empty": [],
+        "dict": ["nested": ["deep": 1], "name": "x"],
+        "dict.empty": [:],
+        "key.with.dots": "dots",
+        "long": .string(String(repeating: "x", count: 70_000)),
+    ]
+
+    @Test(arguments: [PropertyListFormat.binary, .xml])
+    func everyValueTypeRoundTrips(format: PropertyListFormat) throws {
+        let bytes = format.encode(Self.sample)
+        #expect(try PropertyListFormat.decodeSuite(bytes) == Self.sample)
+    }
+
+    @Test func binaryHandlesMoreThan255ObjectsAndWideOffsets() throws {
+        var values: [String: PlistValue] = [:]
+        for i in 0..<70_000 { values["key.\(i)"] = .integer(Int64(i)) }
+        #expect(try PropertyListFormat.decodeSuite(BinaryPropertyList.encode(.dictionary(values))) == values)
+    }
+
+    @Test func nanEqualsItselfSoItNeverLooksLikeAChange() throws {
+        let values: [String: PlistValue] = ["nan": .real(.nan), "inf": .real(-.infinity)]
+        #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(values)) == values)
+        #expect(Diff.changes(from: values, to: values).isEmpty)
+    }
+
+    @Test func foundationReadsWhatWeWrite() throws {
+        struct Settings: Codable, Equatable {
+            var string: String
+            var array: [Double]
+            var dict: [String: Int]
+        }
+        let values: [String: PlistValue] = ["string": "x", "array": [1.5, 2.5], "dict": ["a": 1]]
+        for format in [PropertyListFormat.binary, .xml] {
+            let decoded = try PropertyListDecoder().decode(Settings.self, from: Data(format.encode(values)))
+            #expect(decoded == Settings(string: "x", array: [1.5, 2.5], dict: ["a": 1]))
+        }
+    }
+
+    @Test func pythonPlistlibReadsBothFormatsAndWeReadItsOutput() async throws {
+        let directory = try TemporaryDirectory()
+        let ours = directory.file("ours.plist")
+        let theirs = directory.file("theirs.plist")
+        let values: [String: PlistValue] = [
+            "s": "ünïcode", "i": -5, "big": .integer(1 << 40), "r": 0.5, "b": true,
+            "d": .date(Date(timeIntervalSince1970: 1_600_000_000)), "data": .data(Data([1, 2, 3])),
+            "a": [1, "x"], "n": ["k": ["deep": false]],
+        ]
+        for format in [PropertyListFormat.binary, .xml] {
+            try Data(format.encode(values)).write(to: ours)
+            // Python decodes our file and writes it back in the other format.
+            let result = try await python(
+                """
+                import plistlib, sys
+                with open(sys.argv[1], 'rb') as f: v = plistlib.load(f)
+                fmt = plistlib.FMT_XML if sys.argv[3] == 'binary' else plistlib.FMT_BINARY
+                with open(sys.argv[2], 'wb') as f: plistlib.dump(v, f, fmt=fmt)
+                """, ours.path, theirs.path, format == .binary ? "binary" : "xml")
+            #expect(result.status == 0, "\(result.output)")
+            #expect(try readSuiteFile(theirs) == values)
+        }
+    }
+
+    static let malformed: [(String, [UInt8])] = [
+        ("garbage", Array("not a plist at all".utf8)),
+        ("empty", []),
+        ("truncated binary", Array(BinaryPropertyList.encode(["a": 1, "b": "two"]).dropLast(9))),
+        ("array root", BinaryPropertyList.encode([1, 2])),
+        ("unterminated XML", Array("<plist><dict><key>a</key><string>x".utf8)),
+        ("invalid UTF-8 in XML", Array("<plist><dict><key>".utf8) + [0xFF, 0xFE] + Array("</key><true/></dict></plist>".utf8)),
+        ("unknown XML element", Array("<plist><dict><key>a</key><foo/></dict></plist>".utf8)),
+    ]
+
+    @Test(arguments: malformed)
+    func malformedInputIsAnErrorNeverACrash(name: String, bytes: [UInt8]) {
+        #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(bytes) }
+    }
+
+    @Test func deepNestingAndReferenceCyclesStopAtTheDepthLimit() throws {
+        var deep: PlistValue = 1
+        for _ in 0..<600 { deep = [deep] }
+        #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(BinaryPropertyList.encode(["d": deep])) }
+        // A one-element array whose element is itself.
+        var cycle = BinaryPropertyList.magic
+        cycle += [0xA1, 0x00]  // object 0: array of 1, ref 0
+        let table = cycle.count
+        cycle += [0x08]  // offset of object 0
+        cycle += [0, 0, 0, 0, 0, 0, 1, 1] + [0, 0, 0, 0, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 8)
+            + [0, 0, 0, 0, 0, 0, 0, UInt8(table)]
+        #expect(throws: PropertyListDecodingError.self) { try BinaryPropertyList.decode(cycle) }
+    }
+
+    @Test func xmlEntitiesCommentsAndCDATAAreDecoded() throws {
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0"><!-- a comment -->
+            <dict>
+              <key>a &amp; b</key><string>&lt;tag&gt; &#233;&#x1F600; <![CDATA[<raw>]]></string>
+              <key>n</key><integer> 12 </integer>
+              <key>e</key><string/>
+              <key>t</key><true/>
+            </dict>
+            </plist>
+            """
+        #expect(
+            try PropertyListFormat.decodeSuite(Array(xml.utf8)) == [
+                "a & b": "<tag> é😀 <raw>", "n": 12, "e": "", "t": true,
+            ])
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+@Suite("Across processes")
+struct CrossProcessTests {
+    @Test func aChildWritingAReachesOnlyTheObserversOfA() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("shared.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(0, forKey: "a")
+        try await suite.flush()
+        let (a, t1) = suite.record(.key("a"))
+        let (b, t2) = suite.record(.key("b"))
+        let (x, t3) = suite.record(.prefix("x."))
+        defer { _ = (t1, t2, t3) }
+
+        try await child("set", file.path, "a=int:1")
+        let changes = try await a.wait(for: 1)
+        #expect(changes == [PreferenceChange(suite: "shared", key: "a", oldValue: 0, newValue: 1, origin: .external)])
+        #expect(suite.integer(forKey: "a") == 1)
+
+        // A second write that also touches b and x.: each observer's first change must be from it,
+        // so the first write delivered nothing to them, and nothing more to a.
+        try await child("set", file.path, "a=int:2", "b=str:sentinel", "x.y=bool:true")
+        #expect(try await a.wait(for: 2).map(\.newValue) == [1, 2])
+        #expect(try await b.wait(for: 1).map(\.newValue) == ["sentinel"])
+        #expect(try await x.wait(for: 1).map(\.key) == ["x.y"])
+    }
+
+    @Test func ourOwnWritesSeenAgainThroughInotifyProduceNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("own.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (all, token) = suite.record(.all)
+        defer { _ = token }
+        for i in 0..<20 {
+            suite.set(i, forKey: "n")
+            try await suite.flush()
+        }
+        // Then one external change: if our own writes had come back as changes, they would sit before it.
+        try await child("set", file.path, "other=int:1")
+        let changes = try await all.wait(for: 21)
+        #expect(changes.prefix(20).allSatisfy { $0.origin == .local && $0.key == "n" })
+        #expect(changes[20].key == "other" && changes[20].origin == .external)
+        try await Task.yield()
+        #expect(all.items.count == 21)
+    }
+
+    @Test func aForeignPythonWriterChangingTwoKeysProducesExactlyTwoChanges() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("foreign.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        for (key, value) in ["keep": 1, "change": 2, "remove": 3] { suite.set(value, forKey: key) }
+        try await suite.flush()
+        let (all, token) = suite.record(.all)
+        defer { _ = token }
+        let result = try await python(
+            """
+            import os, plistlib, sys
+            path = sys.argv[1]
+            with open(path, 'rb') as f: v = plistlib.load(f)
+            v['change'] = 20
+            del v['remove']
+            tmp = path + '.py.tmp'
+            with open(tmp, 'wb') as f: plistlib.dump(v, f)
+            os.replace(tmp, path)
+            """, file.path)
+        #expect(result.status == 0, "\(result.output)")
+        let changes = try await all.wait(for: 2).sorted { $0.key < $1.key }
+        #expect(changes.map(\.key) == ["change", "remove"])
+        #expect(changes[0].oldValue == 2 && changes[0].newValue == 20 && changes[0].origin == .external)
+        #expect(changes[1].oldValue == 3 && changes[1].isRemoval)
+        try await child("set", file.path, "sentinel=int:1")
+        #expect(try await all.wait(for: 3).map(\.key).last == "sentinel")
+        #expect(suite.storedValues == ["keep": 1, "change": 20, "sentinel": 1])
+    }
+
+    @Test func fourProcessesIncrementingAndWritingLoseNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("contended.plist")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for id in 0..<4 {
+                group.addTask { try await child("hammer", file.path, String(id), "250") }
+            }
+            try await group.waitForAll()
+        }
+        let values = try readSuiteFile(file)
+        #expect(values["counter"] == 1000)
+        #expect(values.count == 1 + 1000)
+        for id in 0..<4 {
+            for i in 0..<250 { #expect(values["p\(id).k\(i)"] == .integer(Int64(i))) }
+        }
+    }
+
+    @Test(arguments: ["set", "set-exit"])
+    func valuesSetJustBeforeExitAreNotLost(command: String) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("exit.plist")
+        try await child(command, file.path, "last=str:words", "n=int:3")
+        #expect(try readSuiteFile(file) == ["last": "words", "n": 3])
+    }
+
+    @Test func inPlaceAndHalfWrittenFilesKeepTheLastGoodSnapshot() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("inplace.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(1, forKey: "a")
+        suite.set(2, forKey: "b")
+        try await suite.flush()
+        let (all, token) = suite.record(.all)
+        let (failures, task) = suite.recordFailures()
+        defer { _ = token; task.cancel() }
+        // An editor rewriting the file in place, caught halfway: the first half, then close.
+        let writeInPlace = """
+            import plistlib, sys
+            data = plistlib.dumps({'a': 1, 'b': 3, 'c': 'new'}, fmt=plistlib.FMT_XML)
+            with open(sys.argv[1], 'r+b') as f:
+                f.truncate(0)
+                f.write(data if sys.argv[2] == 'full' else data[: len(data) // 2])
+            """
+        #expect(try await python(writeInPlace, file.path, "half").status == 0)
+        let failure = try await failures.wait(for: 1)[0]
+        #expect(failure.code == .corruptFile && failure.path == file.path)
+        #expect(suite.storedValues == ["a": 1, "b": 2])
+        #expect(all.items.isEmpty)
+
+        #expect(try await python(writeInPlace, file.path, "full").status == 0)
+        let changes = try await all.wait(for: 2).sorted { $0.key < $1.key }
+        #expect(changes.map(\.key) == ["b", "c"])
+        #expect(suite.storedValues == ["a": 1, "b": 3, "c": "new"])
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+@Suite("Files and directories")
+struct FileSystemTests {
+    @Test func suitesForTheSameFileShareOneLiveStore() throws {
+        let directory = try TemporaryDirectory()
+        let group = try AppGroup(identifier: "group.shared", containerURL: directory.url)
+        let first = try PreferenceSuite(suiteName: "prefs", in: group)
+        let second = try PreferenceSuite(fileURL: group.preferencesDirectory.appending(path: "prefs.plist"))
+        first.set("visible at once", forKey: "k")
+        #expect(second.string(forKey: "k") == "visible at once")
+        #expect(first.store === second.store)
+    }
+
+    @Test func groupSuitesResolveUnderTheRootAndGetSharedModes() throws {
+        let directory = try TemporaryDirectory()
+        setenv("SHAREDPREFS_ROOT", directory.url.path, 1)
+        defer { unsetenv("SHAREDPREFS_ROOT") }
+        let suite = try #require(PreferenceSuite(suiteName: "group.com.example.tests"))
+        let expected = directory.url.appending(path: "containers/group.com.example.tests/Library/Preferences/group.com.example.tests.plist")
+        #expect(suite.fileURL?.standardizedFileURL == expected.standardizedFileURL)
+        suite.set(1, forKey: "k")
+        #expect(suite.synchronize())
+        let umask = currentUmask()
+        var st = stat()
+        #expect(stat(expected.path, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o660 & ~umask)
+        #expect(stat(expected.deletingLastPathComponent().path, &st) == 0)
+        #expect(st.st_mode & 0o7777 == (0o2770 & ~umask) | S_ISGID)
+        let plain = try #require(PreferenceSuite(suiteName: "plain"))
+        #expect(plain.fileURL?.path.hasSuffix("/Preferences/plain.plist") == true)
+    }
+
+    @Test func aSymlinkWhereTheSuiteFileShouldBeIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let target = directory.file("target.plist")
+        try Data(PropertyListFormat.binary.encode(["secret": 1])).write(to: target)
+        try FileManager.default.createSymbolicLink(at: directory.file("linked.plist"), withDestinationURL: target)
+        let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(fileURL: directory.file("linked.plist")) }
+        #expect(error?.code == .symbolicLink)
+        #expect(error?.message.contains("linked.plist") == true)
+        // A link planted after the suite was opened: the write refuses it too.
+        let suite = try PreferenceSuite(fileURL: directory.file("later.plist"))
+        try FileManager.default.createSymbolicLink(at: directory.file("later.plist"), withDestinationURL: target)
+        suite.set(2, forKey: "k")
+        let flushError = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(flushError?.code == .symbolicLink)
+        #expect(try readSuiteFile(target) == ["secret": 1])
+    }
+
+    @Test func aWorldWritableDirectoryWithoutStickyBitIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let open = directory.file("open")
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: false)
+        chmod(open.path, 0o777)
+        let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(fileURL: open.appending(path: "s.plist")) }
+        #expect(error?.code == .insecureDirectory)
+        #expect(error?.message.contains("chmod o-w \(open.path)") == true)
+        chmod(open.path, 0o1777)
+        #expect(throws: Never.self) { try PreferenceSuite(fileURL: open.appending(path: "s.plist")) }
+    }
+
+    @Test func aCorruptFileIsMovedAsideNeverOverwritten() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("corrupt.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(1, forKey: "good")
+        try await suite.flush()
+        let garbage = Data("this is not a property list".utf8)
+        try garbage.write(to: file)
+        suite.set(2, forKey: "next")
+        try await suite.flush()
+        #expect(try readSuiteFile(file) == ["good": 1, "next": 2])
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix("corrupt.plist.corrupt-") }
+        #expect(aside.count == 1)
+        #expect(try Data(contentsOf: directory.file(aside[0])) == garbage)
+    }
+
+    @Test func aRemovedAndRecreatedDirectoryIsWatchedAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let container = directory.file("container")
+        let file = container.appending(path: "again.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(1, forKey: "a")
+        try await suite.flush()
+        let (all, token) = suite.record(.all)
+        defer { _ = token }
+        try FileManager.default.removeItem(at: container)
+        let removal = try await all.wait(for: 1)
+        #expect(removal[0].key == "a" && removal[0].isRemoval && removal[0].origin == .external)
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        try await child("set", file.path, "b=int:2")
+        let changes = try await all.wait(for: 2)
+        #expect(changes[1].key == "b" && changes[1].newValue == 2)
+        // And it stays watched: a later write arrives too.
+        try await child("set", file.path, "b=int:3")
+        #expect(try await all.wait(for: 3)[2].newValue == 3)
+    }
+
+    @Test func xmlFormatAndNoDurabilityAreHonoured() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("xml.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(format: .xml, durability: .none))
+        suite.set("x", forKey: "k")
+        try await suite.flush()
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.hasPrefix("<?xml") && text.contains("<key>k</key>"))
+    }
+}
+
+func currentUmask() -> mode_t {
+    let mask = umask(0)
+    umask(mask)
+    return mask
+}

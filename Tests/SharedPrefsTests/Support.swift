@@ -1,0 +1,138 @@
+import Foundation
+@testable import SharedPrefs
+import Synchronization
+import Testing
+
+struct TimeoutError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Collects values delivered on other threads and lets a test await the n-th one with a timeout,
+/// instead of sleeping.
+final class Recorder<Element: Sendable>: Sendable {
+    private struct Waiter {
+        var id: Int
+        var count: Int
+        var continuation: CheckedContinuation<[Element], any Error>
+    }
+    private struct State {
+        var items: [Element] = []
+        var waiters: [Waiter] = []
+        var nextID = 0
+    }
+    private let state = Mutex(State())
+
+    var items: [Element] { state.withLock { $0.items } }
+
+    func record(_ item: Element) {
+        let ready = state.withLock { s -> [(CheckedContinuation<[Element], any Error>, [Element])] in
+            s.items.append(item)
+            let done = s.waiters.filter { s.items.count >= $0.count }
+            s.waiters.removeAll { s.items.count >= $0.count }
+            return done.map { ($0.continuation, s.items) }
+        }
+        for (continuation, items) in ready { continuation.resume(returning: items) }
+    }
+
+    /// Waits until at least `count` items arrived; returns all of them.
+    @discardableResult
+    func wait(for count: Int, timeout: Duration = .seconds(20)) async throws -> [Element] {
+        let id = state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            let immediate = state.withLock { s -> [Element]? in
+                if s.items.count >= count { return s.items }
+                s.waiters.append(Waiter(id: id, count: count, continuation: continuation))
+                return nil
+            }
+            if let immediate { return continuation.resume(returning: immediate) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                let expired = state.withLock { s -> (CheckedContinuation<[Element], any Error>, Int)? in
+                    guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return (s.waiters.remove(at: index).continuation, s.items.count)
+                }
+                if let (continuation, got) = expired {
+                    continuation.resume(throwing: TimeoutError(description: "waited \(timeout) for \(count) items, got \(got)"))
+                }
+            }
+        }
+    }
+}
+
+extension PreferenceSuite {
+    /// Records every change that passes `filter`; keep the token alive for as long as you record.
+    func record(_ filter: KeyFilter) -> (Recorder<PreferenceChange>, PreferenceObservation) {
+        let recorder = Recorder<PreferenceChange>()
+        let token = observe(filter) { recorder.record($0) }
+        return (recorder, token)
+    }
+
+    func recordFailures() -> (Recorder<PreferenceError>, Task<Void, Never>) {
+        let recorder = Recorder<PreferenceError>()
+        let stream = failures()
+        let task = Task {
+            for await failure in stream { recorder.record(failure) }
+        }
+        return (recorder, task)
+    }
+}
+
+/// A fresh directory per test, removed afterwards.
+struct TemporaryDirectory: ~Copyable {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-tests-\(UUID().uuidString)", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func file(_ name: String) -> URL { url.appending(path: name) }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+struct ProcessResult {
+    var status: Int32
+    var output: String
+}
+
+/// Runs a program to completion without blocking a thread of the cooperative pool.
+func run(_ executable: URL, _ arguments: [String]) async throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let log = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-child-\(UUID().uuidString).log")
+    FileManager.default.createFile(atPath: log.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: log)
+    process.standardOutput = handle
+    process.standardError = handle
+    defer { try? FileManager.default.removeItem(at: log) }
+    let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do { try process.run() } catch { continuation.resume(throwing: error) }
+    }
+    try handle.close()
+    return ProcessResult(status: status, output: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+}
+
+/// The test child executable, built next to the test bundle by `swift test`.
+let childExecutable: URL = {
+    let bundle = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+    return bundle.deletingLastPathComponent().appending(path: "prefs-test-child")
+}()
+
+/// Runs `prefs-test-child` and expects it to succeed.
+func child(_ arguments: String...) async throws {
+    let result = try await run(childExecutable, arguments)
+    #expect(result.status == 0, "prefs-test-child \(arguments.joined(separator: " ")) failed: \(result.output)")
+}
+
+/// Runs a Python 3 script (a foreign writer that knows nothing of SharedPrefs).
+func python(_ script: String, _ arguments: String...) async throws -> ProcessResult {
+    try await run(URL(filePath: "/usr/bin/env"), ["python3", "-c", script] + arguments)
+}
+
+/// Reads a suite file straight from disk, bypassing every cache.
+func readSuiteFile(_ url: URL) throws -> [String: PlistValue] {
+    try PropertyListFormat.decodeSuite(Array(try Data(contentsOf: url)))
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+enum Theme: String, PreferenceValue, Codable { case system, light, dark }
+enum Level: Int, PreferenceValue { case low = 1, high = 2 }
+struct Window: Codable, Equatable, PreferenceValue {
+    var width: Int
+    var title: String
+    var scale: Double?
+}
+
+extension PreferenceKey where Value == Theme { static var theme: Self { .init("theme", default: .system) } }
+extension PreferenceKey where Value == Int { static var volume: Self { .init("volume", default: 5) } }
+
+@Suite("Values and lookup order")
+struct ValueTests {
+    @Test func everySupportedTypeRoundTripsThroughTheTypedAPI() throws {
+        let suite = PreferenceSuite.inMemory()
+        func check<V: PreferenceValue & Equatable>(_ value: V, default fallback: V, _ name: String = #function) {
+            let key = PreferenceKey<V>("k.\(V.self)", default: fallback)
+            suite[key] = value
+            #expect(suite[key] == value, "\(V.self)")
+            #expect(V(plistValue: value.plistValue!) == value)
+        }
+        check("text", default: "")
+        check(Int.min, default: 0)
+        check(Int8(-8), default: 0)
+        check(Int16(300), default: 0)
+        check(Int32(-70_000), default: 0)
+        check(Int64.max, default: 0)
+        check(UInt(42), default: 0)
+        check(UInt8(255), default: 0)
+        check(UInt16(65_535), default: 0)
+        check(UInt32.max, default: 0)
+        check(UInt64.max, default: 0)
+        check(3.25, default: 0.0)
+        check(Float(1.5), default: 0)
+        check(true, default: false)
+        check(Date(timeIntervalSince1970: 12_345.5), default: Date(timeIntervalSince1970: 0))
+        check(Data([9, 8]), default: Data())
+        check(URL(string: "https://example.com/a?b=c")!, default: URL(string: "x:")!)
+        check([1, 2, 3], default: [Int]())
+        check(["a": [true]], default: [String: [Bool]]())
+        check(Theme.dark, default: .system)
+        check(Level.high, default: .low)
+        check(Window(width: 640, title: "main", scale: nil), default: Window(width: 0, title: "", scale: 1))
+        check(Optional("set"), default: nil)
+    }
+
+    @Test func rawRepresentableStoresItsRawValueAndCodableANestedPlist() {
+        #expect(Theme.dark.plistValue == "dark")
+        #expect(Level.high.plistValue == 2)
+        #expect(Window(width: 1, title: "t", scale: 2).plistValue == ["width": 1, "title": "t", "scale": 2.0])
+        #expect(UInt64.max.plistValue == .string("18446744073709551615"))
+    }
+
+    @Test func optionalNilRemovesTheKey() {
+        let suite = PreferenceSuite.inMemory()
+        let key = PreferenceKey<String?>("name")
+        suite[key] = "x"
+        #expect(suite.value(forKey: "name") == "x")
+        suite[key] = nil
+        #expect(suite.value(forKey: "name") == nil)
+        #expect(suite[key] == nil)
+    }
+
+    @Test func lookupOrderIsStoredThenRegisteredThenDeclared() {
+        let suite = PreferenceSuite.inMemory()
+        #expect(suite[.volume] == 5)
+        suite.register(defaults: ["volume": 7])
+        #expect(suite[.volume] == 7)
+        #expect(suite.integer(forKey: "volume") == 7)
+        suite[.volume] = 9
+        #expect(suite[.volume] == 9)
+        suite.reset(.volume)
+        #expect(suite[.volume] == 7)
+        #expect(suite.storedValues["volume"] == nil)
+    }
+
+    @Test func aStoredValueOfTheWrongTypeFallsBackAndIsReported() async throws {
+        let suite = PreferenceSuite.inMemory()
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.register(defaults: ["volume": 7])
+        suite.set("loud", forKey: "volume")
+        #expect(suite[.volume] == 7)
+        suite.register(defaults: ["volume": "also wrong"])
+        #expect(suite[.volume] == 5)
+        let reported = try await failures.wait(for: 1)
+        #expect(reported[0].code == .unsupportedValue)
+        #expect(reported[0].message.contains("\"volume\""))
+        suite.set("dark", forKey: "theme")
+        #expect(suite[.theme] == .dark)
+        suite.set("purple", forKey: "theme")
+        #expect(suite[.theme] == .system)
+    }
+
+    @Test func userDefaultsShapedGettersConvertLikeUserDefaults() {
+        let suite = PreferenceSuite.inMemory()
+        suite.set("42", forKey: "s")
+        suite.set(3.9, forKey: "r")
+        suite.set(true, forKey: "b")
+        suite.set(["a", "b"], forKey: "strings")
+        suite.set(["x": 1, "y": "z"] as [String: Any], forKey: "dict")
+        suite.set("/tmp/file", forKey: "path")
+        suite.set(Date(timeIntervalSince1970: 5), forKey: "date")
+        #expect(suite.integer(forKey: "s") == 42)
+        #expect(suite.integer(forKey: "r") == 3)
+        #expect(suite.double(forKey: "s") == 42)
+        #expect(suite.float(forKey: "r") == 3.9 as Float)
+        #expect(suite.bool(forKey: "b"))
+        #expect(suite.bool(forKey: "s"))
+        #expect(!suite.bool(forKey: "missing"))
+        #expect(suite.string(forKey: "r") == "3.9")
+        #expect(suite.stringArray(forKey: "strings") == ["a", "b"])
+        #expect(suite.array(forKey: "strings") as? [String] == ["a", "b"])
+        #expect(suite.dictionary(forKey: "dict")?["y"] as? String == "z")
+        #expect(suite.url(forKey: "path") == URL(filePath: "/tmp/file"))
+        #expect(suite.date(forKey: "date") == Date(timeIntervalSince1970: 5))
+        #expect(suite.data(forKey: "s") == nil)
+        #expect(suite.object(forKey: "b") as? Bool == true)
+        #expect(suite.dictionaryRepresentation().count == 7)
+    }
+
+    @Test func aValueAPropertyListCannotHoldIsReportedNotStored() async throws {
+        let suite = PreferenceSuite.inMemory()
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.set(NSObject(), forKey: "object")
+        #expect(suite.value(forKey: "object") == nil)
+        #expect(try await failures.wait(for: 1)[0].code == .unsupportedValue)
+    }
+
+    @Test func removeAllAndRemoveValuesWithPrefix() {
+        let suite = PreferenceSuite.inMemory()
+        for key in ["a.1", "a.2", "ab", "b"] { suite.set(1, forKey: key) }
+        suite.removeValues(withPrefix: "a.")
+        #expect(Set(suite.storedValues.keys) == ["ab", "b"])
+        suite.removeAll()
+        #expect(suite.storedValues.isEmpty)
+    }
+
+    @Test func perKeyDiffReportsOnlyRealChanges() {
+        let old: [String: PlistValue] = ["same": 1, "changed": "a", "removed": true, "nested": ["x": [1]]]
+        let new: [String: PlistValue] = ["same": 1, "changed": "b", "added": 2.5, "nested": ["x": [1]]]
+        let changes = Diff.changes(from: old, to: new).sorted { $0.key < $1.key }
+        #expect(changes.map(\.key) == ["added", "changed", "removed"])
+        #expect(changes[0].old == nil && changes[0].new == 2.5)
+        #expect(changes[1].old == "a" && changes[1].new == "b")
+        #expect(changes[2].old == true && changes[2].new == nil)
+    }
+
+    @Test(arguments: ["", ".hidden", "a/b", "..", "a\0b", "sp ace", String(repeating: "x", count: 201), "ünï"])
+    func invalidSuiteNamesAreRefusedWithAClearError(name: String) throws {
+        let directory = try TemporaryDirectory()
+        let group = try AppGroup(identifier: "group.test", containerURL: directory.url)
+        let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(suiteName: name, in: group) }
+        #expect(error?.code == .invalidName)
+        #expect(error?.message.contains("Use letters, digits") == true)
+        #expect(PreferenceSuite(suiteName: name) == nil)
+    }
+}

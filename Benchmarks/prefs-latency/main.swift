@@ -4,7 +4,8 @@
 //
 // For each durability it starts an observer process (this executable, role "observe"), waits
 // until it is ready, then sets one key N times with a 2 ms gap (so it measures latency, not
-// throughput). Each value is the CLOCK_MONOTONIC time of the set; B reports now − value.
+// throughput), then sets "done". Each value is the CLOCK_MONOTONIC time of the set; B reports
+// now − value for every change it observes.
 // The real benchmark (Benchmarks/, issue "prefs-bench") will supersede this.
 import Foundation
 import SharedPrefs
@@ -22,18 +23,17 @@ func percentile(_ sorted: [Int64], _ p: Double) -> Int64 {
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 
-if arguments.first == "observe", arguments.count == 3, let count = Int(arguments[2]) {
-    // Role B: print "ready", collect `count` latencies, print p50/p99 in microseconds.
+if arguments.first == "observe", arguments.count == 2 {
+    // Role B: print "ready", collect latencies until the key "done" changes, print n p50 p99 (µs).
+    // Two sets that land before B re-reads arrive as one change (old → newest), so n may be
+    // slightly below the number of sets; each latency is still that of the value B saw.
     let suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]))
     let latencies = Mutex<[Int64]>([])
     let done = DispatchSemaphore(value: 0)
-    let token = suite.observe(.key("stamp")) { change in
+    let token = suite.observe(.keys(["stamp", "done"])) { change in
+        guard change.key == "stamp" else { done.signal(); return }
         guard case .integer(let sent)? = change.newValue else { return }
-        let finished = latencies.withLock { all -> Bool in
-            all.append(monotonicNanoseconds() - sent)
-            return all.count == count
-        }
-        if finished { done.signal() }
+        latencies.withLock { $0.append(monotonicNanoseconds() - sent) }
     }
     print("ready")
     fflush(nil)
@@ -42,6 +42,7 @@ if arguments.first == "observe", arguments.count == 3, let count = Int(arguments
         exit(1)
     }
     let sorted = latencies.withLock { $0 }.sorted()
+    guard !sorted.isEmpty else { exit(1) }
     print("\(sorted.count) \(percentile(sorted, 0.5) / 1000) \(percentile(sorted, 0.99) / 1000)")
     token.cancel()
     exit(0)
@@ -78,7 +79,7 @@ for (label, durability) in [("none", PreferenceSuite.Durability.none), ("full", 
 
     let observer = Process()
     observer.executableURL = URL(filePath: CommandLine.arguments[0])
-    observer.arguments = ["observe", file.path, String(count)]
+    observer.arguments = ["observe", file.path]
     let output = Pipe()
     observer.standardOutput = output
     try observer.run()
@@ -95,6 +96,7 @@ for (label, durability) in [("none", PreferenceSuite.Durability.none), ("full", 
         suite.set(monotonicNanoseconds(), forKey: "stamp")
         try await Task.sleep(for: .milliseconds(2))
     }
+    suite.set(true, forKey: "done")
     let result = String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
         .split(separator: "\n").last.map(String.init) ?? ""
     observer.waitUntilExit()

@@ -11,7 +11,7 @@ struct Window: Codable, Equatable, PreferenceValue {
     var scale: Double?
 }
 
-extension PreferenceKey where Value == Theme { static var theme: Self { .init("theme", default: .system) } }
+extension PreferenceKey where Value == Theme { static var testTheme: Self { .init("theme", default: .system) } }
 extension PreferenceKey where Value == Int { static var volume: Self { .init("volume", default: 5) } }
 
 @Suite("Values and lookup order")
@@ -92,9 +92,9 @@ struct ValueTests {
         #expect(reported[0].code == .unsupportedValue)
         #expect(reported[0].message.contains("\"volume\""))
         suite.set("dark", forKey: "theme")
-        #expect(suite[.theme] == .dark)
+        #expect(suite[.testTheme] == .dark)
         suite.set("purple", forKey: "theme")
-        #expect(suite[.theme] == .system)
+        #expect(suite[.testTheme] == .system)
     }
 
     @Test func userDefaultsShapedGettersConvertLikeUserDefaults() {

@@ -6,11 +6,19 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "SharedPrefs", targets: ["SharedPrefs"]),
+        .executable(name: "prefs-watch", targets: ["prefs-watch"]),
         .executable(name: "prefs-latency", targets: ["prefs-latency"]),
+    ],
+    traits: [
+        .trait(
+            name: "InotifyTools",
+            description: "prefs-watch tail --raw prints file-level inotify events through libinotifytools (GPL-2.0: a binary built with this trait is distributed under GPL-2.0 terms). Needs apt-get install libinotifytools0-dev."
+        ),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -19,6 +27,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
+        ),
+        .executableTarget(
+            name: "prefs-watch",
+            dependencies: [
+                "SharedPrefs",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .target(name: "CInotifyTools", condition: .when(traits: ["InotifyTools"])),
+            ]
+        ),
+        .systemLibrary(
+            name: "CInotifyTools",
+            providers: [.apt(["libinotifytools0-dev"])]
         ),
         // A quick cross-process latency harness: set in one process, observer in another.
         .executableTarget(

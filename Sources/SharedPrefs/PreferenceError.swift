@@ -33,6 +33,9 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedValue = Code("unsupportedValue")
         /// Watching for changes failed; the suite falls back to polling.
         public static let watchFailed = Code("watchFailed")
+        /// The kernel's event queue overflowed: every suite was re-read and diffed again, so no
+        /// change is lost, but successive changes of a key may arrive as one.
+        public static let watchOverflowed = Code("watchOverflowed")
         /// The operation needs a file, but the suite lives only in memory, or the call is not
         /// allowed where it was made (for example `update` inside another `update`).
         public static let unsupportedOperation = Code("unsupportedOperation")

@@ -101,6 +101,13 @@ public final class PreferenceSuite: Sendable {
         self.init(store: try StoreRegistry.store(name: suiteName, file: file))
     }
 
+    /// Checks a suite name without opening anything: letters, digits, `.`, `-`, `_`; no leading
+    /// dot; at most 200 bytes.
+    /// - Throws: ``PreferenceError`` with code ``PreferenceError/Code/invalidName`` saying what is wrong.
+    public static func validate(suiteName: String) throws(PreferenceError) {
+        try SuiteName.validate(suiteName, what: "suite name")
+    }
+
     /// Opens a suite stored in any property-list file. The suite's name is the file name without
     /// its extension; the file need not exist yet.
     /// - Throws: ``PreferenceError`` when the URL is not a file URL or names no valid file name,

@@ -6,18 +6,26 @@ public enum PropertyListFormat: Sendable, Hashable {
     case xml
 
     func encode(_ values: [String: PlistValue]) -> [UInt8] {
+        encode(.dictionary(values))
+    }
+
+    func encode(_ root: PlistValue) -> [UInt8] {
         switch self {
-        case .binary: BinaryPropertyList.encode(.dictionary(values))
-        case .xml: XMLPropertyList.encode(.dictionary(values))
+        case .binary: BinaryPropertyList.encode(root)
+        case .xml: XMLPropertyList.encode(root)
         }
+    }
+
+    /// Decodes a property list in either format, whatever its root.
+    static func decode(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistValue {
+        if bytes.isEmpty { throw PropertyListDecodingError("the file is empty") }
+        return bytes.starts(with: BinaryPropertyList.magic.prefix(6))
+            ? try BinaryPropertyList.decode(bytes) : try XMLPropertyList.decode(bytes)
     }
 
     /// Decodes a suite file in either format; its root must be a dictionary.
     static func decodeSuite(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> [String: PlistValue] {
-        if bytes.isEmpty { throw PropertyListDecodingError("the file is empty") }
-        let root =
-            bytes.starts(with: BinaryPropertyList.magic.prefix(6))
-            ? try BinaryPropertyList.decode(bytes) : try XMLPropertyList.decode(bytes)
+        let root = try decode(bytes)
         guard case .dictionary(let values) = root else {
             throw PropertyListDecodingError("the root is \(root.typeName == "array" ? "an" : "a") \(root.typeName), not a dictionary")
         }

@@ -114,6 +114,25 @@ extension PlistValue {
     }
 }
 
+extension PlistValue {
+    /// The value as a property-list document, for export or for other tools.
+    /// - Parameter format: `.xml` (default) or `.binary`.
+    public func propertyListData(format: PropertyListFormat = .xml) -> Data {
+        Data(format.encode(self))
+    }
+
+    /// Decodes a property-list document in either format, whatever its root.
+    /// - Throws: ``PreferenceError`` with code ``PreferenceError/Code/corruptFile`` when the data
+    ///   is not a property list.
+    public init(propertyListData data: Data) throws(PreferenceError) {
+        do {
+            self = try PropertyListFormat.decode(Array(data))
+        } catch {
+            throw PreferenceError(code: .corruptFile, message: "Not a property list: \(error).")
+        }
+    }
+}
+
 extension PlistValue: CustomStringConvertible {
     /// A compact one-line rendering: strings quoted, dates in ISO 8601, data in hex (shortened).
     public var description: String {

@@ -29,7 +29,15 @@ final class InotifyWatcher: Sendable {
     private struct Directory {
         var path: String
         var suites: [String: [WeakStore]] = [:]
+        /// Told the name of every file created or moved into the directory.
+        var listeners: [UInt64: @Sendable (String) -> Void] = [:]
         var stores: [SuiteStore] { suites.values.flatMap { $0.compactMap(\.store) } }
+        var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
+
+        mutating func merge(_ other: Directory) {
+            suites.merge(other.suites) { $0 + $1 }
+            listeners.merge(other.listeners) { first, _ in first }
+        }
     }
 
     private struct State {
@@ -38,6 +46,7 @@ final class InotifyWatcher: Sendable {
         var vanished: [String: Directory] = [:]
         /// Suites that could not be watched and are polled.
         var polled: [ObjectIdentifier: WeakStore] = [:]
+        var nextListenerID: UInt64 = 0
     }
 
     private let fd: CInt
@@ -85,12 +94,46 @@ final class InotifyWatcher: Sendable {
             s.polled.removeValue(forKey: id)
             for path in s.vanished.keys {
                 drop(&s.vanished[path]!)
-                if s.vanished[path]!.suites.isEmpty { s.vanished[path] = nil }
+                if s.vanished[path]!.isUnused { s.vanished[path] = nil }
             }
             var emptied: [CInt] = []
             for wd in s.watched.keys {
                 drop(&s.watched[wd]!)
-                if s.watched[wd]!.suites.isEmpty {
+                if s.watched[wd]!.isUnused {
+                    s.watched[wd] = nil
+                    emptied.append(wd)
+                }
+            }
+            return emptied
+        }
+        for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
+    }
+
+    /// Calls `listener` with the name of every file created in or moved into `directory`.
+    /// - Returns: An identifier for ``removeListener(_:)``.
+    /// - Throws: ``PreferenceError`` when the directory cannot be watched.
+    func addListener(directory: String, _ listener: @escaping @Sendable (String) -> Void) throws(PreferenceError) -> UInt64 {
+        guard fd >= 0 else {
+            throw PreferenceError(code: .watchFailed, message: "inotify is not available in this process, so new suites in \(directory) cannot be noticed.", path: directory)
+        }
+        let wd = try Syscall.inotifyAddWatch(fd, directory, Self.mask).get("inotify_add_watch", path: directory, doing: "watch")
+        return state.withLock { s in
+            s.nextListenerID += 1
+            s.watched[wd, default: Directory(path: directory)].listeners[s.nextListenerID] = listener
+            return s.nextListenerID
+        }
+    }
+
+    /// Removes a listener; a directory's watch goes when nothing else uses it.
+    func removeListener(_ id: UInt64) {
+        let emptied = state.withLock { s -> [CInt] in
+            for path in s.vanished.keys {
+                s.vanished[path]!.listeners[id] = nil
+                if s.vanished[path]!.isUnused { s.vanished[path] = nil }
+            }
+            var emptied: [CInt] = []
+            for wd in s.watched.keys where s.watched[wd]!.listeners.removeValue(forKey: id) != nil {
+                if s.watched[wd]!.isUnused {
                     s.watched[wd] = nil
                     emptied.append(wd)
                 }
@@ -114,14 +157,34 @@ final class InotifyWatcher: Sendable {
             } else {
                 usleep(UInt32(Self.pollInterval) * 1000)
             }
-            var reload: [ObjectIdentifier: SuiteStore] = [:]
-            if ready { readEvents(buffer, bufferSize, into: &reload) }
-            if needsPolling { pollTick(into: &reload) }
-            for store in reload.values { store.scheduleReload() }
+            var batch = Batch()
+            if ready { readEvents(buffer, bufferSize, into: &batch) }
+            if needsPolling { pollTick(into: &batch) }
+            for store in batch.reload.values {
+                if batch.overflowed {
+                    store.report(PreferenceError(
+                        code: .watchOverflowed,
+                        message: "The inotify event queue overflowed; \(store.file?.path ?? store.name) was re-read and diffed again, so no change is lost, but quick successive changes may arrive as one. Raise fs.inotify.max_queued_events if this recurs.",
+                        path: store.file?.path))
+                }
+                store.scheduleReload()
+            }
+            for (listener, name) in batch.created { listener(name) }
         }
     }
 
-    private func readEvents(_ buffer: UnsafeMutableRawPointer, _ size: Int, into reload: inout [ObjectIdentifier: SuiteStore]) {
+    /// What one round of events asks for, acted on outside the lock.
+    private struct Batch {
+        var reload: [ObjectIdentifier: SuiteStore] = [:]
+        var created: [(@Sendable (String) -> Void, String)] = []
+        var overflowed = false
+
+        mutating func add(_ stores: [SuiteStore]) {
+            for store in stores { reload[ObjectIdentifier(store)] = store }
+        }
+    }
+
+    private func readEvents(_ buffer: UnsafeMutableRawPointer, _ size: Int, into batch: inout Batch) {
         while true {
             let count = read(fd, buffer, size)
             guard count > 0 else { return }
@@ -131,16 +194,17 @@ final class InotifyWatcher: Sendable {
                 let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
                 let name = event.len > 0 ? String(cString: nameStart.assumingMemoryBound(to: CChar.self)) : ""
                 offset += MemoryLayout<inotify_event>.size + Int(event.len)
-                handle(wd: event.wd, mask: event.mask, name: name, into: &reload)
+                handle(wd: event.wd, mask: event.mask, name: name, into: &batch)
             }
         }
     }
 
-    private func handle(wd: CInt, mask: UInt32, name: String, into reload: inout [ObjectIdentifier: SuiteStore]) {
+    private func handle(wd: CInt, mask: UInt32, name: String, into batch: inout Batch) {
         state.withLock { s in
             if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
-                for dir in s.watched.values { for store in dir.stores { reload[ObjectIdentifier(store)] = store } }
+                batch.overflowed = true
+                for dir in s.watched.values { batch.add(dir.stores) }
                 return
             }
             guard var dir = s.watched[wd] else { return }
@@ -150,35 +214,34 @@ final class InotifyWatcher: Sendable {
                 if mask & UInt32(IN_MOVE_SELF) != 0 { Syscall.inotifyRemoveWatch(fd, wd) }
                 s.watched[wd] = nil
                 dir.suites = dir.suites.mapValues { $0.filter { $0.store != nil } }.filter { !$0.value.isEmpty }
-                if !dir.suites.isEmpty {
-                    if let existing = s.vanished[dir.path] {
-                        dir.suites.merge(existing.suites) { $0 + $1 }
-                    }
+                if !dir.isUnused {
+                    if let existing = s.vanished[dir.path] { dir.merge(existing) }
                     s.vanished[dir.path] = dir
                 }
-                for store in dir.stores { reload[ObjectIdentifier(store)] = store }
+                batch.add(dir.stores)
                 return
             }
-            for weak in dir.suites[name] ?? [] {
-                if let store = weak.store { reload[ObjectIdentifier(store)] = store }
+            batch.add((dir.suites[name] ?? []).compactMap(\.store))
+            if mask & (UInt32(IN_CREATE) | UInt32(IN_MOVED_TO)) != 0 {
+                for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }
         }
     }
 
     /// Re-arms vanished directories that are back, and re-reads polled suites (a re-read only
     /// stats the file unless it changed).
-    private func pollTick(into reload: inout [ObjectIdentifier: SuiteStore]) {
+    private func pollTick(into batch: inout Batch) {
         state.withLock { s in
             for (path, dir) in s.vanished {
                 guard fd >= 0, case .success(let wd) = Syscall.inotifyAddWatch(fd, path, Self.mask) else { continue }
                 s.vanished[path] = nil
                 var merged = s.watched[wd] ?? Directory(path: path)
-                merged.suites.merge(dir.suites) { $0 + $1 }
+                merged.merge(dir)
                 s.watched[wd] = merged
-                for store in dir.stores { reload[ObjectIdentifier(store)] = store }
+                batch.add(dir.stores)
             }
             s.polled = s.polled.filter { $0.value.store != nil }
-            for weak in s.polled.values { if let store = weak.store { reload[ObjectIdentifier(store)] = store } }
+            batch.add(s.polled.values.compactMap(\.store))
         }
     }
 }

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A directory of suites: an app group's `Library/Preferences`, `<root>/Preferences`, or any
+/// directory of `.plist` files. Lists its suites and tells you when new ones appear.
+///
+/// ```swift
+/// let directory = SuiteDirectory(group: try AppGroup(identifier: "group.com.example.app"))
+/// for name in try directory.suiteNames() { print(name) }
+/// for await name in try directory.suiteAdditions() { print("new suite", name) }
+/// ```
+public struct SuiteDirectory: Sendable, Hashable {
+    /// The directory that holds the `.plist` files.
+    public let url: URL
+
+    /// The suites of any directory.
+    public init(url: URL) {
+        self.url = url.standardizedFileURL
+    }
+
+    /// The suites of an app group: its container's `Library/Preferences`.
+    public init(group: AppGroup) {
+        self.init(url: group.preferencesDirectory)
+    }
+
+    /// The suites that belong to no group: `<root>/Preferences`.
+    public static var ungrouped: SuiteDirectory {
+        SuiteDirectory(url: AppGroup.rootDirectory.appending(path: "Preferences", directoryHint: .isDirectory))
+    }
+
+    /// Every app group that has a container under ``AppGroup/rootDirectory``, sorted by identifier.
+    public static func groups() -> [AppGroup] {
+        let containers = AppGroup.rootDirectory.appending(path: "containers", directoryHint: .isDirectory)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: containers.path(percentEncoded: false))) ?? []
+        return names.sorted().compactMap { try? AppGroup(identifier: $0) }
+    }
+
+    private var path: String { url.path(percentEncoded: false).trimmingSuffix("/") }
+
+    /// The names of the suites in the directory (files `<name>.plist` with a valid name), sorted.
+    /// - Throws: ``PreferenceError`` when the directory cannot be read. A missing directory has no suites.
+    public func suiteNames() throws(PreferenceError) -> [String] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            let errno = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code
+            if errno == Int(ENOENT) || (error as NSError).code == NSFileReadNoSuchFileError { return [] }
+            throw PreferenceError(code: .ioFailure, message: "Could not list the suites in \(path): \(error.localizedDescription). Check that the directory exists and is readable.", path: path)
+        }
+        return names.compactMap(Self.suiteName(ofFile:)).sorted()
+    }
+
+    /// Opens a suite of this directory.
+    /// - Throws: ``PreferenceError`` when the name is invalid or the directory unusable.
+    public func suite(named name: String, options: PreferenceSuite.Options = .init()) throws(PreferenceError) -> PreferenceSuite {
+        try SuiteName.validate(name, what: "suite name")
+        return try PreferenceSuite(fileURL: URL(filePath: path).appending(path: name + ".plist"), options: options)
+    }
+
+    /// The names of suites created in (or moved into) the directory from now on, as they appear.
+    /// The sequence ends when the task iterating it is cancelled.
+    /// - Throws: ``PreferenceError`` when the directory cannot be watched.
+    public func suiteAdditions() throws(PreferenceError) -> some AsyncSequence<String, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let id = try InotifyWatcher.shared.addListener(directory: path) { fileName in
+            if let name = Self.suiteName(ofFile: fileName) { continuation.yield(name) }
+        }
+        continuation.onTermination = { _ in InotifyWatcher.shared.removeListener(id) }
+        return stream
+    }
+
+    /// `settings.plist` → `settings`; temporary, lock and corrupt-copy files → `nil`.
+    static func suiteName(ofFile fileName: String) -> String? {
+        guard fileName.hasSuffix(".plist"), !fileName.hasPrefix(".") else { return nil }
+        let name = String(fileName.dropLast(6))
+        return (try? SuiteName.validate(name, what: "suite name")) == nil ? nil : name
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import SharedPrefs
+
+/// One line of `prefs-watch tail` output.
+struct Record: Sendable {
+    enum Operation: String, Sendable {
+        /// A key was set (added or changed).
+        case set
+        /// A key was removed.
+        case removed
+        /// A current value printed by `--initial`.
+        case initial
+        /// The watcher lost events and re-read everything (an inotify queue overflow).
+        case resync
+        /// A suite could not be read (not a property list, permissions, …).
+        case error
+        /// A file-level inotify event (`--raw`).
+        case raw
+    }
+
+    var time = timespec.now
+    var seq = 0
+    var suite: String
+    var path: String
+    var key: String?
+    var operation: Operation
+    var old: PlistValue?
+    var new: PlistValue?
+    var message: String?
+}
+
+extension timespec {
+    static var now: timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now
+    }
+
+    /// `2026-11-21T11:35:04.123456Z`
+    var iso8601: String {
+        var seconds = tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(tv_nsec / 1000))
+    }
+
+    /// `11:35:04.123456`, local time.
+    var clock: String {
+        var seconds = tv_sec
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        return String(format: "%02d:%02d:%02d.%06d", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(tv_nsec / 1000))
+    }
+}
+
+extension PlistValue {
+    /// Strings without quotes, everything else as `description`: for CSV and `--format`.
+    var bare: String {
+        if case .string(let text) = self { return text }
+        return description
+    }
+
+    /// JSON text. Dates become ISO 8601 strings, data base64 strings, non-finite reals strings.
+    var json: String {
+        switch self {
+        case .string(let v): return JSON.quote(v)
+        case .integer(let v): return String(v)
+        case .real(let v): return v.isFinite ? String(v) : JSON.quote(String(v))
+        case .bool(let v): return v ? "true" : "false"
+        case .date(let v): return JSON.quote(v.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        case .data(let v): return JSON.quote(v.base64EncodedString())
+        case .array(let v): return "[" + v.map(\.json).joined(separator: ",") + "]"
+        case .dictionary(let v):
+            return "{" + v.keys.sorted().map { JSON.quote($0) + ":" + v[$0]!.json }.joined(separator: ",") + "}"
+        }
+    }
+}
+
+enum JSON {
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// A JSON value as a property-list value. `null` has no property-list form.
+    struct Value: Decodable {
+        var plist: PlistValue
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let v = try? container.decode(Bool.self) { plist = .bool(v) }
+            else if let v = try? container.decode(Int64.self) { plist = .integer(v) }
+            else if let v = try? container.decode(Double.self) { plist = .real(v) }
+            else if let v = try? container.decode(String.self) { plist = .string(v) }
+            else if let v = try? container.decode([Value].self) { plist = .array(v.map(\.plist)) }
+            else if let v = try? container.decode([String: Value].self) { plist = .dictionary(v.mapValues(\.plist)) }
+            else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "null has no property-list form")
+            }
+        }
+    }
+}
+
+/// How records are printed.
+enum OutputStyle: Sendable {
+    case text
+    case json
+    case csv
+    case format(String)
+
+    /// The letters `--format` understands.
+    static let formatLetters: [Character: String] = [
+        "T": "time, ISO 8601 UTC with microseconds",
+        "t": "time of day, local, with microseconds",
+        "q": "sequence number",
+        "s": "suite name",
+        "w": "suite file path",
+        "k": "key",
+        "f": "key (inotifywait's %f)",
+        "e": "operation: set, removed, initial, resync, error, raw",
+        "o": "old value",
+        "n": "new value",
+        "m": "message (resync, error, raw)",
+        "%": "a literal %",
+    ]
+
+    func render(_ record: Record) -> String {
+        switch self {
+        case .text: text(record)
+        case .json: json(record)
+        case .csv:
+            [record.time.iso8601, String(record.seq), record.suite, record.key ?? "", record.operation.rawValue,
+             record.old?.bare ?? "", record.new?.bare ?? "", record.message ?? ""].map(Self.csvField).joined(separator: ",")
+        case .format(let format): Self.expand(format, record)
+        }
+    }
+
+    private func text(_ r: Record) -> String {
+        let head = "\(r.time.clock) \(r.suite)"
+        switch r.operation {
+        case .set, .removed:
+            return "\(head) \(r.key ?? ""): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")"
+        case .initial: return "\(head) \(r.key ?? "") = \(r.new?.description ?? "(none)")"
+        case .resync: return "\(head) RESYNC \(r.message ?? "")"
+        case .error: return "\(head) ERROR \(r.message ?? "")"
+        case .raw: return "\(r.time.clock) RAW \(r.message ?? "")"
+        }
+    }
+
+    private func json(_ r: Record) -> String {
+        var fields = [
+            "\"ts\":\(JSON.quote(r.time.iso8601))", "\"seq\":\(r.seq)", "\"suite\":\(JSON.quote(r.suite))",
+            "\"key\":\(r.key.map(JSON.quote) ?? "null")", "\"op\":\"\(r.operation.rawValue)\"",
+            "\"old\":\(r.old?.json ?? "null")", "\"new\":\(r.new?.json ?? "null")",
+        ]
+        if let message = r.message { fields.append("\"message\":\(JSON.quote(message))") }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// inotifywait's CSV quoting: a field with a comma, quote or line break is quoted, quotes doubled.
+    static func csvField(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    private static func expand(_ format: String, _ r: Record) -> String {
+        var out = ""
+        var iterator = format.makeIterator()
+        while let character = iterator.next() {
+            guard character == "%", let letter = iterator.next() else {
+                out.append(character)
+                continue
+            }
+            switch letter {
+            case "T": out += r.time.iso8601
+            case "t": out += r.time.clock
+            case "q": out += String(r.seq)
+            case "s": out += r.suite
+            case "w": out += r.path
+            case "k", "f": out += r.key ?? ""
+            case "e": out += r.operation.rawValue
+            case "o": out += r.old?.bare ?? ""
+            case "n": out += r.new?.bare ?? ""
+            case "m": out += r.message ?? ""
+            default: out += "%"; out.append(letter)
+            }
+        }
+        return out
+    }
+}
+
+/// Writes whole records to standard output with write(2), one call per record, so every record
+/// is out as soon as it is made. A closed pipe (`prefs-watch … | head -1`) ends the process with 0.
+enum StandardOutput {
+    static func write(_ text: String, terminator: UInt8) {
+        var bytes = Array(text.utf8)
+        bytes.append(terminator)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + offset, $0.count - offset) }
+            if written >= 0 {
+                offset += written
+            } else if errno == EINTR {
+                continue
+            } else if errno == EPIPE {
+                exit(0)
+            } else {
+                FileHandle.standardError.write(Data("prefs-watch: cannot write to standard output: \(String(cString: strerror(errno)))\n".utf8))
+                exit(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+import ArgumentParser
+import Foundation
+import SharedPrefs
+
+/// Prints to standard error and returns the failure exit code, for outcomes that are not usage errors.
+func failure(_ message: String) -> ExitCode {
+    FileHandle.standardError.write(Data("prefs-watch: \(message)\n".utf8))
+    return ExitCode.failure
+}
+
+func noKey(_ key: String, _ suite: String, _ url: URL) -> ExitCode {
+    failure("The key \"\(key)\" does not exist in suite \(suite) (\(url.path)).")
+}
+
+struct Read: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a suite (as an XML property list) or one key's value.",
+        discussion: """
+            Examples:
+              prefs-watch read settings
+              prefs-watch read settings theme
+              prefs-watch read --group group.com.example.app settings --json
+            """)
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite: a name, group.… or a .plist path.") var suite: String
+    @Argument(help: "The key; without it, the whole suite.") var key: String?
+    @Flag(help: "Print JSON instead.") var json = false
+
+    func run() throws {
+        let (url, values) = try location.readValues(suite)
+        guard let key else {
+            let all = PlistValue.dictionary(values)
+            return print(json ? all.json : String(decoding: all.propertyListData(format: .xml), as: UTF8.self), terminator: json ? "\n" : "")
+        }
+        guard let value = values[key] else { throw noKey(key, suite, url) }
+        if json { return print(value.json) }
+        switch value {
+        case .string(let v): print(v)
+        case .bool(let v): print(v ? 1 : 0)
+        case .date(let v): print(v.formatted(.iso8601))
+        case .data(let v): print("<" + v.map { String(format: "%02x", $0) }.joined() + ">")
+        case .array, .dictionary: print(String(decoding: value.propertyListData(format: .xml), as: UTF8.self), terminator: "")
+        default: print(value.description)
+        }
+    }
+}
+
+struct ReadType: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "read-type", abstract: "Print the property-list type of a key's value.",
+        discussion: "Example:\n  prefs-watch read-type settings volume      # Type is integer")
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.") var suite: String
+    @Argument(help: "The key.") var key: String
+
+    func run() throws {
+        let (url, values) = try location.readValues(suite)
+        guard let value = values[key] else { throw noKey(key, suite, url) }
+        print("Type is \(value.typeName)")
+    }
+}
+
+struct Write: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set a key, through the locked, merged, atomic write path.",
+        discussion: """
+            The value is a string unless a type flag comes first:
+              -string S  -int N  -float X  -bool true|false|yes|no  -date ISO-8601|seconds  -data HEX
+              -array ITEM…       -array-add ITEM…   (items are strings, or typed with a flag: -int 3)
+              -dict KEY ITEM…    -dict-add KEY ITEM…
+            A value starting with { or [ is read as JSON, one starting with < as an XML property list.
+
+            Examples:
+              prefs-watch write settings theme dark
+              prefs-watch write settings volume -int 7
+              prefs-watch write settings recent -array-add -int 42
+              prefs-watch write settings window '{"width": 800, "title": "main"}'
+            """)
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.") var suite: String
+    @Argument(help: "The key.") var key: String
+    @Argument(parsing: .captureForPassthrough, help: "The value, with an optional type flag.") var value: [String] = []
+
+    func run() throws {
+        var words = value[...]
+        guard let first = words.first else { throw ValidationError("Missing value: write <suite> <key> <value>, or a type flag and value.") }
+        let prefs = try location.open(suite)
+        switch first {
+        case "-array", "-dict":
+            words.removeFirst()
+            let parsed = first == "-array" ? try ValueParser.items(words) : try ValueParser.dictionary(words)
+            try prefs.update { $0[key] = parsed }
+        case "-array-add":
+            words.removeFirst()
+            let items = try ValueParser.items(words)
+            try prefs.update { tx in
+                guard case .array(let existing) = tx[key] ?? .array([]) else {
+                    throw ValidationError("The key \"\(key)\" holds a \(tx[key]!.typeName), not an array; -array-add cannot append to it.")
+                }
+                tx[key] = .array(existing + (items.arrayItems ?? []))
+            }
+        case "-dict-add":
+            words.removeFirst()
+            let entries = try ValueParser.dictionary(words)
+            try prefs.update { tx in
+                guard case .dictionary(var existing) = tx[key] ?? .dictionary([:]) else {
+                    throw ValidationError("The key \"\(key)\" holds a \(tx[key]!.typeName), not a dictionary; -dict-add cannot add to it.")
+                }
+                if case .dictionary(let new) = entries { existing.merge(new) { _, new in new } }
+                tx[key] = .dictionary(existing)
+            }
+        default:
+            let (parsed, rest) = try ValueParser.one(words)
+            guard rest.isEmpty else { throw ValidationError("Unexpected \(rest.map { "\"\($0)\"" }.joined(separator: " ")) after the value; quote a value with spaces, or use -array.") }
+            try prefs.update { $0[key] = parsed }
+        }
+    }
+}
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a key, or every key of a suite.",
+        discussion: "Examples:\n  prefs-watch delete settings theme\n  prefs-watch delete settings")
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.") var suite: String
+    @Argument(help: "The key; without it, every key.") var key: String?
+
+    func run() throws {
+        let prefs = try location.openExisting(suite)
+        let removed = try prefs.update { tx -> Bool in
+            guard let key else {
+                for existing in tx.values.keys { tx[existing] = nil }
+                return true
+            }
+            guard tx[key] != nil else { return false }
+            tx[key] = nil
+            return true
+        }
+        if !removed, let key, let url = prefs.fileURL { throw noKey(key, suite, url) }
+    }
+}
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List suites: names in a group or directory, or the paths of all suites.",
+        discussion: "Examples:\n  prefs-watch list\n  prefs-watch list --group group.com.example.app")
+
+    @OptionGroup var location: LocationOptions
+
+    func run() throws {
+        if let directory = try location.directory() {
+            for name in try directory.suiteNames() { print(name) }
+            return
+        }
+        for directory in SuiteDirectory.groups().map(SuiteDirectory.init(group:)) + [SuiteDirectory.ungrouped] {
+            for name in try directory.suiteNames() { print(directory.url.appending(path: name + ".plist").path) }
+        }
+    }
+}
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a suite to a property-list file, or to standard output with -.",
+        discussion: "Examples:\n  prefs-watch export settings backup.plist\n  prefs-watch export settings - | plutil -p -")
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.") var suite: String
+    @Argument(help: "The destination file, or - for standard output.") var destination: String
+    @Option(help: "xml or binary.") var format: FormatChoice = .xml
+
+    func run() throws {
+        let data = PlistValue.dictionary(try location.readValues(suite).values).propertyListData(format: format.format)
+        if destination == "-" {
+            FileHandle.standardOutput.write(data)
+        } else {
+            do { try data.write(to: URL(filePath: destination), options: .atomic) } catch {
+                throw failure("Could not write \(destination): \(error.localizedDescription)")
+            }
+        }
+    }
+}
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replace a suite's values with those of a property-list file (- reads standard input).",
+        discussion: "Examples:\n  prefs-watch import settings backup.plist\n  prefs-watch export old - | prefs-watch import new -")
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.") var suite: String
+    @Argument(help: "The source file, or - for standard input.") var source: String
+    @Flag(help: "Keep keys the file does not have.") var merge = false
+
+    func run() throws {
+        let data: Data
+        if source == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            do { data = try Data(contentsOf: URL(filePath: source)) } catch {
+                throw failure("Could not read \(source): \(error.localizedDescription)")
+            }
+        }
+        let root: PlistValue
+        do { root = try PlistValue(propertyListData: data) } catch {
+            throw failure("\(source == "-" ? "Standard input" : source): \(error.message)")
+        }
+        guard case .dictionary(let values) = root else {
+            throw failure("\(source == "-" ? "Standard input" : source) holds a \(root.typeName); a suite needs a dictionary at the root.")
+        }
+        let prefs = try location.open(suite)
+        try prefs.update { tx in
+            if !merge { for key in tx.values.keys where values[key] == nil { tx[key] = nil } }
+            for (key, value) in values { tx[key] = value }
+        }
+    }
+}
+
+struct Rename: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Rename a key, atomically.", discussion: "Example:\n  prefs-watch rename settings colour color")
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.") var suite: String
+    @Argument(help: "The key's current name.") var old: String
+    @Argument(help: "The key's new name.") var new: String
+
+    func run() throws {
+        let prefs = try location.openExisting(suite)
+        let renamed = try prefs.update { tx -> Bool in
+            guard let value = tx[old] else { return false }
+            tx[new] = value
+            tx[old] = nil
+            return true
+        }
+        if !renamed, let url = prefs.fileURL { throw noKey(old, suite, url) }
+    }
+}
+
+enum FormatChoice: String, ExpressibleByArgument, CaseIterable {
+    case xml, binary
+    var format: PropertyListFormat { self == .xml ? .xml : .binary }
+}

@@ -194,6 +194,7 @@ enum OutputStyle: Sendable {
             case "o": out += r.old?.bare ?? ""
             case "n": out += r.new?.bare ?? ""
             case "m": out += r.message ?? ""
+            case "%": out += "%"
             default: out += "%"; out.append(letter)
             }
         }

@@ -99,7 +99,12 @@ struct Tail: AsyncParsableCommand {
             }
         } else {
             for spec in suites {
-                session.attach(try location.open(spec), announce: initial ? .initial : .none)
+                let url = try location.fileURL(of: spec)
+                if !FileManager.default.fileExists(atPath: url.path) {
+                    // Not an error (the suite may be created later), but a typo should not go unnoticed.
+                    FileHandle.standardError.write(Data("prefs-watch: \(spec) does not exist yet (\(url.path)); waiting for it.\n".utf8))
+                }
+                session.attach(try PreferenceSuite(fileURL: url), announce: initial ? .initial : .none)
             }
             #if InotifyTools
             if raw { try RawEvents.start(directories: suites.map { try location.fileURL(of: $0).deletingLastPathComponent().path }, session) }

@@ -136,3 +136,67 @@ func python(_ script: String, _ arguments: String...) async throws -> ProcessRes
 func readSuiteFile(_ url: URL) throws -> [String: PlistValue] {
     try PropertyListFormat.decodeSuite(Array(try Data(contentsOf: url)))
 }
+
+/// The built `prefs-watch`, next to the test bundle.
+let prefsWatch = childExecutable.deletingLastPathComponent().appending(path: "prefs-watch")
+
+/// A process started in the background whose standard output is recorded record by record.
+struct Launched: Sendable {
+    /// Records (lines, or NUL-terminated records), as they arrive.
+    let records: Recorder<String>
+    private let exit: Recorder<Int32>
+    private let errors: Recorder<String>
+
+    init(_ executable: URL, _ arguments: [String], separator: UInt8 = 10) throws {
+        records = Recorder()
+        exit = Recorder()
+        errors = Recorder()
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        let (records, exit, errors) = (records, exit, errors)
+        let done = Recorder<Bool>()
+        process.terminationHandler = { process in
+            // Report the status only after standard output is drained.
+            Task {
+                _ = try? await done.wait(for: 2)
+                exit.record(process.terminationStatus)
+            }
+        }
+        try process.run()
+        for (pipe, sink) in [(output, records), (error, errors)] {
+            let reader = pipe.fileHandleForReading
+            Thread {
+                var pending: [UInt8] = []
+                while true {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    pending += chunk
+                    while let end = pending.firstIndex(of: separator) {
+                        sink.record(String(decoding: pending[..<end], as: UTF8.self))
+                        pending.removeSubrange(...end)
+                    }
+                }
+                if !pending.isEmpty { sink.record(String(decoding: pending, as: UTF8.self)) }
+                done.record(true)
+            }.start()
+        }
+    }
+
+    /// Waits for the process to exit; returns its status.
+    func status(timeout: Duration = .seconds(20)) async throws -> Int32 {
+        try await exit.wait(for: 1, timeout: timeout)[0]
+    }
+
+    /// What it printed on standard error so far (complete after `status()`).
+    var standardError: String { errors.items.joined(separator: "\n") }
+}
+
+/// Runs `prefs-watch` to completion.
+func prefsWatchRun(_ arguments: String...) async throws -> ProcessResult {
+    try await run(prefsWatch, arguments)
+}

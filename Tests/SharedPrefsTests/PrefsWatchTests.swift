@@ -1,0 +1,196 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+@Suite("prefs-watch")
+struct PrefsWatchTests {
+    /// A suite file holding `theme = "dark"`.
+    func suiteWithTheme(_ directory: borrowing TemporaryDirectory) async throws -> URL {
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("dark", forKey: "theme")
+        try await suite.flush()
+        return file
+    }
+
+    /// Starts a tail that prints the initial value, waits until it has, then changes the suite
+    /// from another process through the library and through `prefs-watch write`.
+    func tail(_ file: URL, _ options: [String], separator: UInt8 = 10) async throws -> [String] {
+        let tail = try Launched(prefsWatch, ["tail", file.path, "--initial", "--count", "3"] + options, separator: separator)
+        try await tail.records.wait(for: 1)
+        try await child("set", file.path, "theme=str:light")
+        try await tail.records.wait(for: 2)
+        #expect(try await prefsWatchRun("write", file.path, "volume", "-int", "7").status == 0)
+        #expect(try await tail.status() == 0, "\(tail.standardError)")
+        return tail.records.items
+    }
+
+    @Test func textRecordsShowSuiteKeyOldAndNew() async throws {
+        let directory = try TemporaryDirectory()
+        let records = try await tail(try await suiteWithTheme(directory), [])
+        #expect(records.count == 3)
+        #expect(records[0].hasSuffix(" s theme = \"dark\""))
+        #expect(records[1].hasSuffix(" s theme: \"dark\" -> \"light\""))
+        #expect(records[2].hasSuffix(" s volume: (none) -> 7"))
+        #expect(records[0].range(of: #"^\d\d:\d\d:\d\d\.\d{6} "#, options: .regularExpression) != nil)
+    }
+
+    @Test func jsonLinesCarryTimeSequenceAndValues() async throws {
+        let directory = try TemporaryDirectory()
+        let records = try await tail(try await suiteWithTheme(directory), ["--json"])
+        let objects = try records.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.map { $0["seq"] as? Int } == [1, 2, 3])
+        #expect(objects.map { $0["op"] as? String } == ["initial", "set", "set"])
+        #expect(objects[1]["old"] as? String == "dark" && objects[1]["new"] as? String == "light")
+        #expect(objects[2]["old"] is NSNull && objects[2]["new"] as? Int == 7)
+        #expect(objects.allSatisfy { $0["suite"] as? String == "s" })
+        #expect((objects[0]["ts"] as? String)?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"#, options: .regularExpression) != nil)
+    }
+
+    @Test func csvQuotesLikeInotifywait() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("a, \"quoted\" value", forKey: "theme")
+        try await suite.flush()
+        let records = try await tail(file, ["--csv"])
+        #expect(records[0].hasSuffix(#",1,s,theme,initial,,"a, ""quoted"" value","#))
+        #expect(records[1].hasSuffix(#",2,s,theme,set,"a, ""quoted"" value",light,"#))
+        #expect(records[2].hasSuffix(",3,s,volume,set,,7,"))
+    }
+
+    @Test func formatLettersAndNulTerminators() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let records = try await tail(file, ["--format", "%q|%s|%k|%e|%o|%n|%w|100%%", "-0"], separator: 0)
+        #expect(records == [
+            "1|s|theme|initial||dark|\(file.path)|100%",
+            "2|s|theme|set|dark|light|\(file.path)|100%",
+            "3|s|volume|set||7|\(file.path)|100%",
+        ])
+    }
+
+    @Test func filtersPassOnlyMatchingKeys() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let tail = try Launched(prefsWatch, ["tail", file.path, "--prefix", "net.", "--key", "theme", "--count", "2", "--initial"])
+        try await tail.records.wait(for: 1)
+        try await child("set", file.path, "other=int:1", "net.proxy=str:on")
+        #expect(try await tail.status() == 0)
+        #expect(tail.records.items.count == 2)
+        #expect(tail.records.items[1].hasSuffix("s net.proxy: (none) -> \"on\""))
+    }
+
+    @Test func aTimeoutWithNoRecordExitsWithTwo() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await prefsWatchRun("tail", try await suiteWithTheme(directory).path, "--timeout", "0.2")
+        #expect(result.status == 2)
+        #expect(result.output.isEmpty)
+        // A suite that does not exist yet is watched, with a note in case the name is a typo.
+        let missing = try await prefsWatchRun("tail", directory.file("typo.plist").path, "-t", "0.2")
+        #expect(missing.status == 2)
+        #expect(missing.output.contains("typo.plist does not exist yet"))
+    }
+
+    @Test func aClosedPipeEndsTheTailCleanly() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("big.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        // More initial output than a pipe holds, so the tail is still writing when head exits.
+        for i in 0..<5000 { suite.set(i, forKey: "key.\(i)") }
+        try await suite.flush()
+        let result = try await run(
+            URL(filePath: "/bin/bash"),
+            ["-c", "set -o pipefail; '\(prefsWatch.path)' tail '\(file.path)' --initial --timeout 20 | head -1"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.split(separator: "\n").count == 1)
+    }
+
+    @Test func watchingADirectorySeesSuitesCreatedLater() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try await suiteWithTheme(directory)
+        let tail = try Launched(prefsWatch, ["tail", "--dir", directory.url.path, "--initial", "--json", "--count", "3"])
+        try await tail.records.wait(for: 1)
+        try await child("set", directory.file("later.plist").path, "y=int:2", "z=str:new")
+        #expect(try await tail.status() == 0, "\(tail.standardError)")
+        let later = tail.records.items.dropFirst().sorted()
+        #expect(later.count == 2)
+        #expect(later.allSatisfy { $0.contains("\"suite\":\"later\"") && $0.contains("\"op\":\"set\"") && $0.contains("\"old\":null") })
+    }
+
+    @Test func aFileThatDoesNotParseIsAnErrorRecord() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let tail = try Launched(prefsWatch, ["tail", file.path, "--initial", "--count", "2", "--json"])
+        try await tail.records.wait(for: 1)
+        try Data("garbage".utf8).write(to: file)
+        #expect(try await tail.status() == 0)
+        #expect(tail.records.items[1].contains("\"op\":\"error\"") && tail.records.items[1].contains("not a valid property list"))
+    }
+
+    @Test func defaultsVerbsReadWriteAndRoundTrip() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("v.plist").path
+        for arguments in [
+            ["write", path, "s", "text"], ["write", path, "i", "-int", "-5"], ["write", path, "f", "-float", "1.5"],
+            ["write", path, "b", "-bool", "yes"], ["write", path, "d", "-date", "2026-01-02T03:04:05Z"],
+            ["write", path, "x", "-data", "00ff10"], ["write", path, "a", "-array", "one", "-int", "2"],
+            ["write", path, "a", "-array-add", "three"], ["write", path, "m", "-dict", "k", "v", "n", "-bool", "false"],
+            ["write", path, "m", "-dict-add", "k2", "-int", "3"], ["write", path, "j", #"{"nested": [1, true, "x"]}"#],
+            ["write", path, "old", "gone"], ["rename", path, "old", "new"], ["write", path, "tmp", "1"], ["delete", path, "tmp"],
+        ] {
+            let result = try await run(prefsWatch, arguments)
+            #expect(result.status == 0, "\(arguments): \(result.output)")
+        }
+        let expected: [String: PlistValue] = [
+            "s": "text", "i": -5, "f": 1.5, "b": true, "d": .date(Date(timeIntervalSince1970: 1_767_323_045)),
+            "x": .data(Data([0, 255, 16])), "a": ["one", 2, "three"], "m": ["k": "v", "n": false, "k2": 3],
+            "j": ["nested": [1, true, "x"]], "new": "gone",
+        ]
+        #expect(try readSuiteFile(URL(filePath: path)) == expected)
+        #expect(try await prefsWatchRun("read", path, "s").output == "text\n")
+        #expect(try await prefsWatchRun("read", path, "b").output == "1\n")
+        #expect(try await prefsWatchRun("read", path, "j", "--json").output == "{\"nested\":[1,true,\"x\"]}\n")
+        #expect(try await prefsWatchRun("read-type", path, "m").output == "Type is dictionary\n")
+        let xml = try await prefsWatchRun("read", path).output
+        #expect(try PlistValue(propertyListData: Data(xml.utf8)) == .dictionary(expected))
+        // export → import into another suite (through standard output and input), and list.
+        let copy = directory.file("copy.plist").path
+        let piped = try await run(
+            URL(filePath: "/bin/bash"), ["-c", "set -o pipefail; '\(prefsWatch.path)' export '\(path)' - | '\(prefsWatch.path)' import '\(copy)' -"])
+        #expect(piped.status == 0, "\(piped.output)")
+        #expect(try readSuiteFile(URL(filePath: copy)) == expected)
+        #expect(try await prefsWatchRun("list", "--dir", directory.url.path).output == "copy\nv\n")
+    }
+
+    @Test(arguments: [
+        (["tail"], 64, "Name at least one suite"),
+        (["tail", "x.plist", "--count", "0"], 64, "--count"),
+        (["tail", "x.plist", "--format", "%z"], 64, "unknown letter"),
+        (["tail", "x.plist", "--json", "--csv"], 64, "Choose one"),
+        (["read", "..", "k"], 1, "not allowed"),
+        (["read", "nosuch-suite-\(UUID().uuidString)"], 1, "does not exist"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "-int", "x"], 64, "not a 64-bit integer"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k"], 64, "Missing value"),
+        (["read", "/etc/hostname"], 1, "Not a property list"),
+        (["--frobnicate"], 64, "Usage"),
+    ])
+    func badArgumentsAndMissingSuitesSayWhatIsWrong(arguments: [String], status: Int32, message: String) async throws {
+        let result = try await run(prefsWatch, arguments)
+        #expect(result.status == status)
+        #expect(result.output.contains(message), "\(result.output)")
+    }
+
+    #if InotifyTools
+    @Test func rawPrintsFileLevelEventsThroughLibinotifytools() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let tail = try Launched(prefsWatch, ["tail", file.path, "--raw", "--initial", "--count", "3"])
+        try await tail.records.wait(for: 1)
+        try await child("set", file.path, "theme=str:raw")
+        #expect(try await tail.status() == 0)
+        #expect(tail.records.items.dropFirst().contains { $0.contains(" RAW \(directory.url.path)") && $0.contains(".tmp CREATE") })
+    }
+    #endif
+}

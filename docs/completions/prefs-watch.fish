@@ -1,0 +1,159 @@
+function __prefs-watch_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __prefs-watch_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __prefs-watch_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __prefs-watch_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __prefs-watch_parse_tokens -S
+    set -l unparsed_tokens (__prefs-watch_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'prefs-watch'
+        __prefs-watch_parse_subcommand 0 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'tail'
+            __prefs-watch_parse_subcommand -r 1 'group=' 'dir=' 'prefix=+' 'key=+' 'json' 'csv' 'format=' '0' 'initial' 'c/count=' 't/timeout=' 'raw' 'version' 'h/help'
+        case 'read'
+            __prefs-watch_parse_subcommand 2 'group=' 'dir=' 'json' 'version' 'h/help'
+        case 'read-type'
+            __prefs-watch_parse_subcommand 2 'group=' 'dir=' 'version' 'h/help'
+        case 'write'
+            __prefs-watch_parse_subcommand -r 3 'group=' 'dir=' 'version' 'h/help'
+        case 'delete'
+            __prefs-watch_parse_subcommand 2 'group=' 'dir=' 'version' 'h/help'
+        case 'list'
+            __prefs-watch_parse_subcommand 0 'group=' 'dir=' 'version' 'h/help'
+        case 'export'
+            __prefs-watch_parse_subcommand 2 'group=' 'dir=' 'format=' 'version' 'h/help'
+        case 'import'
+            __prefs-watch_parse_subcommand 2 'group=' 'dir=' 'merge' 'version' 'h/help'
+        case 'rename'
+            __prefs-watch_parse_subcommand 3 'group=' 'dir=' 'version' 'h/help'
+        case 'help'
+            __prefs-watch_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __prefs-watch_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __prefs-watch_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __prefs-watch_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __prefs-watch_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__prefs-watch_tokens -p)
+    if test -z "$(__prefs-watch_tokens -t)"
+        set -l index (count (__prefs-watch_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'prefs-watch' -f
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'tail' -d 'Print every change of every key as it happens, like inotifywait -m but per key.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'read' -d 'Print a suite (as an XML property list) or one key\'s value.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'read-type' -d 'Print the property-list type of a key\'s value.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'write' -d 'Set a key, through the locked, merged, atomic write path.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'delete' -d 'Remove a key, or every key of a suite.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'list' -d 'List suites: names in a group or directory, or the paths of all suites.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'export' -d 'Write a suite to a property-list file, or to standard output with -.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'import' -d 'Replace a suite\'s values with those of a property-list file (- reads standard input).'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'rename' -d 'Rename a key, atomically.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional "prefs-watch" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail"' -l 'prefix' -d 'Only keys starting with this prefix (repeatable).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail"' -l 'key' -d 'Only this key (repeatable).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" json' -l 'json' -d 'JSON Lines: ts, seq, suite, key, op, old, new (and message).'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" csv' -l 'csv' -d 'CSV: ts,seq,suite,key,op,old,new,message, quoted as inotifywait does.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" format' -l 'format' -d 'Print each record with these % letters (see below).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" 0' -s '0' -d 'End records with NUL instead of a newline.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" initial' -l 'initial' -d 'Print the current values first (operation initial).'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" c count' -s 'c' -l 'count' -d 'Exit with 0 after this many records.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" t timeout' -s 't' -l 'timeout' -d 'Exit with 2 when no record arrives for this many seconds.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" raw' -l 'raw' -d 'Also print file-level inotify events of the watched directories (libinotifytools).'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read" json' -l 'json' -d 'Print JSON instead.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read-type" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read-type" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read-type" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch read-type" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch write" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch write" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch write" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch write" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch delete" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch delete" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch delete" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch delete" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch list" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch list" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch list" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch list" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch export" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch export" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch export" format' -l 'format' -d 'xml or binary.' -rfka 'xml binary'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch export" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch export" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch import" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch import" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch import" merge' -l 'merge' -d 'Keep keys the file does not have.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch import" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch import" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch rename" group' -l 'group' -d 'Look suite names up in this app group\'s container.' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch rename" dir' -l 'dir' -d 'Look suite names up in this directory (a container: its Library/Preferences is used when present).' -rfka ''
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch rename" version' -l 'version' -d 'Show the version.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch rename" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch help" version' -l 'version' -d 'Show the version.'

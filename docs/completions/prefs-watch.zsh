@@ -1,0 +1,241 @@
+#compdef prefs-watch
+
+__prefs-watch_complete() {
+    local -ar non_empty_completions=("${@:#(|:*)}")
+    local -ar empty_completions=("${(M)@:#(|:*)}")
+    _describe -V '' non_empty_completions -- empty_completions -P $'\'\''
+}
+
+__prefs-watch_custom_complete() {
+    local -a completions
+    completions=("${(@f)"$("${command_name}" "${@}" "${command_line[@]}")"}")
+    if [[ "${#completions[@]}" -gt 1 ]]; then
+        __prefs-watch_complete "${completions[@]:0:-1}"
+    fi
+}
+
+__prefs-watch_cursor_index_in_current_word() {
+    if [[ -z "${QIPREFIX}${IPREFIX}${PREFIX}" ]]; then
+        printf 0
+    else
+        printf %s "${#${(z)LBUFFER}[-1]}"
+    fi
+}
+
+_prefs-watch() {
+    emulate -RL zsh -G
+    setopt extendedglob nullglob numericglobsort
+    unsetopt aliases banghist
+
+    local -xr SAP_SHELL=zsh
+    local -x SAP_SHELL_VERSION
+    SAP_SHELL_VERSION="$(builtin emulate zsh -c 'printf %s "${ZSH_VERSION}"')"
+    local -r SAP_SHELL_VERSION
+
+    local context state state_descr line
+    local -A opt_args
+
+    local -r command_name="${words[1]}"
+    local -ar command_line=("${words[@]}")
+    local -ir current_word_index="$((CURRENT - 1))"
+
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'tail:Print every change of every key as it happens, like inotifywait -m but per key.'
+            'read:Print a suite (as an XML property list) or one key'\''s value.'
+            'read-type:Print the property-list type of a key'\''s value.'
+            'write:Set a key, through the locked, merged, atomic write path.'
+            'delete:Remove a key, or every key of a suite.'
+            'list:List suites: names in a group or directory, or the paths of all suites.'
+            'export:Write a suite to a property-list file, or to standard output with -.'
+            'import:Replace a suite'\''s values with those of a property-list file (- reads standard input).'
+            'rename:Rename a key, atomically.'
+            'help:Show subcommand help information.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        tail|read|read-type|write|delete|list|export|import|rename|help)
+            "_prefs-watch_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_prefs-watch_tail() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '*:suites:'
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '*--prefix[Only keys starting with this prefix (repeatable).]:prefix:'
+        '*--key[Only this key (repeatable).]:key:'
+        '--json[JSON Lines\: ts, seq, suite, key, op, old, new (and message).]'
+        '--csv[CSV\: ts,seq,suite,key,op,old,new,message, quoted as inotifywait does.]'
+        '--format[Print each record with these % letters (see below).]:format:'
+        '-0[End records with NUL instead of a newline.]'
+        '--initial[Print the current values first (operation initial).]'
+        '(-c --count)'{-c,--count}'[Exit with 0 after this many records.]:count:'
+        '(-t --timeout)'{-t,--timeout}'[Exit with 2 when no record arrives for this many seconds.]:timeout:'
+        '--raw[Also print file-level inotify events of the watched directories (libinotifytools).]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_read() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':key:'
+        '--json[Print JSON instead.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_read-type() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':key:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_write() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':key:'
+        '*:value:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_delete() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':key:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_export() {
+    local -i ret=1
+    local -ar ___format=('xml' 'binary')
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':destination:'
+        '--format[xml or binary.]:format:{__prefs-watch_complete "${___format[@]}"}'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_import() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':source:'
+        '--merge[Keep keys the file does not have.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_rename() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':old:'
+        ':new:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_help() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '*:subcommands:'
+        '--version[Show the version.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+if [[ "${funcstack[1]}" = _prefs-watch ]]; then
+    _prefs-watch "${@}"
+else
+    compdef _prefs-watch prefs-watch
+fi

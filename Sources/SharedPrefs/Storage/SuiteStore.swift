@@ -114,7 +114,7 @@ final class SuiteStore: Sendable {
         if scheduleFlush {
             ioQueue.async { [self] in
                 state.withLock { $0.flushScheduled = false }
-                do { try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) } catch { report(error) }
+                do { try commitPending() } catch { report(error) }
             }
         }
     }
@@ -122,8 +122,8 @@ final class SuiteStore: Sendable {
     /// Writes everything pending now; returns when it is on disk.
     func flushSynchronously() throws {
         guard file != nil else { return }
-        if isOnIOQueue { return try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) ?? () }
-        try ioQueue.sync { try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) }
+        if isOnIOQueue { return try commitPending() }
+        try ioQueue.sync { try commitPending() }
     }
 
     /// Writes everything pending without blocking the caller's thread.
@@ -131,7 +131,7 @@ final class SuiteStore: Sendable {
         guard file != nil else { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             ioQueue.async { [self] in
-                continuation.resume(with: Result { try commit(nil as ((inout PreferenceTransaction) throws -> Void)?) ?? () })
+                continuation.resume(with: Result { try commitPending() })
             }
         }
     }
@@ -147,6 +147,11 @@ final class SuiteStore: Sendable {
         return try withoutActuallyEscaping(body) { body in
             try ioQueue.sync { try commit(body)! }
         }
+    }
+
+    /// Writes the pending operations, if any. Runs on `ioQueue` only.
+    private func commitPending() throws {
+        _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?)
     }
 
     /// The write path: lock → re-read if changed → merge pending operations key by key → run the
@@ -178,6 +183,8 @@ final class SuiteStore: Sendable {
             var base = lastDisk
             var stamp = lastStamp
             var descriptor: CInt? = nil
+            var adopted = false
+            defer { if !adopted, let descriptor { Syscall.close(descriptor) } }
             var mustWrite = false
             if try file.currentStamp(in: dirfd) != lastStamp {
                 switch try file.read(in: dirfd) {
@@ -210,11 +217,13 @@ final class SuiteStore: Sendable {
             }
             if mustWrite {
                 if let descriptor { Syscall.close(descriptor) }
+                descriptor = nil
                 let (newStamp, fd) = try file.write(file.options.format.encode(merged), in: dirfd)
                 stamp = newStamp
                 descriptor = fd
             }
             adopt(disk: merged, stamp: stamp, descriptor: descriptor, localKeys: transactionKeys)
+            adopted = true
             return result
         } catch {
             // Nothing was written: put the operations back unless newer ones replaced them. After a

@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -19,13 +20,25 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
     ],
     targets: [
         .target(
             name: "SharedPrefs",
             dependencies: [
+                "SharedPrefsMacros",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // @ObservablePrefs and its attributes; declared in SharedPrefs, implemented here.
+        .macro(
+            name: "SharedPrefsMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
             ]
         ),
         .executableTarget(
@@ -55,6 +68,13 @@ let package = Package(
         .testTarget(
             name: "SharedPrefsTests",
             dependencies: ["SharedPrefs"]
+        ),
+        .testTarget(
+            name: "SharedPrefsMacrosTests",
+            dependencies: [
+                "SharedPrefsMacros",
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

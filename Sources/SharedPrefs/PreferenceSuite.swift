@@ -124,6 +124,16 @@ public final class PreferenceSuite: Sendable {
         self.init(store: try StoreRegistry.store(name: name, file: file))
     }
 
+    /// This program's own suite, named after the executable (like `UserDefaults.standard`), in
+    /// `<root>/Preferences`. Falls back to an in-memory suite, with a logged error, if that
+    /// directory cannot be used.
+    public static let standard: PreferenceSuite = {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+        var name = String(ProcessInfo.processInfo.processName.map { allowed.contains($0) ? $0 : "_" }.prefix(SuiteName.maximumBytes))
+        if name.isEmpty || name.hasPrefix(".") { name = "app" + name }
+        return PreferenceSuite(suiteName: name) ?? .inMemory(name: name)
+    }()
+
     /// A suite that lives only in this object's memory: for tests and previews. It has the full
     /// API, observers included; ``flush()`` does nothing.
     /// - Parameter name: The name changes report.

@@ -3,6 +3,7 @@
 //   prefs-test-child set <plist> key=value…        sets keys, returns from main (exit flush)
 //   prefs-test-child set-exit <plist> key=value…   sets keys, then calls exit(0)
 //   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>)
+//   prefs-test-child observable <plist> theme=dark volume=9   sets properties of an @ObservablePrefs instance
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
@@ -18,6 +19,15 @@ func parse(_ text: String) -> PlistValue? {
     case "str": return .string(rest)
     default: return .string(text)
     }
+}
+
+enum ChildTheme: String, PreferenceValue { case system, light, dark }
+
+/// The same keys as the tests' `AppSettings`, declared independently, as another program would.
+@ObservablePrefs(prefix: "app.")
+final class ChildSettings {
+    var theme: ChildTheme = .system
+    var volume = 5
 }
 
 func fail(_ message: String) -> Never {
@@ -59,6 +69,17 @@ case "hammer":
             fail("update failed: \(error)")
         }
         suite.set(i, forKey: "p\(id).k\(i)")
+    }
+case "observable":
+    let settings = ChildSettings(suite: suite)
+    for assignment in arguments.dropFirst(2) {
+        let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { fail("expected property=value, got \(assignment)") }
+        switch parts[0] {
+        case "theme": settings.theme = ChildTheme(rawValue: parts[1]) ?? .system
+        case "volume": settings.volume = Int(parts[1]) ?? 0
+        default: fail("unknown property \(parts[0])")
+        }
     }
 default:
     fail("unknown command \(arguments[0])")

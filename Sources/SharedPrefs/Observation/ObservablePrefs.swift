@@ -1,0 +1,89 @@
+@_exported import Observation
+
+/// Turns a class into an `Observable` whose stored properties live in a shared suite: reads come
+/// from the suite, writes persist to it, and when another process changes a key, exactly the
+/// property of that key is mutated (and only it is invalidated).
+///
+/// ```swift
+/// @ObservablePrefs(suiteName: "group.com.example.app", prefix: "app.")
+/// final class Settings {
+///     var theme: Theme = .system            // key "app.theme"
+///     var volume = 5                        // key "app.volume"
+///     @PrefsKey("user_name") var name: String? = nil   // key "app.user_name"
+///     @ObservableOnly var isEditing = false // observable, not persisted
+///     @Ignore var cache: [String] = []      // neither
+/// }
+///
+/// let settings = Settings()                 // or Settings(suite: mySuite, prefix: "test.")
+/// settings.volume = 7                       // persisted; other processes' instances update
+/// ```
+///
+/// - Parameters:
+///   - suiteName: The suite (as `PreferenceSuite(suiteName:)` reads it); `nil` is ``PreferenceSuite/standard``.
+///   - prefix: Put before every key. Letters, digits, `.`, `-`, `_`.
+///   - ignoreExternalChanges: When `true`, changes made by other processes (and by other instances)
+///     do not update this instance's properties until they are read again.
+///   - autoInit: Generates `init(suite:prefix:ignoreExternalChanges:)` (each `nil` means the value
+///     given to the macro). When `false`, call `startObservingPrefs()` at the end of your own init.
+///   - observeFirst: Properties are observable only, and just those marked ``PrefsBacked()`` persist.
+///
+/// Every persisted property needs a default value, which is captured once: reads fall back
+/// stored → registered → declared default, so a key removed by another process reverts the
+/// property to its default (with one mutation). A `@MainActor` class receives external changes on
+/// the main queue; any other class on a private serial queue (the observation registrar is
+/// thread-safe). No flag is needed for either.
+@attached(
+    member,
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    named(startObservingPrefs), named(init))
+@attached(memberAttribute)
+@attached(extension, conformances: Observable)
+public macro ObservablePrefs(
+    suiteName: String? = nil, prefix: String = "", ignoreExternalChanges: Bool = false, autoInit: Bool = true,
+    observeFirst: Bool = false
+) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
+
+/// The spelling of fatbobman/ObservableDefaults, so that code written for it compiles by changing
+/// the import. `limitToInstance` is accepted and has no effect: changes always cross processes
+/// here, and an instance hears only its own keys (never a mere prefix convention).
+@attached(
+    member,
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    named(startObservingPrefs), named(init))
+@attached(memberAttribute)
+@attached(extension, conformances: Observable)
+public macro ObservableDefaults(
+    autoInit: Bool = true, ignoreExternalChanges: Bool = false, suiteName: String? = nil, prefix: String? = nil,
+    observeFirst: Bool = false, limitToInstance: Bool = true
+) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
+
+/// Stores the property under a custom key (the class's prefix is still put before it).
+@attached(peer)
+public macro PrefsKey(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
+/// Persists the property: needed in `observeFirst` mode, optional otherwise.
+@attached(peer)
+public macro PrefsBacked() = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
+/// Makes the property observable but not persisted. `willSet`/`didSet` are allowed.
+@attached(accessor, names: named(init), named(get), named(set), named(_modify))
+@attached(peer, names: prefixed(_))
+public macro ObservableOnly() = #externalMacro(module: "SharedPrefsMacros", type: "ObservableOnlyMacro")
+
+/// Neither observed nor persisted: a plain stored property.
+@attached(peer)
+public macro Ignore() = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
+/// ObservableDefaults' spelling of ``PrefsKey(_:)``.
+@attached(peer)
+public macro DefaultsKey(userDefaultsKey: String) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
+/// ObservableDefaults' spelling of ``PrefsBacked()``, optionally with a custom key.
+@attached(peer)
+public macro DefaultsBacked(userDefaultsKey: String? = nil) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
+/// Added by `@ObservablePrefs` to each persisted property: the accessors that read and write the
+/// suite, and the peer that keeps the declared default. Not for direct use.
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro _PrefsProperty(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "PrefsPropertyMacro")

@@ -1,0 +1,116 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@ObservablePrefs` and `@ObservableDefaults`: the class-level macro.
+///
+/// - member: the observation registrar with `access`/`withMutation` (as `@Observable`), the suite
+///   binding `_$prefs`, `_$prefsDidChange` mapping a changed key to its property's mutation,
+///   `startObservingPrefs(…)`, and (with `autoInit`) `init(suite:prefix:ignoreExternalChanges:)`.
+/// - member attributes: `@_PrefsProperty("key")` on persisted properties, `@ObservableOnly` on
+///   observe-first ones.
+/// - extension: `Observable` conformance.
+/// All diagnostics are reported once, by the member expansion.
+public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else {
+            context.diagnose(Diagnostic(.notAClass, at: node, "@\(node.attributeName.trimmedDescription) applies to classes: their instances are shared by reference, as the suite is."))
+            return []
+        }
+        let options = ClassOptions(node)
+        var diagnostics = options.diagnostics
+        var persisted: [(name: String, key: String)] = []
+        var seenKeys: [String: String] = [:]
+        for member in declaration.memberBlock.members {
+            let analysis = PropertyAnalysis(member.decl, options: options)
+            diagnostics += analysis.diagnostics
+            guard case .persisted(let key) = analysis.role else { continue }
+            if let other = seenKeys[key] {
+                diagnostics.append(Diagnostic(
+                    .duplicateKey, at: analysis.keyNode ?? Syntax(member.decl),
+                    "'\(analysis.name)' uses the key \"\(options.prefix)\(key)\", which '\(other)' uses already; give one of them another @PrefsKey."))
+                continue
+            }
+            seenKeys[key] = analysis.name
+            persisted.append((analysis.name, key))
+        }
+        for diagnostic in diagnostics { context.diagnose(diagnostic) }
+
+        let type = classDecl.name.trimmed
+        let onMain = declaration.isMainActorIsolated
+        let names = persisted.map { "\"\($0.key)\"" }.joined(separator: ", ")
+        let cases = persisted.map { "case \"\($0.key)\": withMutation(keyPath: \\.\($0.name)) {}" }.joined(separator: "\n")
+        let notify = onMain
+            ? "{ object, name in MainActor.assumeIsolated { object._$prefsDidChange(name) } }"
+            : "{ object, name in object._$prefsDidChange(name) }"
+        var members: [DeclSyntax] = [
+            "private let _$observationRegistrar = Observation.ObservationRegistrar()",
+            """
+            internal nonisolated func access<Member>(keyPath: KeyPath<\(type), Member>) {
+                _$observationRegistrar.access(self, keyPath: keyPath)
+            }
+            """,
+            """
+            internal nonisolated func withMutation<Member, MutationResult>(
+                keyPath: KeyPath<\(type), Member>, _ mutation: () throws -> MutationResult
+            ) rethrows -> MutationResult {
+                try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+            }
+            """,
+            """
+            private let _$prefs = SharedPrefs._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges))
+            """,
+            """
+            private func _$prefsDidChange(_ name: String) {
+                switch name {
+                \(raw: cases)
+                default: break
+                }
+            }
+            """,
+            """
+            /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+            /// starts updating its properties when other processes change their keys.
+            func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                _$prefs.observe(self, names: [\(raw: names)], onMain: \(raw: onMain)) \(raw: notify)
+            }
+            """,
+        ]
+        if options.autoInit {
+            members.append(
+                """
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+                """)
+        }
+        return members
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard declaration.is(ClassDeclSyntax.self) else { return [] }
+        switch PropertyAnalysis(member, options: ClassOptions(node)).role {
+        case .persisted(let key): return ["@_PrefsProperty(\(literal: key))"]
+        case .addObservableOnly: return ["@ObservableOnly"]
+        case .untouched, .invalid: return []
+        }
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
+        providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard declaration.is(ClassDeclSyntax.self), !protocols.isEmpty else { return [] }
+        return [try ExtensionDeclSyntax("extension \(type.trimmed): Observation.Observable {}")]
+    }
+}

@@ -1,0 +1,124 @@
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+/// `@_PrefsProperty("key")`: a persisted property. The peer `_name` keeps the declared default
+/// (captured once); the getter reads stored → registered → that default; the setter persists and
+/// mutates only when the stored value really changes.
+public struct PrefsPropertyMacro: AccessorMacro, PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let (name, key) = target(node, declaration) else { return [] }
+        return [
+            """
+            get {
+                access(keyPath: \\.\(name))
+                return _$prefs.value(\(literal: key), default: _\(name))
+            }
+            """,
+            """
+            set {
+                guard _$prefs.willChange(\(literal: key), to: newValue) else { return }
+                withMutation(keyPath: \\.\(name)) {
+                    _$prefs.set(newValue, \(literal: key))
+                }
+            }
+            """,
+        ]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let property = declaration.as(VariableDeclSyntax.self), target(node, declaration) != nil else { return [] }
+        return [DeclSyntax(property.storage(prefix: "_", specifier: .let, keepingAccessors: false))]
+    }
+
+    private static func target(_ node: AttributeSyntax, _ declaration: some DeclSyntaxProtocol) -> (TokenSyntax, String)? {
+        guard let property = declaration.as(VariableDeclSyntax.self), let name = property.singleName,
+            case .argumentList(let arguments) = node.arguments, let key = arguments.first?.expression.stringLiteralValue
+        else { return nil }
+        return (name, key)
+    }
+}
+
+/// `@ObservableOnly`: observable, not persisted; the shape of Observation's own tracked
+/// properties. The peer `_name` holds the value and keeps any `willSet`/`didSet`.
+public struct ObservableOnlyMacro: AccessorMacro, PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let property = declaration.as(VariableDeclSyntax.self), let name = property.singleName,
+            property.bindingSpecifier.tokenKind == .keyword(.var), property.bindings.first?.isComputed == false
+        else { return [] }
+        var accessors: [AccessorDeclSyntax] = []
+        if property.bindings.first?.initializer == nil {
+            accessors.append(
+                """
+                @storageRestrictions(initializes: _\(name))
+                init(initialValue) {
+                    _\(name) = initialValue
+                }
+                """)
+        }
+        accessors += [
+            """
+            get {
+                access(keyPath: \\.\(name))
+                return _\(name)
+            }
+            """,
+            """
+            set {
+                withMutation(keyPath: \\.\(name)) {
+                    _\(name) = newValue
+                }
+            }
+            """,
+        ]
+        return accessors
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let property = declaration.as(VariableDeclSyntax.self), property.singleName != nil,
+            property.bindingSpecifier.tokenKind == .keyword(.var), property.bindings.first?.isComputed == false
+        else { return [] }
+        return [DeclSyntax(property.storage(prefix: "_", specifier: .var, keepingAccessors: true))]
+    }
+}
+
+/// `@PrefsKey`, `@PrefsBacked`, `@Ignore`, `@DefaultsKey`, `@DefaultsBacked`: markers that
+/// `@ObservablePrefs` reads; they expand to nothing.
+public struct MarkerMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}
+
+extension VariableDeclSyntax {
+    var singleName: TokenSyntax? {
+        guard bindings.count == 1 else { return nil }
+        return bindings.first?.pattern.as(IdentifierPatternSyntax.self)?.identifier.trimmed
+    }
+
+    /// `private let|var _name: Type = initializer`, without this package's attributes.
+    func storage(prefix: String, specifier: Keyword, keepingAccessors: Bool) -> VariableDeclSyntax {
+        var binding = bindings.first!
+        let identifier = binding.pattern.as(IdentifierPatternSyntax.self)!.identifier
+        binding.pattern = PatternSyntax(IdentifierPatternSyntax(identifier: .identifier(prefix + identifier.text.filter { $0 != "`" })))
+        if !keepingAccessors { binding.accessorBlock = nil }
+        return VariableDeclSyntax(
+            modifiers: [DeclModifierSyntax(name: .keyword(.private))],
+            bindingSpecifier: .keyword(specifier),
+            bindings: [binding.trimmed])
+    }
+}

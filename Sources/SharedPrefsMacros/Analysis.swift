@@ -86,7 +86,7 @@ struct PropertyAnalysis {
             if let backed {
                 diagnostics.append(Diagnostic(
                     .computedBacked, at: backed, "'\(name)' is a computed property; only stored properties can be persisted.",
-                    fixIt: FixIt(message: PrefsFixIt(message: "Remove @\(backed.attributeName.trimmedDescription)"), changes: [.replace(oldNode: Syntax(backed), newNode: Syntax(AttributeSyntax(stringLiteral: "")))])))
+                    fixIt: FixIt(message: PrefsFixIt(message: "Remove @\(backed.attributeName.trimmedDescription)"), changes: [.replace(oldNode: Syntax(property), newNode: Syntax(property.removing(backed)))])))
                 role = .invalid
             }
             return
@@ -144,6 +144,13 @@ struct PropertyAnalysis {
 }
 
 extension VariableDeclSyntax {
+    /// The declaration without `attribute`, keeping its position on the line.
+    func removing(_ attribute: AttributeSyntax) -> VariableDeclSyntax {
+        var copy = self
+        copy.attributes = attributes.filter { $0.as(AttributeSyntax.self)?.id != attribute.id }
+        return copy.with(\.leadingTrivia, leadingTrivia)
+    }
+
     func attribute(named name: String) -> AttributeSyntax? {
         for element in attributes {
             guard case .attribute(let attribute) = element else { continue }

@@ -1,0 +1,818 @@
+import SharedPrefsMacros
+import SwiftSyntaxMacroExpansion
+import SwiftSyntaxMacrosTestSupport
+import XCTest
+
+/// Every macro, under the names SharedPrefs declares it with.
+let macroSpecs: [String: MacroSpec] = [
+    "ObservablePrefs": MacroSpec(type: ObservablePrefsMacro.self, conformances: ["Observable"]),
+    "ObservableDefaults": MacroSpec(type: ObservablePrefsMacro.self, conformances: ["Observable"]),
+    "_PrefsProperty": MacroSpec(type: PrefsPropertyMacro.self),
+    "ObservableOnly": MacroSpec(type: ObservableOnlyMacro.self),
+    "PrefsKey": MacroSpec(type: MarkerMacro.self),
+    "PrefsBacked": MacroSpec(type: MarkerMacro.self),
+    "Ignore": MacroSpec(type: MarkerMacro.self),
+    "DefaultsKey": MacroSpec(type: MarkerMacro.self),
+    "DefaultsBacked": MacroSpec(type: MarkerMacro.self),
+]
+
+// Expansion snapshots. Each was read and checked by hand when it was recorded, and the runtime
+// tests (ObservablePrefsTests) compile and exercise the same shapes; a change to the generated
+// code must be reviewed the same way.
+final class ObservablePrefsMacroTests: XCTestCase {
+    /// Persisted, custom-key, observable-only (with didSet) and ignored properties.
+    func testPersistedObservableOnlyAndIgnoredProperties() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs(prefix: "app.")
+            final class Settings {
+                var volume = 5
+                @PrefsKey("user_name") var name: String? = nil
+                @ObservableOnly var edits = 0 {
+                    didSet { print(edits) }
+                }
+                @Ignore var cache: [String] = []
+            }
+            """#,
+            expandedSource: #"""
+
+            final class Settings {
+                var volume {
+                    get {
+                        access(keyPath: \.volume)
+                        return _$prefs.value("volume", default: _volume)
+                    }
+                    set {
+                        guard _$prefs.willChange("volume", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.volume) {
+                            _$prefs.set(newValue, "volume")
+                        }
+                    }
+                }
+
+                private let _volume = 5
+                var name: String? {
+                    get {
+                        access(keyPath: \.name)
+                        return _$prefs.value("user_name", default: _name)
+                    }
+                    set {
+                        guard _$prefs.willChange("user_name", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.name) {
+                            _$prefs.set(newValue, "user_name")
+                        }
+                    }
+                }
+
+                private let _name: String? = nil
+                var edits {
+                    didSet { print(edits) }
+                    get {
+                        access(keyPath: \.edits)
+                        return _edits
+                    }
+
+                    set {
+                        withMutation(keyPath: \.edits) {
+                            _edits = newValue
+                        }
+                    }
+                }
+
+                private var _edits = 0 {
+                        didSet {
+                            print(edits)
+                        }
+                    }
+                var cache: [String] = []
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<Settings, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<Settings, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "app.", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+                    case "volume":
+                        withMutation(keyPath: \.volume) {
+                        }
+                    case "user_name":
+                        withMutation(keyPath: \.name) {
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: ["volume", "user_name"], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension Settings: Observation.Observable {
+            }
+            """#,
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// A @MainActor class hears external changes on the main queue, through MainActor.assumeIsolated.
+    func testMainActorClassGetsChangesOnTheMainQueue() {
+        assertMacroExpansion(
+            #"""
+            @MainActor
+            @ObservablePrefs(suiteName: "group.com.example.app", prefix: "ui.")
+            final class UI {
+                var count = 0
+            }
+            """#,
+            expandedSource: #"""
+            @MainActor
+            final class UI {
+                var count {
+                    get {
+                        access(keyPath: \.count)
+                        return _$prefs.value("count", default: _count)
+                    }
+                    set {
+                        guard _$prefs.willChange("count", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.count) {
+                            _$prefs.set(newValue, "count")
+                        }
+                    }
+                }
+
+                private let _count = 0
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<UI, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<UI, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: "group.com.example.app", prefix: "ui.", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+                    case "count":
+                        withMutation(keyPath: \.count) {
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: ["count"], onMain: true) { object, name in
+                        MainActor.assumeIsolated {
+                            object._$prefsDidChange(name)
+                        }
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension UI: Observation.Observable {
+            }
+            """#,
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// ObservableDefaults spellings port unchanged; autoInit: false generates no init.
+    func testObservableDefaultsSpellingsAndNoAutoInit() {
+        assertMacroExpansion(
+            #"""
+            @ObservableDefaults(autoInit: false, suiteName: "group.x", prefix: "p.", limitToInstance: false)
+            final class Ported {
+                @DefaultsKey(userDefaultsKey: "custom") var a = 1
+                @DefaultsBacked(userDefaultsKey: "other") var b = "x"
+            }
+            """#,
+            expandedSource: #"""
+
+            final class Ported {
+                var a {
+                    get {
+                        access(keyPath: \.a)
+                        return _$prefs.value("custom", default: _a)
+                    }
+                    set {
+                        guard _$prefs.willChange("custom", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.a) {
+                            _$prefs.set(newValue, "custom")
+                        }
+                    }
+                }
+
+                private let _a = 1
+                var b {
+                    get {
+                        access(keyPath: \.b)
+                        return _$prefs.value("other", default: _b)
+                    }
+                    set {
+                        guard _$prefs.willChange("other", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.b) {
+                            _$prefs.set(newValue, "other")
+                        }
+                    }
+                }
+
+                private let _b = "x"
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<Ported, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<Ported, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: "group.x", prefix: "p.", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+                    case "custom":
+                        withMutation(keyPath: \.a) {
+                        }
+                    case "other":
+                        withMutation(keyPath: \.b) {
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: ["custom", "other"], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+            }
+
+            extension Ported: Observation.Observable {
+            }
+            """#,
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// observeFirst: plain properties become @ObservableOnly, only @PrefsBacked ones persist, lets stay constants.
+    func testObserveFirstPersistsOnlyBackedProperties() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs(observeFirst: true)
+            final class First {
+                var transient = 1
+                @PrefsBacked var kept = 2
+                let constant = 3
+            }
+            """#,
+            expandedSource: #"""
+
+            final class First {
+                var transient {
+                    get {
+                        access(keyPath: \.transient)
+                        return _transient
+                    }
+                    set {
+                        withMutation(keyPath: \.transient) {
+                            _transient = newValue
+                        }
+                    }
+                }
+
+                private var _transient = 1
+                var kept {
+                    get {
+                        access(keyPath: \.kept)
+                        return _$prefs.value("kept", default: _kept)
+                    }
+                    set {
+                        guard _$prefs.willChange("kept", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.kept) {
+                            _$prefs.set(newValue, "kept")
+                        }
+                    }
+                }
+
+                private let _kept = 2
+                let constant = 3
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<First, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<First, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+                    case "kept":
+                        withMutation(keyPath: \.kept) {
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: ["kept"], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension First: Observation.Observable {
+            }
+            """#,
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// A persisted let, a missing default, a computed @PrefsBacked, observers on a persisted property, a duplicate key and a non-literal key.
+    func testEveryPropertyDiagnostic() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs
+            final class Bad {
+                let fixed = 1
+                var noDefault: String?
+                @PrefsBacked var computed: Int { 1 }
+                var observed = 1 {
+                    didSet {}
+                }
+                var a = 1
+                @PrefsKey("a") var b = 2
+                @PrefsKey(key) var c = 3
+            }
+            """#,
+            expandedSource: #"""
+
+            final class Bad {
+                let fixed = 1
+                var noDefault: String?
+                var computed: Int { 1 }
+                var observed = 1 {
+                    didSet {}
+                }
+                var a {
+                    get {
+                        access(keyPath: \.a)
+                        return _$prefs.value("a", default: _a)
+                    }
+                    set {
+                        guard _$prefs.willChange("a", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.a) {
+                            _$prefs.set(newValue, "a")
+                        }
+                    }
+                }
+
+                private let _a = 1
+                var b {
+                    get {
+                        access(keyPath: \.b)
+                        return _$prefs.value("a", default: _b)
+                    }
+                    set {
+                        guard _$prefs.willChange("a", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.b) {
+                            _$prefs.set(newValue, "a")
+                        }
+                    }
+                }
+
+                private let _b = 2
+                var c = 3
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<Bad, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<Bad, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+                    case "a":
+                        withMutation(keyPath: \.a) {
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension Bad: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "'fixed' is a let constant and cannot be persisted; make it a var, or mark it @Ignore.", line: 3, column: 5, fixIts: [FixItSpec(message: "Make it a var")]),
+                DiagnosticSpec(message: "'noDefault' needs a default value: it is what reads return when the suite has no value for the key.", line: 4, column: 9, fixIts: [FixItSpec(message: "Default to nil")]),
+                DiagnosticSpec(message: "'computed' is a computed property; only stored properties can be persisted.", line: 5, column: 5, fixIts: [FixItSpec(message: "Remove @PrefsBacked")]),
+                DiagnosticSpec(message: "willSet/didSet cannot run when another process changes 'observed'; observe the suite instead, or mark the property @ObservableOnly.", line: 6, column: 22),
+                DiagnosticSpec(message: "'b' uses the key \"a\", which 'a' uses already; give one of them another @PrefsKey.", line: 10, column: 15),
+                DiagnosticSpec(message: "The key of 'c' must be a non-empty string literal.", line: 11, column: 15),
+            ],
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// A prefix with characters that do not belong in a key.
+    func testInvalidPrefix() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs(prefix: "bad prefix!")
+            final class BadPrefix {
+                var a = 1
+            }
+            """#,
+            expandedSource: #"""
+
+            final class BadPrefix {
+                var a {
+                    get {
+                        access(keyPath: \.a)
+                        return _$prefs.value("a", default: _a)
+                    }
+                    set {
+                        guard _$prefs.willChange("a", to: newValue) else {
+                            return
+                        }
+                        withMutation(keyPath: \.a) {
+                            _$prefs.set(newValue, "a")
+                        }
+                    }
+                }
+
+                private let _a = 1
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<BadPrefix, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<BadPrefix, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "bad prefix!", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+                    case "a":
+                        withMutation(keyPath: \.a) {
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension BadPrefix: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "The prefix \"bad prefix!\" contains characters that do not belong in a key; use letters, digits, '.', '-' and '_'.", line: 1, column: 26),
+            ],
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// Structs (and enums, actors) are refused.
+    func testOnlyClasses() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs
+            struct NotAClass {
+                var a = 1
+            }
+            """#,
+            expandedSource: #"""
+
+            struct NotAClass {
+                var a = 1
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "@ObservablePrefs applies to classes: their instances are shared by reference, as the suite is.", line: 1, column: 1),
+            ],
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// Fix-it: a persisted let becomes a var.
+    func testFixItMakesALetAVar() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs
+            final class A {
+                let a = 1
+            }
+            """#,
+            expandedSource: #"""
+
+            final class A {
+                let a = 1
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<A, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<A, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension A: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "'a' is a let constant and cannot be persisted; make it a var, or mark it @Ignore.", line: 3, column: 5, fixIts: [FixItSpec(message: "Make it a var")]),
+            ],
+            macroSpecs: macroSpecs,
+            applyFixIts: ["Make it a var"],
+            fixedSource: #"""
+            @ObservablePrefs
+            final class A {
+                var a = 1
+            }
+            """#
+        )
+    }
+
+    /// Fix-it: an optional without a default gets nil.
+    func testFixItDefaultsAnOptionalToNil() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs
+            final class A {
+                var a: Int?
+            }
+            """#,
+            expandedSource: #"""
+
+            final class A {
+                var a: Int?
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<A, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<A, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension A: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "'a' needs a default value: it is what reads return when the suite has no value for the key.", line: 3, column: 9, fixIts: [FixItSpec(message: "Default to nil")]),
+            ],
+            macroSpecs: macroSpecs,
+            applyFixIts: ["Default to nil"],
+            fixedSource: #"""
+            @ObservablePrefs
+            final class A {
+                var a: Int? = nil
+            }
+            """#
+        )
+    }
+
+    /// Fix-it: @PrefsBacked is removed from a computed property.
+    func testFixItRemovesPrefsBackedFromAComputedProperty() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs
+            final class A {
+                @PrefsBacked var a: Int { 1 }
+            }
+            """#,
+            expandedSource: #"""
+
+            final class A {
+                var a: Int { 1 }
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<A, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<A, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension A: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "'a' is a computed property; only stored properties can be persisted.", line: 3, column: 5, fixIts: [FixItSpec(message: "Remove @PrefsBacked")]),
+            ],
+            macroSpecs: macroSpecs,
+            applyFixIts: ["Remove @PrefsBacked"],
+            fixedSource: #"""
+            @ObservablePrefs
+            final class A {
+                var a: Int { 1 }
+            }
+            """#
+        )
+    }
+}

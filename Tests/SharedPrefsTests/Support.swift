@@ -102,7 +102,7 @@ func run(_ executable: URL, _ arguments: [String]) async throws -> ProcessResult
     process.executableURL = executable
     process.arguments = arguments
     let log = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-child-\(UUID().uuidString).log")
-    FileManager.default.createFile(atPath: log.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     let handle = try FileHandle(forWritingTo: log)
     process.standardOutput = handle
     process.standardError = handle

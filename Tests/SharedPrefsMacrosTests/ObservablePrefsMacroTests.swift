@@ -815,4 +815,125 @@ final class ObservablePrefsMacroTests: XCTestCase {
             """#
         )
     }
+
+    /// Several properties in one declaration are refused (each needs its own key and default).
+    func testOnePropertyPerDeclaration() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs
+            final class Pair {
+                var a = 1, b = 2
+            }
+            """#,
+            expandedSource: #"""
+
+            final class Pair {
+                var a = 1, b = 2
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<Pair, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<Pair, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension Pair: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "Declare one property per line in an @ObservablePrefs class.", line: 3, column: 5),
+            ],
+            macroSpecs: macroSpecs
+        )
+    }
+
+    /// autoInit and observeFirst must be written out: they decide what is generated.
+    func testFlagsMustBeLiterals() {
+        assertMacroExpansion(
+            #"""
+            @ObservablePrefs(autoInit: flag)
+            final class Flag {
+            }
+
+            """#,
+            expandedSource: #"""
+
+            final class Flag {
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<Flag, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<Flag, Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                private func _$prefsDidChange(_ name: String) {
+                    switch name {
+
+                    default:
+                        break
+                    }
+                }
+
+                /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
+                /// starts updating its properties when other processes change their keys.
+                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name in
+                        object._$prefsDidChange(name)
+                    }
+                }
+
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
+                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
+            }
+
+            extension Flag: Observation.Observable {
+            }
+            """#,
+            diagnostics: [
+                DiagnosticSpec(message: "autoInit must be true or false written out: it decides what the macro generates.", line: 1, column: 28),
+            ],
+            macroSpecs: macroSpecs
+        )
+    }
 }

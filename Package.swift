@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "SharedPrefs", targets: ["SharedPrefs"]),
         .executable(name: "prefs-watch", targets: ["prefs-watch"]),
+        .executable(name: "AppGroupDemo", targets: ["AppGroupDemo"]),
         .executable(name: "prefs-latency", targets: ["prefs-latency"]),
     ],
     traits: [
@@ -52,6 +53,12 @@ let package = Package(
         .systemLibrary(
             name: "CInotifyTools",
             providers: [.apt(["libinotifytools0-dev"])]
+        ),
+        // The README's main job: a main process and helpers sharing one suite.
+        .executableTarget(
+            name: "AppGroupDemo",
+            dependencies: ["SharedPrefs", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/AppGroupDemo"
         ),
         // A quick cross-process latency harness: set in one process, observer in another.
         .executableTarget(

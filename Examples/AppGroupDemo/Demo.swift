@@ -1,0 +1,185 @@
+import Foundation
+import SharedPrefs
+import Synchronization
+
+/// A helper process started by the main process, talking over its standard input and output.
+final class HelperProcess: Sendable {
+    let id: Int
+    private let process: Process
+    private let input: FileHandle
+
+    init(id: Int, executable: URL, container: URL, events: EventLog) throws {
+        self.id = id
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["--role", "helper", "--id", String(id), "--group-dir", container.path]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        self.process = process
+        input = stdin.fileHandleForWriting
+        let reader = stdout.fileHandleForReading
+        let source = "helper \(id)"
+        Thread {
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending += chunk
+                while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<end], as: UTF8.self)
+                    pending.removeSubrange(...end)
+                    events.append(Event(source: source, words: line.split(separator: "\t").map(String.init)))
+                }
+            }
+        }.start()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    func send(_ command: String) {
+        input.write(Data((command + "\n").utf8))
+    }
+
+    func stop() {
+        send("quit")
+        try? input.close()
+        process.waitUntilExit()
+    }
+}
+
+/// The scripted scenario, printed as a timeline.
+struct Demo {
+    let settings: DemoSettings
+    let suite: PreferenceSuite
+    let helpers: [HelperProcess]
+    let events: EventLog
+    let start = monotonicNanoseconds()
+    var latencies: [Int64] = []
+    var changesObserved = 0
+    var failures: [String] = []
+
+    init(settings: DemoSettings, suite: PreferenceSuite, helpers: [HelperProcess], events: EventLog) {
+        self.settings = settings
+        self.suite = suite
+        self.helpers = helpers
+        self.events = events
+    }
+
+    func line(_ who: String, _ text: String, at time: Int64 = monotonicNanoseconds()) {
+        let ms = String(format: "%9.3f ms", Double(time - start) / 1e6)
+        print("\(ms)  \(who.padding(toLength: 9, withPad: " ", startingAt: 0)) \(text)")
+    }
+
+    /// Starts tracking one property of the main process's object; each firing is an event.
+    func track(_ property: String, _ read: @escaping () -> Void) {
+        let events = self.events
+        withObservationTracking(read) {
+            events.append(Event(source: "main", words: ["property", property, String(monotonicNanoseconds())]))
+        }
+    }
+
+    mutating func expect(_ condition: Bool, _ failure: String) {
+        if !condition {
+            failures.append(failure)
+            print("           !! \(failure)")
+        }
+    }
+
+    func microseconds(_ nanoseconds: Int64) -> String { "\(nanoseconds / 1000) µs" }
+
+    mutating func run(increments: Int) async throws {
+        let properties = ["theme", "volume", "window", "nickname"]
+        let reads: [String: () -> Void] = [
+            "theme": { [settings] in _ = settings.theme }, "volume": { [settings] in _ = settings.volume },
+            "window": { [settings] in _ = settings.window }, "nickname": { [settings] in _ = settings.nickname },
+        ]
+
+        print("\n1. A helper changes the theme; the main process's object updates just that property")
+        var cursor = events.count
+        for property in properties { track(property, reads[property]!) }
+        helpers[0].send("theme dark")
+        let wrote = try await events.first(after: cursor) { $0.source == "helper 1" && $0.words.first == "wrote" }
+        let fired = try await events.first(after: cursor) { $0.source == "main" && $0.words.first == "property" }
+        // Helper 2 seeing the same change comes after the main process's whole delivery of it.
+        _ = try await events.first(after: cursor) { $0.source == "helper 2" && $0.words.starts(with: ["saw", "demo.theme"]) }
+        let touched = events.events(after: cursor).filter { $0.source == "main" && $0.words.first == "property" }.map { $0.words[1] }
+        line("helper 1", "wrote theme = dark", at: wrote.time)
+        line("main", "settings.theme is now \(settings.theme.rawValue), \(microseconds(fired.time - wrote.time)) later; properties invalidated: \(touched.joined(separator: ", "))", at: fired.time)
+        expect(touched == ["theme"] && settings.theme == .dark, "expected only theme to change in the main process, got \(touched)")
+        latencies.append(fired.time - wrote.time)
+        changesObserved += 1
+
+        print("\n2. The main process changes the volume; both helpers see it")
+        cursor = events.count
+        let set = monotonicNanoseconds()
+        settings.volume = 7
+        line("main", "set volume = 7", at: set)
+        for helper in helpers {
+            let saw = try await events.first(after: cursor) { $0.source == "helper \(helper.id)" && $0.words.starts(with: ["saw", "demo.volume"]) }
+            line("helper \(helper.id)", "saw volume \(saw.words[2] == "-" ? "(not set)" : saw.words[2]) -> \(saw.words[3]), \(microseconds(saw.time - set)) later", at: saw.time)
+            expect(saw.words[3] == "7", "helper \(helper.id) saw volume \(saw.words[3]), not 7")
+            latencies.append(saw.time - set)
+            changesObserved += 1
+        }
+
+        print("\n3. Both helpers increment a shared counter \(increments) times each, concurrently, through update")
+        cursor = events.count
+        let before = try suite.update { $0[counterKey] }
+        let incrementStart = monotonicNanoseconds()
+        for helper in helpers { helper.send("increment \(increments)") }
+        for helper in helpers {
+            let done = try await events.first(after: cursor, timeout: .seconds(120)) { $0.source == "helper \(helper.id)" && $0.words == ["done", "increment"] }
+            line("helper \(helper.id)", "finished \(increments) increments", at: done.time == 0 ? monotonicNanoseconds() : done.time)
+        }
+        let total = try suite.update { $0[counterKey] } - before
+        let lost = increments * helpers.count - total
+        line("main", "counter = \(total) (expected \(increments * helpers.count), lost updates: \(lost)) in \(String(format: "%.0f", Double(monotonicNanoseconds() - incrementStart) / 1e6)) ms")
+        expect(lost == 0, "\(lost) increments were lost")
+        lostUpdates = lost
+
+        print("\n4. A key removed by one process reverts to its default in the others")
+        cursor = events.count
+        settings.nickname = "Ada"
+        line("main", "set nickname = \"Ada\"")
+        for helper in helpers {
+            _ = try await events.first(after: cursor) { $0.source == "helper \(helper.id)" && $0.words.starts(with: ["saw", "demo.nickname"]) }
+        }
+        cursor = events.count
+        track("nickname", reads["nickname"]!)
+        helpers[1].send("forget-nickname")
+        let removed = try await events.first(after: cursor) { $0.source == "helper 2" && $0.words.first == "wrote" }
+        let reverted = try await events.first(after: cursor) { $0.source == "main" && $0.words.starts(with: ["property", "nickname"]) }
+        let otherHelper = try await events.first(after: cursor) { $0.source == "helper 1" && $0.words.starts(with: ["saw", "demo.nickname"]) }
+        line("helper 2", "removed nickname", at: removed.time)
+        line("main", "settings.nickname reverted to its default (\(settings.nickname.map { "\"\($0)\"" } ?? "nil")), \(microseconds(reverted.time - removed.time)) later", at: reverted.time)
+        line("helper 1", "saw nickname \(otherHelper.words[2]) -> removed, \(microseconds(otherHelper.time - removed.time)) later", at: otherHelper.time)
+        expect(settings.nickname == nil && otherHelper.words[3] == "-", "the removal did not revert the nickname everywhere")
+        latencies += [reverted.time - removed.time, otherHelper.time - removed.time]
+        changesObserved += 2
+
+        print("\n5. A prefix-filtered observer in helper 1 (prefix \"helper1.\") sees only its own namespace")
+        cursor = events.count
+        for key in ["helper2.status", "helper1.status", "helper2.sentinel", "helper1.sentinel"] { suite.set("ready", forKey: key) }
+        line("main", "set helper2.status, helper1.status, helper2.sentinel, helper1.sentinel")
+        _ = try await events.first(after: cursor) { $0.source == "helper 1" && $0.words.starts(with: ["prefix", "helper1.sentinel"]) }
+        _ = try await events.first(after: cursor) { $0.source == "helper 2" && $0.words.starts(with: ["prefix", "helper2.sentinel"]) }
+        for helper in helpers {
+            let seen = events.events(after: cursor).filter { $0.source == "helper \(helper.id)" && $0.words.first == "prefix" }.map { $0.words[1] }.sorted()
+            line("helper \(helper.id)", "prefix observer saw: \(seen.joined(separator: ", "))")
+            expect(seen.allSatisfy { $0.hasPrefix("helper\(helper.id).") }, "helper \(helper.id) saw another namespace: \(seen)")
+            changesObserved += seen.count
+        }
+    }
+
+    var lostUpdates = 0
+
+    func summary() {
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Int64 { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
+        print("\nSummary: changes observed: \(changesObserved), lost updates: \(lostUpdates), cross-process latency p50 \(percentile(0.5) / 1000) µs, p99 \(percentile(0.99) / 1000) µs (n = \(sorted.count))")
+        print(failures.isEmpty ? "Result: OK" : "Result: FAILED — \(failures.joined(separator: "; "))")
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+@Suite("AppGroupDemo")
+struct AppGroupDemoTests {
+    let demo = childExecutable.deletingLastPathComponent().appending(path: "AppGroupDemo")
+
+    @Test func theScenarioEndsWithAnExactCounterAndNothingLost() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(demo, ["--group-dir", directory.url.path, "--increments", "200"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("counter = 400 (expected 400, lost updates: 0)"))
+        #expect(result.output.contains("properties invalidated: theme\n"))
+        #expect(result.output.contains("Summary: changes observed: 9, lost updates: 0,"))
+        #expect(result.output.contains("Result: OK"))
+        // A container it was given is left in place, with the suite the processes shared.
+        let suite = directory.url.appending(path: "Library/Preferences/settings.plist")
+        #expect(try readSuiteFile(suite)["demo.counter"] == 400)
+    }
+
+    @Test func interactiveModeSetsAndGetsWhileHelpersReport() async throws {
+        let directory = try TemporaryDirectory()
+        let script = "printf 'set demo.volume 42\\nget demo.volume\\nquit\\n' | '\(demo.path)' --interactive --group-dir '\(directory.url.path)'"
+        let result = try await run(URL(filePath: "/bin/bash"), ["-c", "set -o pipefail; " + script])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("demo.volume = 42"))
+    }
+}

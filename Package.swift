@@ -9,7 +9,7 @@ let package = Package(
         .library(name: "SharedPrefs", targets: ["SharedPrefs"]),
         .executable(name: "prefs-watch", targets: ["prefs-watch"]),
         .executable(name: "AppGroupDemo", targets: ["AppGroupDemo"]),
-        .executable(name: "prefs-latency", targets: ["prefs-latency"]),
+        .executable(name: "prefs-bench", targets: ["prefs-bench"]),
     ],
     traits: [
         .trait(
@@ -60,11 +60,11 @@ let package = Package(
             dependencies: ["SharedPrefs", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/AppGroupDemo"
         ),
-        // A quick cross-process latency harness: set in one process, observer in another.
+        // The benchmark: SharedPrefs beside UserDefaults, dconf and the kernel floor (release build).
         .executableTarget(
-            name: "prefs-latency",
+            name: "prefs-bench",
             dependencies: ["SharedPrefs"],
-            path: "Benchmarks/prefs-latency"
+            path: "Benchmarks/prefs-bench"
         ),
         // A child process for the multi-process tests; the tests find it next to their bundle.
         .executableTarget(

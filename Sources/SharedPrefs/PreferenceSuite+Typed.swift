@@ -7,9 +7,26 @@ extension PreferenceSuite {
     /// extension PreferenceKey where Value == Int { static let volume = PreferenceKey("volume", default: 5) }
     /// suite[.volume] += 1
     /// ```
+    @inlinable
     public subscript<Value: PreferenceValue>(key: PreferenceKey<Value>) -> Value {
-        get { typedValue(key, stored: store.storedValue(forKey: key.name)) }
+        get {
+            // Inlinable so that the caller specializes the decoding: the common case, a stored value
+            // of the right type, is then one lock, one lookup and one pattern match.
+            if let stored = _storedValue(forKey: key.name), let value = Value(plistValue: stored) { return value }
+            return _resolve(key)
+        }
         set { set(newValue, forKey: key.name) }
+    }
+
+    @usableFromInline
+    func _storedValue(forKey key: String) -> PlistValue? {
+        store.storedValue(forKey: key)
+    }
+
+    /// The slow path of the subscript: no stored value, or one of the wrong type.
+    @usableFromInline
+    func _resolve<Value: PreferenceValue>(_ key: PreferenceKey<Value>) -> Value {
+        typedValue(key, stored: store.storedValue(forKey: key.name))
     }
 
     /// Removes the key, so reads return the registered or declared default.

@@ -49,6 +49,17 @@ public final class PreferenceSuite: Sendable {
 
     let store: SuiteStore
 
+    /// What a suite has done in this process, for diagnostics and benchmarks.
+    public struct Statistics: Sendable, Hashable {
+        /// Suite files written (each a temporary file renamed over the suite).
+        public var fileWrites = 0
+        /// Suite files read because another writer changed them.
+        public var fileReads = 0
+    }
+
+    /// What this suite's live store has done so far (shared by every object for the same file).
+    public var statistics: Statistics { store.statistics }
+
     /// The suite's name.
     public var name: String { store.name }
 
@@ -256,7 +267,7 @@ public final class PreferenceSuite: Sendable {
     /// Stores a value, visible in this process at once and persisted in the background.
     /// `Optional.none` removes the key.
     public func set<Value: PreferenceValue>(_ value: Value, forKey key: String) {
-        store.apply([key: value.plistValue.map { .set($0) } ?? .remove])
+        store.apply(value.plistValue.map { .set($0) } ?? .remove, forKey: key)
     }
 
     /// Stores a Foundation property-list value, like `UserDefaults.set(_:forKey:)`; `nil` removes
@@ -273,12 +284,12 @@ public final class PreferenceSuite: Sendable {
             store.report(error)
             return
         }
-        store.apply([key: .set(plist)])
+        store.apply(.set(plist), forKey: key)
     }
 
     /// Removes a key; reads fall back to the registered default.
     public func removeObject(forKey key: String) {
-        store.apply([key: .remove])
+        store.apply(.remove, forKey: key)
     }
 
     /// Removes every stored key.

@@ -34,12 +34,15 @@ enum Diff {
         from old: [String: PlistValue], to new: [String: PlistValue]
     ) -> [(key: String, old: PlistValue?, new: PlistValue?)] {
         var result: [(key: String, old: PlistValue?, new: PlistValue?)] = []
-        for (key, oldValue) in old {
-            let newValue = new[key]
-            if newValue != oldValue { result.append((key, oldValue, newValue)) }
+        var kept = 0
+        for (key, newValue) in new {
+            let oldValue = old[key]
+            if oldValue != nil { kept += 1 }
+            if oldValue != newValue { result.append((key, oldValue, newValue)) }
         }
-        for (key, newValue) in new where old[key] == nil {
-            result.append((key, nil, newValue))
+        // Only when some old key was not found in `new` can anything have been removed.
+        if kept < old.count {
+            for (key, oldValue) in old where new[key] == nil { result.append((key, oldValue, nil)) }
         }
         return result
     }

@@ -139,11 +139,12 @@ enum BinaryPropertyList {
             case 0x4:
                 let count = try length(marker, at: &position)
                 try checked(position, count)
-                return .data(Data(bytes[position..<position + count]))
+                return .data(Data(UnsafeBufferPointer(rebasing: bytes[position..<position + count])))
             case 0x5:
                 let count = try length(marker, at: &position)
                 try checked(position, count)
-                return .string(String(decoding: bytes[position..<position + count], as: UTF8.self))
+                // Rebased, so String takes its fast path for contiguous UTF-8.
+                return .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[position..<position + count]), as: UTF8.self))
             case 0x6:
                 let count = try length(marker, at: &position)
                 guard count <= Int.max / 2 else { throw PropertyListDecodingError("string length overflows") }

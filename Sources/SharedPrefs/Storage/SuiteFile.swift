@@ -130,7 +130,9 @@ struct SuiteFile: Sendable {
     /// kernel releases it when the process dies, so a crashed writer never blocks the others.
     func lock(in dirfd: CInt) throws(PreferenceError) -> CInt {
         let lockPath = directory + "/" + lockName
-        let fd = try Syscall.openat(dirfd, lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+        // Read-only: flock needs no write access, and closing a descriptor opened for writing
+        // would be an IN_CLOSE_WRITE that wakes every watcher of the directory.
+        let fd = try Syscall.openat(dirfd, lockName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: lockPath, doing: "open the lock file")
         do throws(PreferenceError) {
             try Syscall.lock(fd, LOCK_EX).get("flock", path: lockPath, doing: "lock")
@@ -142,20 +144,26 @@ struct SuiteFile: Sendable {
     }
 
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
-    /// that `durability` asks for. Returns the new file's stamp and its open descriptor.
+    /// that `durability` asks for. Returns the new file's stamp and an `O_PATH` descriptor that
+    /// pins its inode (it makes no close event later). The write descriptor is closed right after
+    /// the rename, so its close event usually reaches watchers in the same read as the rename.
     func write(_ bytes: [UInt8], in dirfd: CInt) throws(PreferenceError) -> (FileStamp, CInt) {
         let tempName = "." + fileName + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
         let tempPath = directory + "/" + tempName
         let fd = try Syscall.openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: tempPath, doing: "create the temporary file")
+        var pin: CInt = -1
         do throws(PreferenceError) {
             try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
+            pin = try Syscall.openat(dirfd, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get("openat", path: tempPath, doing: "open")
             try Syscall.renameat(dirfd, tempName, fileName).get("renameat", path: path, doing: "replace")
+            Syscall.close(fd)
         } catch {
             _ = Syscall.unlinkat(dirfd, tempName)
+            if pin >= 0 { Syscall.close(pin) }
             Syscall.close(fd)
             throw error
         }
@@ -165,10 +173,10 @@ struct SuiteFile: Sendable {
                 logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
             }
         }
-        switch Syscall.fstat(fd) {
-        case .success(let st): return (FileStamp(st), fd)
+        switch Syscall.fstat(pin) {
+        case .success(let st): return (FileStamp(st), pin)
         case .failure(let errno):
-            Syscall.close(fd)
+            Syscall.close(pin)
             throw PreferenceError.system("fstat", errno, path: path, doing: "inspect")
         }
     }

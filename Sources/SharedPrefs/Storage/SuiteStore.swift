@@ -15,6 +15,9 @@ final class SuiteStore: Sendable {
     /// `nil` for an in-memory suite.
     let file: SuiteFile?
     private let ioQueue: DispatchQueue
+    /// Jobs queued or running on `ioQueue`. When it is 0 the watcher thread re-reads inline,
+    /// saving a thread wake-up on every change another process makes.
+    private let ioJobs = Atomic<Int>(0)
     private let state = Mutex(State())
     private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -42,6 +45,7 @@ final class SuiteStore: Sendable {
         var failureObservers: [UInt64: @Sendable (PreferenceError) -> Void] = [:]
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []
+        var statistics = PreferenceSuite.Statistics()
     }
 
     init(name: String, file: SuiteFile?) {
@@ -73,6 +77,8 @@ final class SuiteStore: Sendable {
         state.withLock { $0.registered[key] }
     }
 
+    var statistics: PreferenceSuite.Statistics { state.withLock { $0.statistics } }
+
     func snapshot() -> (values: [String: PlistValue], registered: [String: PlistValue]) {
         state.withLock { ($0.values, $0.registered) }
     }
@@ -97,40 +103,73 @@ final class SuiteStore: Sendable {
     func apply(_ operations: [String: PendingOperation], forceFlush: Bool = false) {
         let scheduleFlush = state.withLock { s -> Bool in
             var changes: [PreferenceChange] = []
-            for (key, operation) in operations {
-                let old = s.values[key]
-                let new = operation.value
-                if let new { s.values[key] = new } else { s.values.removeValue(forKey: key) }
-                if file != nil { s.pending[key] = operation }
-                if old != new {
-                    changes.append(PreferenceChange(suite: name, key: key, oldValue: old, newValue: new, origin: .local))
-                }
-            }
+            for (key, operation) in operations { record(operation, forKey: key, in: &s, changes: &changes) }
             publish(changes, in: s)
-            guard file != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
-            s.flushScheduled = true
-            return true
+            return needsFlushScheduled(&s, force: forceFlush)
         }
-        if scheduleFlush {
-            ioQueue.async { [self] in
-                state.withLock { $0.flushScheduled = false }
-                do { try commitPending() } catch { report(error) }
-            }
+        if scheduleFlush { scheduleBackgroundFlush() }
+    }
+
+    /// ``apply(_:forceFlush:)`` for one key, without building a dictionary: the path of every `set`.
+    func apply(_ operation: PendingOperation, forKey key: String) {
+        let scheduleFlush = state.withLock { s -> Bool in
+            var changes: [PreferenceChange] = []
+            record(operation, forKey: key, in: &s, changes: &changes)
+            publish(changes, in: s)
+            return needsFlushScheduled(&s, force: false)
         }
+        if scheduleFlush { scheduleBackgroundFlush() }
+    }
+
+    private func record(_ operation: PendingOperation, forKey key: String, in s: inout State, changes: inout [PreferenceChange]) {
+        let new = operation.value
+        let old: PlistValue?
+        if let new { old = s.values.updateValue(new, forKey: key) } else { old = s.values.removeValue(forKey: key) }
+        if file != nil { s.pending[key] = operation }
+        if old != new, !s.observers.isEmpty {
+            changes.append(PreferenceChange(suite: name, key: key, oldValue: old, newValue: new, origin: .local))
+        }
+    }
+
+    private func needsFlushScheduled(_ s: inout State, force: Bool) -> Bool {
+        guard file != nil, !s.flushScheduled, !s.pending.isEmpty || force else { return false }
+        s.flushScheduled = true
+        return true
+    }
+
+    private func scheduleBackgroundFlush() {
+        ioAsync { [self] in
+            state.withLock { $0.flushScheduled = false }
+            do { try commitPending() } catch { report(error) }
+        }
+    }
+
+    private func ioAsync(_ work: @escaping @Sendable () -> Void) {
+        ioJobs.add(1, ordering: .relaxed)
+        ioQueue.async { [self] in
+            work()
+            ioJobs.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    private func ioSync<T>(_ work: () throws -> T) rethrows -> T {
+        ioJobs.add(1, ordering: .relaxed)
+        defer { ioJobs.subtract(1, ordering: .relaxed) }
+        return try ioQueue.sync(execute: work)
     }
 
     /// Writes everything pending now; returns when it is on disk.
     func flushSynchronously() throws {
         guard file != nil else { return }
         if isOnIOQueue { return try commitPending() }
-        try ioQueue.sync { try commitPending() }
+        try ioSync { try commitPending() }
     }
 
     /// Writes everything pending without blocking the caller's thread.
     func flush() async throws {
         guard file != nil else { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            ioQueue.async { [self] in
+            ioAsync { [self] in
                 continuation.resume(with: Result { try commitPending() })
             }
         }
@@ -145,7 +184,7 @@ final class SuiteStore: Sendable {
                 path: file?.path)
         }
         return try withoutActuallyEscaping(body) { body in
-            try ioQueue.sync { try commit(body)! }
+            try ioSync { try commit(body)! }
         }
     }
 
@@ -195,6 +234,7 @@ final class SuiteStore: Sendable {
                     base = values
                     stamp = newStamp
                     descriptor = fd
+                    state.withLock { $0.statistics.fileReads += 1 }
                 case .corrupt(let error):
                     // Never overwrite what we cannot read: keep it beside the suite, start from our last good state.
                     let aside = try file.moveAside(in: dirfd)
@@ -221,6 +261,7 @@ final class SuiteStore: Sendable {
                 let (newStamp, fd) = try file.write(file.options.format.encode(merged), in: dirfd)
                 stamp = newStamp
                 descriptor = fd
+                state.withLock { $0.statistics.fileWrites += 1 }
             }
             adopt(disk: merged, stamp: stamp, descriptor: descriptor, localKeys: transactionKeys)
             adopted = true
@@ -258,15 +299,20 @@ final class SuiteStore: Sendable {
 
     // MARK: Re-reading
 
-    /// Called by the watcher: coalesces a burst of events into one re-read.
+    /// Called by the watcher with a burst of events already coalesced: re-reads on the calling
+    /// thread when no I/O is queued (a `sync` on the idle serial queue runs inline), otherwise
+    /// queues one re-read behind the running work.
     func scheduleReload() {
+        if ioJobs.load(ordering: .relaxed) == 0 {
+            return ioSync { reloadNow() }
+        }
         let schedule = state.withLock { s -> Bool in
             if s.reloadScheduled { return false }
             s.reloadScheduled = true
             return true
         }
         if schedule {
-            ioQueue.async { [self] in
+            ioAsync { [self] in
                 state.withLock { $0.reloadScheduled = false }
                 reloadNow()
             }
@@ -299,7 +345,9 @@ final class SuiteStore: Sendable {
         if try file.currentStamp(in: dirfd) == lastStamp { return }
         switch try file.read(in: dirfd) {
         case .missing: adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
-        case .loaded(let values, let stamp, let fd): adopt(disk: values, stamp: stamp, descriptor: fd, localKeys: [])
+        case .loaded(let values, let stamp, let fd):
+            state.withLock { $0.statistics.fileReads += 1 }
+            adopt(disk: values, stamp: stamp, descriptor: fd, localKeys: [])
         case .corrupt(let error):
             logger.warning("\(error.message)")
             report(error)

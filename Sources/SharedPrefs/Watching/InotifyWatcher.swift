@@ -20,8 +20,10 @@ struct WeakStore: Sendable {
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
 
+    /// No `IN_CREATE`: every writer's own temporary file would wake every watcher, and a file
+    /// created by open-write-close ends in `IN_CLOSE_WRITE` anyway (a rename in `IN_MOVED_TO`).
     static let mask: UInt32 =
-        UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
+        UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// How often polled suites and vanished directories are checked.
     static let pollInterval: Int32 = 100
@@ -109,7 +111,8 @@ final class InotifyWatcher: Sendable {
         for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
     }
 
-    /// Calls `listener` with the name of every file created in or moved into `directory`.
+    /// Calls `listener` with the name of every file written in or moved into `directory` (a
+    /// name may come more than once).
     /// - Returns: An identifier for ``removeListener(_:)``.
     /// - Throws: ``PreferenceError`` when the directory cannot be watched.
     func addListener(directory: String, _ listener: @escaping @Sendable (String) -> Void) throws(PreferenceError) -> UInt64 {
@@ -222,7 +225,7 @@ final class InotifyWatcher: Sendable {
                 return
             }
             batch.add((dir.suites[name] ?? []).compactMap(\.store))
-            if mask & (UInt32(IN_CREATE) | UInt32(IN_MOVED_TO)) != 0 {
+            if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }
         }

@@ -143,3 +143,7 @@ extension stat {
     /// Status change time in nanoseconds since the epoch.
     var changeNanoseconds: Int64 { Int64(st_ctim.tv_sec) * 1_000_000_000 + Int64(st_ctim.tv_nsec) }
 }
+
+/// `O_PATH` (Linux ≥ 2.6.39; the same value on every architecture Swift supports): a descriptor
+/// that refers to a file without opening it for I/O. Glibc's module hides it behind `_GNU_SOURCE`.
+let O_PATH: CInt = 0o10000000

@@ -1,0 +1,241 @@
+import Foundation
+import SharedPrefs
+
+/// The measurements, each returning its rows. `quick` shrinks every count (a smoke run).
+struct Measures {
+    let directory: URL
+    let quick: Bool
+    var rows: [Row] = []
+    var floorP50: Int64 = 0
+    var fullP50: Int64 = 0
+
+    func scaled(_ count: Int) -> Int { quick ? max(5, count / 20) : count }
+
+    func file(_ name: String) -> URL { directory.appending(path: name + ".plist") }
+
+    /// A suite of `keys` string values ("key.0" …), flushed.
+    func makeSuite(_ name: String, keys: Int, durability: PreferenceSuite.Durability = .full) throws -> PreferenceSuite {
+        let suite = try PreferenceSuite(fileURL: file(name), options: .init(durability: durability))
+        for i in 0..<keys { suite.set("value \(i)", forKey: "key.\(i)") }
+        guard suite.synchronize() else { throw CocoaError(.fileWriteUnknown) }
+        return suite
+    }
+
+    /// Reads the `L <sent> <latency>` lines a child prints, up to `end`.
+    func latencies(from child: Child) -> [(sent: Int64, latency: Int64)] {
+        var pairs: [(Int64, Int64)] = []
+        while let line = child.nextLine(), line != "end" {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, fields[0] == "L", let a = Int64(fields[1]), let b = Int64(fields[2]) { pairs.append((a, b)) }
+        }
+        child.waitForExit()
+        return pairs
+    }
+
+    /// Sets "stamp" to the send time `count` times, `gapMs` apart, then "done"; returns the
+    /// observers' latencies.
+    func remoteLatencies(_ suite: PreferenceSuite, observers: Int = 1, count: Int, gapMs: Double = 2) throws -> [[(sent: Int64, latency: Int64)]] {
+        let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path]) }
+        for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
+        for _ in 0..<count {
+            suite.set(now(), forKey: "stamp")
+            gap(gapMs)
+        }
+        suite.set(true, forKey: "done")
+        return children.map(latencies(from:))
+    }
+
+    // MARK: 1. Cached reads
+
+    mutating func cachedReads() throws {
+        let suite = try makeSuite("reads", keys: 100)
+        suite.set(42, forKey: "number")
+        let key = PreferenceKey<Int>("number", default: 0)
+        let defaults = UserDefaults(suiteName: "sharedprefs-bench-\(getpid())")!
+        for i in 0..<100 { defaults.set("value \(i)", forKey: "key.\(i)") }
+        defaults.set(42, forKey: "number")
+        defer { defaults.removePersistentDomain(forName: "sharedprefs-bench-\(getpid())") }
+
+        let batches = quick ? 5 : 25
+        let perBatch = quick ? 20_000 : 200_000
+        func measure(_ read: () -> Int) -> [Int64] {
+            var sum = 0
+            var perOp: [Int64] = []
+            for _ in 0..<batches {
+                let start = now()
+                for _ in 0..<perBatch { sum &+= read() }
+                perOp.append((now() - start) * 1000 / Int64(perBatch))  // picoseconds per op
+            }
+            blackHole(sum)
+            return perOp.sorted()
+        }
+        let typed = measure { suite[key] }
+        let untyped = measure { suite.integer(forKey: "number") }
+        let foundation = measure { defaults.integer(forKey: "number") }
+        func ns(_ ps: Int64) -> String { String(format: "%.1f ns", Double(ps) / 1000) }
+        let n = batches * perBatch
+        let peer = percentile(foundation, 0.5)
+        rows.append(Row(group: "1. cached read", name: "SharedPrefs typed suite[key]", n: n, p50: ns(percentile(typed, 0.5)), p99: ns(percentile(typed, 0.99)), ratio: times(peer, percentile(typed, 0.5)) + " faster than UserDefaults", note: "target ≤ 50 ns, ≥ 20× faster"))
+        rows.append(Row(group: "1. cached read", name: "SharedPrefs integer(forKey:)", n: n, p50: ns(percentile(untyped, 0.5)), p99: ns(percentile(untyped, 0.99)), ratio: times(peer, percentile(untyped, 0.5)) + " faster than UserDefaults"))
+        rows.append(Row(group: "1. cached read", name: "Foundation UserDefaults integer(forKey:)", n: n, p50: ns(peer), p99: ns(percentile(foundation, 0.99)), note: "peer, same process"))
+    }
+
+    // MARK: 2. A loop of sets
+
+    mutating func setLoop() throws {
+        let count = quick ? 10_000 : 100_000
+        let suite = try makeSuite("setloop", keys: 100)
+        let writesBefore = suite.statistics.fileWrites
+        let watcher = try Child(["visible", suite.fileURL!.path, String(count - 1)])
+        guard watcher.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
+        let start = now()
+        for i in 0..<count { suite.set(i, forKey: "n") }
+        let end = now()
+        let seen = watcher.nextLine().flatMap { Int64($0.split(separator: " ").last ?? "") } ?? end
+        watcher.waitForExit()
+        suite.synchronize()
+        let writes = suite.statistics.fileWrites - writesBefore
+        let rate = Double(count) / (Double(end - start) / 1e9)
+        rows.append(Row(group: "2. set loop", name: "\(count) sets of one key, .full", n: count, throughput: String(format: "%.2f M sets/s", rate / 1e6), note: "\(writes) file writes; last value visible in another process \(ms(seen - end)) after the loop; target ≥ 2 M/s, ≤ 1,000 writes"))
+    }
+
+    // MARK: 3 and 4. Cross-process latency and the kernel floor
+
+    mutating func kernelFloor() throws {
+        let count = scaled(500)
+        let dir = directory.appending(path: "floor")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let observer = try Child(["floor", dir.path])
+        guard observer.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
+        let payload = Data(repeating: 1, count: 4096)
+        for i in 0..<count {
+            let prepared = dir.appending(path: ".prep\(i)")
+            try payload.write(to: prepared)
+            rename(prepared.path, dir.appending(path: "f-\(now())").path)
+            gap(2)
+        }
+        try payload.write(to: dir.appending(path: ".prep-done"))
+        rename(dir.appending(path: ".prep-done").path, dir.appending(path: "done").path)
+        let sorted = latencies(from: observer).map(\.latency).sorted()
+        floorP50 = percentile(sorted, 0.5)
+        rows.append(Row(group: "4. kernel floor", name: "rename → inotify read in another process", n: sorted.count, p50: µs(floorP50), p99: µs(percentile(sorted, 0.99)), note: "no decoding, no diff: the least any file-based design can do"))
+    }
+
+    mutating func remoteLatency() throws {
+        for durability in [PreferenceSuite.Durability.none, .full] {
+            let suite = try makeSuite("latency-\(durability)", keys: 100, durability: durability)
+            let sorted = try remoteLatencies(suite, count: scaled(500))[0].map(\.latency).sorted()
+            let p50 = percentile(sorted, 0.5)
+            if durability == .full { fullP50 = p50 }
+            rows.append(Row(
+                group: "3. set → remote observer", name: "100-key suite, durability .\(durability)", n: sorted.count, p50: µs(p50), p99: µs(percentile(sorted, 0.99)),
+                ratio: times(p50, floorP50) + " the kernel floor",
+                note: durability == .none ? "target p50 ≤ 250 µs, p99 ≤ 1 ms, ≤ 3× floor" : "target ≤ ½ of dconf"))
+        }
+    }
+
+    // MARK: 5. dconf
+
+    mutating func dconf(install: Bool) throws {
+        let available = { FileManager.default.isExecutableFile(atPath: "/usr/bin/dconf") && FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-run-session") }
+        if !available() && install {
+            let apt = Process()
+            apt.executableURL = URL(filePath: "/bin/sh")
+            apt.arguments = ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dconf-cli dconf-service dbus >/dev/null"]
+            try apt.run()
+            apt.waitUntilExit()
+        }
+        guard available() else {
+            rows.append(Row(group: "5. dconf", name: "dconf write → dconf watch", n: 0, note: "skipped: dconf or dbus-run-session not installed (run with --install-dconf)"))
+            return
+        }
+        let session = try Child(["--", executable.path, "dconf-inner", String(scaled(200))], executable: URL(filePath: "/usr/bin/dbus-run-session"))
+        let pairs = latencies(from: session)
+        let total = pairs.map(\.sent).sorted()
+        let afterExit = pairs.map(\.latency).sorted()
+        guard !total.isEmpty else {
+            rows.append(Row(group: "5. dconf", name: "dconf write → dconf watch", n: 0, note: "failed: no change arrived"))
+            return
+        }
+        let p50 = percentile(total, 0.5)
+        rows.append(Row(group: "5. dconf", name: "dconf write (CLI) → dconf watch", n: total.count, p50: µs(p50), p99: µs(percentile(total, 0.99)), ratio: "SharedPrefs .full is " + times(fullP50, p50) + " of this", note: "includes starting the dconf CLI; target SharedPrefs .full ≤ ½"))
+        rows.append(Row(group: "5. dconf", name: "… counted from the write command's exit", n: afterExit.count, p50: µs(percentile(afterExit, 0.5)), p99: µs(percentile(afterExit, 0.99)), ratio: "SharedPrefs .full is " + times(fullP50, percentile(afterExit, 0.5)) + " of this", note: "the service's write → notify alone"))
+    }
+
+    // MARK: 6. Scale
+
+    mutating func scale() throws {
+        for keys in quick ? [10, 1000] : [10, 1000, 10_000, 100_000] {
+            let suite = try makeSuite("scale-\(keys)", keys: keys, durability: .none)
+            let sorted = try remoteLatencies(suite, count: scaled(keys >= 100_000 ? 40 : 200), gapMs: keys >= 10_000 ? Double(keys) / 1000 : 2)[0].map(\.latency).sorted()
+            // In-process cost of one re-read: decode the file, diff against the snapshot.
+            let bytes = Array(try Data(contentsOf: suite.fileURL!))
+            var decodeTimes: [Int64] = []
+            var diffTimes: [Int64] = []
+            let old = suite.storedValues
+            var changed = old
+            changed["key.0"] = "changed"
+            for _ in 0..<(keys >= 100_000 ? 5 : 20) {
+                var t = now()
+                blackHole(try _BenchmarkHooks.decodeSuite(bytes))
+                decodeTimes.append(now() - t)
+                t = now()
+                blackHole(_BenchmarkHooks.diffCount(old, changed))
+                diffTimes.append(now() - t)
+            }
+            rows.append(Row(
+                group: "6. scale", name: "one-key change in a \(keys)-key suite → remote observer", n: sorted.count, p50: ms(percentile(sorted, 0.5)), p99: ms(percentile(sorted, 0.99)),
+                note: "decode \(ms(percentile(decodeTimes.sorted(), 0.5))), diff \(ms(percentile(diffTimes.sorted(), 0.5))) (\(bytes.count / 1024) KiB)" + (keys == 10_000 ? "; target p50 ≤ 3 ms" : "")))
+        }
+    }
+
+    // MARK: 7. Fan-out
+
+    mutating func fanOut() throws {
+        let observers = quick ? 4 : 16
+        let suite = try makeSuite("fanout", keys: 100, durability: .none)
+        let all = try remoteLatencies(suite, observers: observers, count: scaled(300), gapMs: 4)
+        var slowest: [Int64: (count: Int, latency: Int64)] = [:]
+        for observer in all {
+            for (sent, latency) in observer { slowest[sent, default: (0, 0)] = (slowest[sent, default: (0, 0)].count + 1, max(slowest[sent, default: (0, 0)].latency, latency)) }
+        }
+        let sorted = slowest.values.filter { $0.count == observers }.map(\.latency).sorted()
+        rows.append(Row(group: "7. fan-out", name: "\(observers) observer processes, slowest of each change", n: sorted.count, p50: µs(percentile(sorted, 0.5)), p99: µs(percentile(sorted, 0.99)), ratio: times(percentile(sorted, 0.5), floorP50) + " the kernel floor"))
+    }
+
+    // MARK: 8. Contention
+
+    mutating func contention() throws {
+        let processes = 8
+        let seconds = quick ? 1.0 : 5.0
+        let file = file("contended")
+        _ = try PreferenceSuite(fileURL: file)
+        let deadline = now() + Int64(seconds * 1e9) + 300_000_000
+        let children = try (0..<processes).map { _ in try Child(["contend", file.path, String(deadline)]) }
+        for child in children { _ = child.nextLine() }
+        var total = 0
+        for child in children {
+            total += Int(child.nextLine(timeout: seconds + 60)?.split(separator: " ").last ?? "") ?? 0
+            child.waitForExit()
+        }
+        let stored = try PreferenceSuite(fileURL: file).update { $0[PreferenceKey<Int>("counter", default: 0)] }
+        rows.append(Row(group: "8. contention", name: "\(processes) processes × update increments for \(Int(seconds)) s, .full", n: total, throughput: String(format: "%.0f updates/s", Double(total) / seconds), note: "lost updates: \(total - stored) (must be 0)"))
+    }
+
+    // MARK: 9. Memory
+
+    mutating func memory() throws {
+        let count = 100
+        let dir = directory.appending(path: "memory")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var values: [String: PlistValue] = [:]
+        for i in 0..<100 { values["key.\(i)"] = .string("value \(i)") }
+        let data = PlistValue.dictionary(values).propertyListData(format: .binary)
+        for i in 0..<count { try data.write(to: dir.appending(path: "s\(i).plist")) }
+        let child = try Child(["memory", dir.path, String(count)])
+        let fields = child.nextLine()?.split(separator: " ").compactMap { Int($0) } ?? []
+        child.waitForExit()
+        guard fields.count == 2 else { return }
+        rows.append(Row(group: "9. memory", name: "a process watching \(count) suites of 100 keys", n: count, note: String(format: "RSS %.1f MiB → %.1f MiB: %.1f KiB per suite", Double(fields[0]) / 1_048_576, Double(fields[1]) / 1_048_576, Double(fields[1] - fields[0]) / 1024 / Double(count))))
+    }
+}

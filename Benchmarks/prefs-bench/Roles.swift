@@ -1,0 +1,128 @@
+import Foundation
+import SharedPrefs
+import Synchronization
+
+/// The roles this executable plays in the child processes the measurements start.
+enum Role {
+    /// `observe <plist>`: records `now − value` for every change of "stamp" until "done" changes;
+    /// prints `ready`, then `L <sent> <latency>` lines and `end`.
+    static func observe(_ path: String) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+        let pairs = Mutex<[(Int64, Int64)]>([])
+        let done = DispatchSemaphore(value: 0)
+        let token = suite.observe(.keys(["stamp", "done"])) { change in
+            let arrival = now()
+            guard change.key == "stamp" else {
+                done.signal()
+                return
+            }
+            if case .integer(let sent)? = change.newValue { pairs.withLock { $0.append((sent, arrival - sent)) } }
+        }
+        print("ready")
+        fflush(nil)
+        _ = done.wait(timeout: .now() + 600)
+        for (sent, latency) in pairs.withLock({ $0 }) { print("L \(sent) \(latency)") }
+        print("end")
+        token.cancel()
+    }
+
+    /// `visible <plist> <target>`: prints the time at which key "n" first holds `target`.
+    static func visible(_ path: String, _ target: Int) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+        let seen = DispatchSemaphore(value: 0)
+        let token = suite.observe(.key("n")) { change in
+            if change.newValue == .integer(Int64(target)) { print("seen \(now())"); fflush(nil); seen.signal() }
+        }
+        print("ready")
+        fflush(nil)
+        _ = seen.wait(timeout: .now() + 600)
+        token.cancel()
+    }
+
+    /// `floor <dir>`: the kernel floor. Watches the directory with inotify; each file renamed into
+    /// it is named `f-<sent>`; prints `L <sent> <latency>` lines and `end` after `done`.
+    static func floor(_ directory: String) {
+        let fd = inotify_init1(CInt(IN_CLOEXEC))
+        guard fd >= 0, inotify_add_watch(fd, directory, UInt32(IN_MOVED_TO)) >= 0 else {
+            print("error inotify")
+            return
+        }
+        print("ready")
+        fflush(nil)
+        var pairs: [(Int64, Int64)] = []
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 8)
+        reading: while true {
+            let count = read(fd, buffer, 65536)
+            let arrival = now()
+            guard count > 0 else { break }
+            var offset = 0
+            while offset < count {
+                let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                let name = String(cString: (buffer + offset + MemoryLayout<inotify_event>.size).assumingMemoryBound(to: CChar.self))
+                offset += MemoryLayout<inotify_event>.size + Int(event.len)
+                if name == "done" { break reading }
+                if name.hasPrefix("f-"), let sent = Int64(name.dropFirst(2)) { pairs.append((sent, arrival - sent)) }
+            }
+        }
+        for (sent, latency) in pairs { print("L \(sent) \(latency)") }
+        print("end")
+    }
+
+    /// `contend <plist> <deadline>`: `update` increments of "counter" until the deadline; prints the count.
+    static func contend(_ path: String, until deadline: Int64) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+        let counter = PreferenceKey<Int>("counter", default: 0)
+        print("ready")
+        fflush(nil)
+        var count = 0
+        while now() < deadline {
+            try suite.update { $0[counter] += 1 }
+            count += 1
+        }
+        print("count \(count)")
+    }
+
+    /// `memory <dir> <n>`: resident memory before and after opening (and so watching) n suites.
+    static func memory(_ directory: String, _ count: Int) throws {
+        let before = residentBytes()
+        var suites: [PreferenceSuite] = []
+        for i in 0..<count { suites.append(try PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "s\(i).plist"))) }
+        blackHole(suites.map { $0.storedValues.count })
+        print("rss \(before) \(residentBytes())")
+    }
+
+    /// `dconf-inner <count>`: run under `dbus-run-session`. Writes a timestamp with `dconf write`
+    /// and waits for `dconf watch` to print it; prints `L <total> <afterWriteExited>` lines and `end`.
+    static func dconf(_ count: Int) throws {
+        let dconf = URL(filePath: "/usr/bin/dconf")
+        let watch = try Child(["watch", "/sharedprefs-bench/"], executable: dconf)
+        func write(_ value: String) throws {
+            let process = Process()
+            process.executableURL = dconf
+            process.arguments = ["write", "/sharedprefs-bench/stamp", "'\(value)'"]
+            try process.run()
+            process.waitUntilExit()
+        }
+        func printed(_ value: String) -> Bool {
+            while let line = watch.nextLine(timeout: 10) { if line.contains(value) { return true } }
+            return false
+        }
+        // dconf watch has no ready signal: write until it prints.
+        var ready = false
+        for attempt in 0..<50 where !ready {
+            try write("warmup-\(attempt)")
+            ready = printed("warmup-\(attempt)")
+        }
+        guard ready else { print("error dconf watch printed nothing"); return }
+        for _ in 0..<count {
+            let sent = now()
+            try write(String(sent))
+            let exited = now()
+            guard printed(String(sent)) else { print("error lost \(sent)"); break }
+            let arrival = now()
+            print("L \(arrival - sent) \(max(0, arrival - exited))")
+            gap(2)
+        }
+        print("end")
+    }
+}

@@ -1,0 +1,72 @@
+// prefs-bench: SharedPrefs side by side with Foundation UserDefaults, dconf and the kernel floor,
+// in one run on one machine. Timings live here, never in tests.
+//
+//   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--only 1,3,…]
+import Foundation
+import SharedPrefs
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "observe": try Role.observe(arguments[1]); exit(0)
+case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
+case "floor": Role.floor(arguments[1]); exit(0)
+case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!); exit(0)
+case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
+case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
+default: break
+}
+
+var quick = false
+var installDconf = false
+var jsonPath = ".build/prefs-bench.json"
+var only: Set<Int>? = nil
+while let option = arguments.first {
+    arguments.removeFirst()
+    switch option {
+    case "--quick": quick = true
+    case "--install-dconf": installDconf = true
+    case "--json" where !arguments.isEmpty: jsonPath = arguments.removeFirst()
+    case "--only" where !arguments.isEmpty: only = Set(arguments.removeFirst().split(separator: ",").compactMap { Int($0) })
+    default:
+        FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--only 1,3,...]\n".utf8))
+        exit(64)
+    }
+}
+
+let directory = FileManager.default.temporaryDirectory.appending(path: "prefs-bench-\(getpid())")
+try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: directory) }
+
+var measures = Measures(directory: directory, quick: quick)
+let selected = only
+let steps: [(Int, String, (inout Measures) throws -> Void)] = [
+    (1, "cached reads", { try $0.cachedReads() }),
+    (2, "set loop", { try $0.setLoop() }),
+    (4, "kernel floor", { try $0.kernelFloor() }),
+    (3, "remote latency", { try $0.remoteLatency() }),
+    (5, "dconf", { try $0.dconf(install: installDconf) }),
+    (6, "scale", { try $0.scale() }),
+    (7, "fan-out", { try $0.fanOut() }),
+    (8, "contention", { try $0.contention() }),
+    (9, "memory", { try $0.memory() }),
+]
+for (number, name, step) in steps where selected?.contains(number) ?? true {
+    FileHandle.standardError.write(Data("prefs-bench: \(number). \(name)…\n".utf8))
+    do { try step(&measures) } catch {
+        measures.rows.append(Row(group: "\(number). \(name)", name: "failed", n: 0, note: "\(error)"))
+    }
+}
+
+var system = utsname()
+_ = uname(&system)
+let kernel = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+print("prefs-bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, Linux \(kernel)\(quick ? ", --quick" : "")\n")
+print("| group | measure | n | p50 | p99 | throughput | ratio | note |")
+print("|---|---|---|---|---|---|---|---|")
+for row in measures.rows {
+    print("| \(row.group) | \(row.name) | \(row.n) | \(row.p50) | \(row.p99) | \(row.throughput) | \(row.ratio) | \(row.note) |")
+}
+let encoder = JSONEncoder()
+encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+try encoder.encode(measures.rows).write(to: URL(filePath: jsonPath))
+FileHandle.standardError.write(Data("prefs-bench: results written to \(jsonPath)\n".utf8))

@@ -146,6 +146,8 @@ struct Launched: Sendable {
     let records: Recorder<String>
     private let exit: Recorder<Int32>
     private let errors: Recorder<String>
+    /// The process identifier, to signal it.
+    let pid: Int32
 
     init(_ executable: URL, _ arguments: [String], separator: UInt8 = 10) throws {
         records = Recorder()
@@ -168,6 +170,7 @@ struct Launched: Sendable {
             }
         }
         try process.run()
+        pid = process.processIdentifier
         for (pipe, sink) in [(output, records), (error, errors)] {
             let reader = pipe.fileHandleForReading
             Thread {

@@ -4,6 +4,7 @@
 //   prefs-test-child set-exit <plist> key=value…   sets keys, then calls exit(0)
 //   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>)
 //   prefs-test-child observable <plist> theme=dark volume=9   sets properties of an @ObservablePrefs instance
+//   prefs-test-child crash-loop <plist>            update-increments "counter" forever, printing each confirmed value
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
@@ -69,6 +70,20 @@ case "hammer":
             fail("update failed: \(error)")
         }
         suite.set(i, forKey: "p\(id).k\(i)")
+    }
+case "crash-loop":
+    let counter = PreferenceKey<Int>("counter", default: 0)
+    while true {
+        do {
+            let value = try suite.update { tx -> Int in
+                tx[counter] += 1
+                return tx[counter]
+            }
+            // Written and renamed before update returned: a confirmed write.
+            FileHandle.standardOutput.write(Data("confirmed \(value)\n".utf8))
+        } catch {
+            fail("update failed: \(error)")
+        }
     }
 case "observable":
     let settings = ChildSettings(suite: suite)

@@ -181,6 +181,16 @@ struct SuiteFile: Sendable {
         }
     }
 
+    /// Deletes temporary files a writer left when it died between writing and renaming. Call it
+    /// only while holding the lock: every live writer creates and renames its temporary file
+    /// under the lock, so any that exists now is stale. Returns how many were removed.
+    func removeStaleTemporaryFiles(in dirfd: CInt) -> Int {
+        let prefix = "." + fileName + "."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".tmp") }
+            .filter { if case .success = Syscall.unlinkat(dirfd, $0) { true } else { false } }.count
+    }
+
     /// Renames a corrupt suite file to `<suite>.plist.corrupt-<time>` so that it is never overwritten.
     func moveAside(in dirfd: CInt) throws(PreferenceError) -> String {
         var now = timespec()

@@ -46,6 +46,8 @@ final class SuiteStore: Sendable {
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []
         var statistics = PreferenceSuite.Statistics()
+        /// When this process last looked for temporary files a dead writer left (see `commit`).
+        var lastStaleScan: ContinuousClock.Instant?
     }
 
     init(name: String, file: SuiteFile?) {
@@ -217,6 +219,7 @@ final class SuiteStore: Sendable {
             defer { Syscall.close(dirfd) }
             let lockfd = try file.lock(in: dirfd)
             defer { Syscall.close(lockfd) }
+            removeStaleTemporaryFilesOccasionally(file, in: dirfd)
 
             let (operations, lastStamp, lastDisk, registered) = state.withLock { ($0.inFlight, $0.stamp, $0.disk, $0.registered) }
             var base = lastDisk
@@ -278,6 +281,20 @@ final class SuiteStore: Sendable {
             if retry { apply([:], forceFlush: true) }
             throw error
         }
+    }
+
+    /// Under the lock, at the first write of this process and then at most once a minute: a
+    /// directory listing per write would cost more than the rare crash it cleans up after.
+    private func removeStaleTemporaryFilesOccasionally(_ file: SuiteFile, in dirfd: CInt) {
+        let due = state.withLock { s -> Bool in
+            let now = ContinuousClock.now
+            guard s.lastStaleScan.map({ now - $0 > .seconds(60) }) ?? true else { return false }
+            s.lastStaleScan = now
+            return true
+        }
+        guard due else { return }
+        let removed = file.removeStaleTemporaryFiles(in: dirfd)
+        if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(file.directory) by a writer that died mid-write") }
     }
 
     /// Opens the suite's directory, re-creating it if it was removed.

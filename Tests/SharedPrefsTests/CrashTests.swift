@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+@Suite("Crashes")
+struct CrashTests {
+    /// A writer killed with SIGKILL at random moments, 100 times: the suite always parses, every
+    /// confirmed write is there, the lock of a dead process never blocks the next one, and the
+    /// next writer removes the temporary files dead writers left.
+    @Test func aWriterKilledAtRandomMomentsLosesNoConfirmedWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("crash.plist")
+        var lastConfirmed = 0
+        for round in 0..<100 {
+            let writer = try Launched(childExecutable, ["crash-loop", file.path])
+            // Let it confirm a few writes (1 to 4), then kill it wherever it is.
+            let records = try await writer.records.wait(for: 1 + round % 4)
+            kill(writer.pid, SIGKILL)
+            _ = try await writer.status()
+            let confirmed = writer.records.items.compactMap { Int($0.split(separator: " ").last ?? "") }.max() ?? 0
+            #expect(confirmed >= lastConfirmed && records.count >= 1)
+            let values = try readSuiteFile(file)
+            let stored = values["counter"].flatMap { Int(plistValue: $0) } ?? 0
+            #expect(stored >= confirmed, "round \(round): a confirmed write is missing (\(stored) < \(confirmed))")
+            lastConfirmed = stored
+        }
+        // Plant a temporary file as a writer killed between write and rename leaves it.
+        try Data("half".utf8).write(to: directory.file(".crash.plist.deadwriter.tmp"))
+        try await child("set", file.path, "after=int:1")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasSuffix(".tmp") }
+        #expect(leftovers.isEmpty, "stale temporary files: \(leftovers)")
+        #expect(try readSuiteFile(file)["after"] == 1)
+    }
+}

@@ -35,9 +35,6 @@ public final class _PrefsStorage: Sendable {
         configuration.withLock { ($0.suite, $0.prefix) }
     }
 
-    /// The suite the instance reads and writes.
-    public var suite: PreferenceSuite { current.suite }
-
     /// The value of a property: stored → registered → the declared default.
     public func value<Value: PreferenceValue>(_ name: String, default defaultValue: Value) -> Value {
         let (suite, prefix) = current

@@ -103,22 +103,25 @@ final class SuiteStore: Sendable {
 
     /// Applies local operations: visible at once, observers told at once, persisted in the background.
     func apply(_ operations: [String: PendingOperation], forceFlush: Bool = false) {
-        let scheduleFlush = state.withLock { s -> Bool in
-            var changes: [PreferenceChange] = []
+        applyLocked(forceFlush: forceFlush) { s, changes in
             for (key, operation) in operations { record(operation, forKey: key, in: &s, changes: &changes) }
-            publish(changes, in: s)
-            return needsFlushScheduled(&s, force: forceFlush)
         }
-        if scheduleFlush { scheduleBackgroundFlush() }
     }
 
     /// ``apply(_:forceFlush:)`` for one key, without building a dictionary: the path of every `set`.
     func apply(_ operation: PendingOperation, forKey key: String) {
+        applyLocked(forceFlush: false) { s, changes in record(operation, forKey: key, in: &s, changes: &changes) }
+    }
+
+    /// Runs `body` under the state lock, tells observers what it changed, and schedules a flush.
+    private func applyLocked(forceFlush: Bool, _ body: (inout State, inout [PreferenceChange]) -> Void) {
         let scheduleFlush = state.withLock { s -> Bool in
             var changes: [PreferenceChange] = []
-            record(operation, forKey: key, in: &s, changes: &changes)
+            body(&s, &changes)
             publish(changes, in: s)
-            return needsFlushScheduled(&s, force: false)
+            guard file != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
+            s.flushScheduled = true
+            return true
         }
         if scheduleFlush { scheduleBackgroundFlush() }
     }
@@ -131,12 +134,6 @@ final class SuiteStore: Sendable {
         if old != new, !s.observers.isEmpty {
             changes.append(PreferenceChange(suite: name, key: key, oldValue: old, newValue: new, origin: .local))
         }
-    }
-
-    private func needsFlushScheduled(_ s: inout State, force: Bool) -> Bool {
-        guard file != nil, !s.flushScheduled, !s.pending.isEmpty || force else { return false }
-        s.flushScheduled = true
-        return true
     }
 
     private func scheduleBackgroundFlush() {

@@ -31,7 +31,7 @@ final class InotifyWatcher: Sendable {
     private struct Directory {
         var path: String
         var suites: [String: [WeakStore]] = [:]
-        /// Told the name of every file created or moved into the directory.
+        /// Told the name of every file written in or moved into the directory.
         var listeners: [UInt64: @Sendable (String) -> Void] = [:]
         var stores: [SuiteStore] { suites.values.flatMap { $0.compactMap(\.store) } }
         var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
@@ -87,13 +87,18 @@ final class InotifyWatcher: Sendable {
     /// Stops watching for `store`; a directory's watch goes when its last suite does.
     /// (Searches every directory: the watch descriptor changes when a vanished directory returns.)
     func unwatch(_ id: ObjectIdentifier, fileName: String) {
-        func drop(_ dir: inout Directory) {
+        state.withLock { _ = $0.polled.removeValue(forKey: id) }
+        removeFromEveryDirectory { dir in
             // Drops the store, and any store already gone (a weak reference is nil during deinit).
             dir.suites[fileName]?.removeAll { weak in weak.store.map { ObjectIdentifier($0) == id } ?? true }
             if dir.suites[fileName]?.isEmpty == true { dir.suites[fileName] = nil }
         }
+    }
+
+    /// Applies `drop` to every directory, watched or vanished, and removes the watches that
+    /// nothing uses any more.
+    private func removeFromEveryDirectory(_ drop: (inout Directory) -> Void) {
         let emptied = state.withLock { s -> [CInt] in
-            s.polled.removeValue(forKey: id)
             for path in s.vanished.keys {
                 drop(&s.vanished[path]!)
                 if s.vanished[path]!.isUnused { s.vanished[path] = nil }
@@ -129,21 +134,7 @@ final class InotifyWatcher: Sendable {
 
     /// Removes a listener; a directory's watch goes when nothing else uses it.
     func removeListener(_ id: UInt64) {
-        let emptied = state.withLock { s -> [CInt] in
-            for path in s.vanished.keys {
-                s.vanished[path]!.listeners[id] = nil
-                if s.vanished[path]!.isUnused { s.vanished[path] = nil }
-            }
-            var emptied: [CInt] = []
-            for wd in s.watched.keys where s.watched[wd]!.listeners.removeValue(forKey: id) != nil {
-                if s.watched[wd]!.isUnused {
-                    s.watched[wd] = nil
-                    emptied.append(wd)
-                }
-            }
-            return emptied
-        }
-        for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
+        removeFromEveryDirectory { $0.listeners[id] = nil }
     }
 
     // MARK: The watcher thread

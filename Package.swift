@@ -28,10 +28,13 @@ let package = Package(
             name: "SharedPrefs",
             dependencies: [
                 "SharedPrefsMacros",
+                "CSharedPrefsShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // statfs(2), which Glibc's module map leaves out.
+        .target(name: "CSharedPrefsShims"),
         // @ObservablePrefs and its attributes; declared in SharedPrefs, implemented here.
         .macro(
             name: "SharedPrefsMacros",

@@ -23,6 +23,9 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         public static let insecureDirectory = Code("insecureDirectory")
         /// A symbolic link stands where a suite, lock or temporary file should be.
         public static let symbolicLink = Code("symbolicLink")
+        /// A suite or lock file in a directory that every user can write (sticky bit) is owned by
+        /// another user, who may have planted it.
+        public static let untrustedFile = Code("untrustedFile")
         /// Permission was denied by the file system.
         public static let permissionDenied = Code("permissionDenied")
         /// A system call failed for another reason (disk full, read-only file system, I/O error).

@@ -24,13 +24,15 @@ public final class PreferenceSuite: Sendable {
         public var format: PropertyListFormat
         /// Whether writes are fsynced.
         public var durability: Durability
-        /// Permissions of files the suite creates, before the umask: `0o660` lets the group share them.
+        /// Permissions of files the suite creates: exactly this in a set-group-ID directory (a group
+        /// container), so that every member of the group can use them whatever their umask; less
+        /// the umask elsewhere. `0o660` lets the group share them.
         public var filePermissions: mode_t
 
         /// - Parameters:
         ///   - format: `.binary` (default) or `.xml`.
         ///   - durability: `.full` (default) fsyncs each write and its directory; `.none` skips that.
-        ///   - filePermissions: mode of new files before the umask; default `0o660`.
+        ///   - filePermissions: mode of new files (see ``filePermissions``); default `0o660`.
         public init(format: PropertyListFormat = .binary, durability: Durability = .full, filePermissions: mode_t = 0o660) {
             self.format = format
             self.durability = durability

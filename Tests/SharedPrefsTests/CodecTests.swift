@@ -101,6 +101,31 @@ struct CodecTests {
         #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(bytes) }
     }
 
+    /// Inputs libFuzzer found (Fuzz/corpus keeps them too), pinned here with what was wrong.
+    @Test func whatTheFuzzerFoundStaysFixed() throws {
+        // "<" or "&" followed by a combining mark is one Character, which is not "<": it was written raw.
+        // A NaN with a sign or payload came back as another NaN. Dates beyond year 9999 trapped.
+        let tricky: [String: PlistValue] = [
+            "s": "a<\u{0616}b>\u{0301}&\u{0301}", "nan": .real(-Double(nan: 3, signaling: false)),
+            "far": .date(Date(timeIntervalSince1970: 1e300)), "past": .date(Date(timeIntervalSince1970: -1e300)),
+        ]
+        let back = try PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(tricky))
+        #expect(back == tricky.mapValues(XMLPropertyList.storable))
+        #expect(back["s"] == tricky["s"])
+        // A date that is not a finite number is not a value.
+        let nanDate = BinaryPropertyList.encode(["d": .date(Date(timeIntervalSinceReferenceDate: .nan))])
+        #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(nanDate) }
+        // An 8-byte object offset beyond Int.max trapped converting to Int.
+        var wild = BinaryPropertyList.magic + [0x08] + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xF0]
+        wild += [0, 0, 0, 0, 0, 0, 8, 1] + [0, 0, 0, 0, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 8) + [0, 0, 0, 0, 0, 0, 0, 9]
+        #expect(throws: PropertyListDecodingError.self) { try BinaryPropertyList.decode(wild) }
+        // XML dates out of range are errors, not traps.
+        for date in ["99999999999-01-01T00:00:00Z", "2020-13-01T00:00:00Z", "2020-01-01T24:00:00Z"] {
+            let xml = "<plist version=\"1.0\"><dict><key>d</key><date>\(date)</date></dict></plist>"
+            #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(Array(xml.utf8)) }
+        }
+    }
+
     @Test func deepNestingAndReferenceCyclesStopAtTheDepthLimit() throws {
         var deep: PlistValue = 1
         for _ in 0..<600 { deep = [deep] }

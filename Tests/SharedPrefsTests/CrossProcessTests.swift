@@ -75,21 +75,22 @@ struct CrossProcessTests {
         #expect(suite.storedValues == ["keep": 1, "change": 20, "sentinel": 1])
     }
 
-    @Test func fourProcessesIncrementingAndWritingLoseNothing() async throws {
+    @Test func eightProcessesIncrementingAndWritingLoseNothing() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("contended.plist")
+        let processes = 8, writes = 1_000
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for id in 0..<4 {
-                group.addTask { try await child("hammer", file.path, String(id), "250") }
+            for id in 0..<processes {
+                group.addTask { try await child("hammer", file.path, String(id), String(writes)) }
             }
             try await group.waitForAll()
         }
         let values = try readSuiteFile(file)
-        #expect(values["counter"] == 1000)
-        let lost = (0..<4).flatMap { id in (0..<250).map { i in ("p\(id).k\(i)", i) } }
+        #expect(values["counter"] == .integer(Int64(processes * writes)))
+        let lost = (0..<processes).flatMap { id in (0..<writes).map { i in ("p\(id).k\(i)", i) } }
             .filter { key, i in values[key] != .integer(Int64(i)) }.map(\.0)
         #expect(lost.isEmpty, "lost \(lost.count) keys, first \(lost.prefix(5))")
-        #expect(values.count == 1 + 1000)
+        #expect(values.count == 1 + processes * writes)
     }
 
     @Test(arguments: ["set", "set-exit"])

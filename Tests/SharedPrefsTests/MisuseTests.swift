@@ -102,6 +102,53 @@ struct MisuseTests {
     }
 }
 
+extension MisuseTests {
+    /// The inputs `Fuzz/run` (libFuzzer) kept because they reach new code in the decoders.
+    static let fuzzCorpus = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../Fuzz/corpus").standardized
+
+    @Test func theFuzzCorpusDecodesOrFailsCleanly() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.fuzzCorpus.path)
+        #expect(names.count >= 6)
+        for name in names {
+            let bytes = Array(try Data(contentsOf: Self.fuzzCorpus.appending(path: name)))
+            guard let suite = try? PropertyListFormat.decodeSuite(bytes) else { continue }
+            #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(suite)) == suite, "\(name): binary")
+            #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(suite)) == suite.mapValues(XMLPropertyList.storable), "\(name): XML")
+        }
+    }
+
+    @Test func aHundredMegabyteFileIsReadOrMovedAsideNeverACrash() async throws {
+        let directory = try TemporaryDirectory()
+        // A valid 100 MB suite (one large data value) loads, and is rewritten whole.
+        let large = directory.file("large.plist")
+        let blob = Data(repeating: 0xA5, count: 100 << 20)
+        try Data(PropertyListFormat.binary.encode(["blob": .data(blob), "n": 1])).write(to: large)
+        let suite = try PreferenceSuite(fileURL: large)
+        #expect(suite.data(forKey: "blob")?.count == 100 << 20)
+        suite.set(2, forKey: "n")
+        try await suite.flush()
+        #expect(try readSuiteFile(large)["n"] == 2)
+
+        // 100 MB of garbage: the suite opens empty, reports the file, and moves it aside at the
+        // first write instead of overwriting it.
+        let garbage = directory.file("garbage.plist")
+        var bytes = Data(repeating: 0x7B, count: 100 << 20)
+        bytes.replaceSubrange(0..<8, with: Array("bplist00".utf8))
+        try bytes.write(to: garbage)
+        let broken = try PreferenceSuite(fileURL: garbage)
+        #expect(broken.dictionaryRepresentation().isEmpty)
+        let (failures, task) = broken.recordFailures()
+        defer { task.cancel() }
+        broken.set(1, forKey: "fresh")
+        try await broken.flush()
+        #expect(try await failures.wait(for: 1)[0].code == .corruptFile)
+        #expect(try readSuiteFile(garbage) == ["fresh": 1])
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix("garbage.plist.corrupt-") }
+        #expect(aside.count == 1)
+        #expect(try FileManager.default.attributesOfItem(atPath: directory.file(aside[0]).path)[.size] as? Int == 100 << 20)
+    }
+}
+
 /// A small seeded generator, so every run fuzzes the same inputs.
 struct SplitMix64: RandomNumberGenerator {
     var state: UInt64

@@ -62,6 +62,16 @@ final class Recorder<Element: Sendable>: Sendable {
     }
 }
 
+extension Recorder {
+    /// Waits until the items recorded so far satisfy `done` (each new item within `timeout`).
+    @discardableResult
+    func wait(until done: ([Element]) -> Bool, timeout: Duration = .seconds(20)) async throws -> [Element] {
+        var items = self.items
+        while !done(items) { items = try await wait(for: items.count + 1, timeout: timeout) }
+        return items
+    }
+}
+
 extension PreferenceSuite {
     /// Records every change that passes `filter`; keep the token alive for as long as you record.
     func record(_ filter: KeyFilter) -> (Recorder<PreferenceChange>, PreferenceObservation) {
@@ -148,6 +158,7 @@ struct Launched: Sendable {
     private let errors: Recorder<String>
     /// The process identifier, to signal it.
     let pid: Int32
+    private let input: FileHandle
 
     init(_ executable: URL, _ arguments: [String], separator: UInt8 = 10) throws {
         records = Recorder()
@@ -158,6 +169,9 @@ struct Launched: Sendable {
         process.arguments = arguments
         let output = Pipe()
         let error = Pipe()
+        let input = Pipe()
+        process.standardInput = input
+        self.input = input.fileHandleForWriting
         process.standardOutput = output
         process.standardError = error
         let (records, exit, errors) = (records, exit, errors)
@@ -188,6 +202,16 @@ struct Launched: Sendable {
                 done.record(true)
             }.start()
         }
+    }
+
+    /// Writes a line to the process's standard input.
+    func send(_ line: String) throws {
+        try input.write(contentsOf: Data((line + "\n").utf8))
+    }
+
+    /// Closes its standard input (end of input).
+    func closeInput() throws {
+        try input.close()
     }
 
     /// Waits for the process to exit; returns its status.

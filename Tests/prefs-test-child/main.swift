@@ -5,6 +5,11 @@
 //   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>)
 //   prefs-test-child observable <plist> theme=dark volume=9   sets properties of an @ObservablePrefs instance
 //   prefs-test-child crash-loop <plist>            update-increments "counter" forever, printing each confirmed value
+//   prefs-test-child watch <plist> [--fail-watches]
+//       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
+//       stdin: "hold" / "release" the watcher thread (a test hook), "dump" prints
+//       "values k=v,…" (sorted); exits at end of input. --fail-watches makes inotify_add_watch
+//       fail with ENOSPC first.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
@@ -36,10 +41,20 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count >= 2 else { fail("usage: prefs-test-child set|set-exit|hammer <plist> …") }
+guard arguments.count >= 2 else { fail("usage: prefs-test-child set|set-exit|hammer|crash-loop|observable|watch <plist> …") }
 let suite: PreferenceSuite
 do {
+    if arguments.contains("--fail-watches") {
+        // A suite watched normally first, so that the watcher thread is already asleep when the
+        // next one falls back to polling (it must be woken for it).
+        _ = try PreferenceSuite(fileURL: URL(filePath: arguments[1] + ".warm-up"))
+        _TestingHooks.failWatches(errno: ENOSPC)
+    }
     suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]))
 } catch {
     fail("\(error)")
@@ -65,11 +80,13 @@ case "hammer":
     let counter = PreferenceKey<Int>("counter", default: 0)
     for i in 0..<count {
         do {
-            try suite.update { $0[counter] += 1 }
+            try suite.update { tx in
+                tx[counter] += 1
+                tx["p\(id).k\(i)"] = .integer(Int64(i))
+            }
         } catch {
             fail("update failed: \(error)")
         }
-        suite.set(i, forKey: "p\(id).k\(i)")
     }
 case "crash-loop":
     let counter = PreferenceKey<Int>("counter", default: 0)
@@ -96,6 +113,26 @@ case "observable":
         default: fail("unknown property \(parts[0])")
         }
     }
+case "watch":
+    let token = suite.observe(.all) { change in
+        say("change \(change.key) \(change.newValue.map { "\($0)" } ?? "-")")
+    }
+    let failures = suite.failures()
+    // Detached: top-level code is on the main actor, whose thread blocks in readLine below.
+    Task.detached {
+        for await failure in failures { say("failure \(failure.code)") }
+    }
+    say("ready")
+    while let command = readLine() {
+        switch command {
+        case "hold": _TestingHooks.holdWatcher(true)
+        case "release": _TestingHooks.holdWatcher(false)
+        case "dump": say("values " + suite.dictionaryRepresentation().sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
+        default: fail("unknown watch command \(command)")
+        }
+        say("ok \(command)")
+    }
+    withExtendedLifetime(token) {}
 default:
     fail("unknown command \(arguments[0])")
 }

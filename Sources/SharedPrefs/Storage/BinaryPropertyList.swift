@@ -93,8 +93,9 @@ enum BinaryPropertyList {
             }
             budget -= 1
             guard budget >= 0 else { throw PropertyListDecodingError("too many objects (shared references expand beyond the file size)") }
-            let offset = Int(Self.uint(bytes, offsetTable + ref * offsetSize, offsetSize))
-            try checked(offset, 1)
+            let rawOffset = Self.uint(bytes, offsetTable + ref * offsetSize, offsetSize)
+            guard rawOffset < UInt64(offsetTable) else { throw PropertyListDecodingError("object offset \(rawOffset) points past the objects") }
+            let offset = Int(rawOffset)
             guard offset >= 8 else { throw PropertyListDecodingError("object offset \(offset) points into the header") }
             let marker = bytes[offset]
             var position = offset + 1
@@ -135,7 +136,9 @@ enum BinaryPropertyList {
             case 0x3:
                 guard marker == 0x33 else { throw PropertyListDecodingError("unsupported date width") }
                 try checked(position, 8)
-                return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: Self.uint(bytes, position, 8))))
+                let seconds = Double(bitPattern: Self.uint(bytes, position, 8))
+                guard seconds.isFinite else { throw PropertyListDecodingError("a date is not a finite number") }
+                return .date(Date(timeIntervalSinceReferenceDate: seconds))
             case 0x4:
                 let count = try length(marker, at: &position)
                 try checked(position, count)
@@ -255,7 +258,11 @@ enum BinaryPropertyList {
     }
 
     private static func appendBigEndian(_ value: UInt64, size: Int, to out: inout [UInt8]) {
-        for shift in stride(from: (size - 1) * 8, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        var shift = UInt64(size) * 8
+        while shift > 0 {
+            shift -= 8
+            out.append(UInt8(truncatingIfNeeded: value &>> shift))
+        }
     }
 
     private static func appendInteger(_ value: Int64, to out: inout [UInt8]) {

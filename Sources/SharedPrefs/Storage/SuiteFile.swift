@@ -32,6 +32,21 @@ enum SuiteFileContents {
     case corrupt(PreferenceError)
 }
 
+/// A suite's directory, open, and its mode, which decides how files in it are created and trusted.
+struct OpenDirectory {
+    let fd: CInt
+    let mode: mode_t
+
+    /// A set-group-ID directory is a group container: new files get exactly the suite's
+    /// `filePermissions`, whatever the umask, so every member of the group can use them.
+    var isGroupContainer: Bool { mode & S_ISGID != 0 }
+    /// Writable by every user (only with the sticky bit: other such directories are refused), so
+    /// a file in it may have been planted by anyone.
+    var isWritableByEveryone: Bool { mode & S_IWOTH != 0 }
+
+    func close() { Syscall.close(fd) }
+}
+
 /// The on-disk protocol of one suite: `<directory>/<suite>.plist`, the lock file
 /// `.<suite>.plist.lock` and temporary files `.<suite>.plist.<random>.tmp`, all opened relative
 /// to the directory's descriptor with `O_NOFOLLOW | O_CLOEXEC`.
@@ -45,8 +60,9 @@ struct SuiteFile: Sendable {
     var path: String { directory + "/" + fileName }
     var lockName: String { "." + fileName + ".lock" }
 
-    /// Creates the directory (and missing parents) if needed. New directories get `directoryMode`,
-    /// with the set-group-ID bit applied explicitly because `mkdir` ignores it.
+    /// Creates the directory (and missing parents) if needed. A new group container gets exactly
+    /// `directoryMode` (`mkdir` ignores the set-group-ID bit and applies the umask); other new
+    /// directories get it less the umask.
     func createDirectory() throws(PreferenceError) {
         var missing: [String] = []
         var path = directory
@@ -60,9 +76,8 @@ struct SuiteFile: Sendable {
             let mode: mode_t = index == missing.count - 1 ? directoryMode : 0o755
             switch Syscall.mkdir(dir, mode & 0o777) {
             case .success:
-                if mode & S_ISGID != 0, case .success(let st) = Syscall.stat(dir) {
-                    _ = Syscall.chmod(dir, (st.st_mode & 0o777) | S_ISGID)
-                }
+                // A group container gets exactly its mode, whatever the umask.
+                if mode & S_ISGID != 0 { _ = Syscall.chmod(dir, mode) }
             case .failure(.fileExists): continue
             case .failure(let errno): throw PreferenceError.system("mkdir", errno, path: dir, doing: "create the directory")
             }
@@ -70,7 +85,7 @@ struct SuiteFile: Sendable {
     }
 
     /// Opens the suite's directory and refuses one that others may write without the sticky bit.
-    func openDirectory() throws(PreferenceError) -> CInt {
+    func openDirectory() throws(PreferenceError) -> OpenDirectory {
         let fd = try Syscall.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC).get("open", path: directory, doing: "open the directory")
         do throws(PreferenceError) {
             let st = try Syscall.fstat(fd).get("fstat", path: directory, doing: "inspect the directory")
@@ -80,7 +95,7 @@ struct SuiteFile: Sendable {
                     message: "Refusing to use \(directory): it is writable by every user and has no sticky bit, so anyone could replace the suites in it. Run chmod o-w \(directory) (or chmod +t to keep it shared).",
                     path: directory)
             }
-            return fd
+            return OpenDirectory(fd: fd, mode: st.st_mode)
         } catch {
             Syscall.close(fd)
             throw error
@@ -88,8 +103,8 @@ struct SuiteFile: Sendable {
     }
 
     /// The stamp of the suite file as it is now, or `nil` when there is none.
-    func currentStamp(in dirfd: CInt) throws(PreferenceError) -> FileStamp? {
-        switch Syscall.lstatat(dirfd, fileName) {
+    func currentStamp(in dir: OpenDirectory) throws(PreferenceError) -> FileStamp? {
+        switch Syscall.lstatat(dir.fd, fileName) {
         case .success(let st):
             guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st) }
             return FileStamp(st)
@@ -99,9 +114,9 @@ struct SuiteFile: Sendable {
     }
 
     /// Reads and decodes the suite file. Never follows a symbolic link.
-    func read(in dirfd: CInt) throws(PreferenceError) -> SuiteFileContents {
+    func read(in dir: OpenDirectory) throws(PreferenceError) -> SuiteFileContents {
         let fd: CInt
-        switch Syscall.openat(dirfd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
+        switch Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
         case .success(let descriptor): fd = descriptor
         case .failure(.noSuchFileOrDirectory): return .missing
         case .failure(let errno): throw PreferenceError.system("openat", errno, path: path, doing: "open the suite file")
@@ -109,6 +124,7 @@ struct SuiteFile: Sendable {
         do throws(PreferenceError) {
             let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
             guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st) }
+            try checkOwner(st, of: path, in: dir)
             let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size)).get("read", path: path, doing: "read")
             do {
                 return .loaded(try PropertyListFormat.decodeSuite(bytes), FileStamp(st), descriptor: fd)
@@ -128,13 +144,18 @@ struct SuiteFile: Sendable {
 
     /// Takes the suite's exclusive lock. Closing the returned descriptor releases it, and the
     /// kernel releases it when the process dies, so a crashed writer never blocks the others.
-    func lock(in dirfd: CInt) throws(PreferenceError) -> CInt {
+    func lock(in dir: OpenDirectory) throws(PreferenceError) -> CInt {
         let lockPath = directory + "/" + lockName
         // Read-only: flock needs no write access, and closing a descriptor opened for writing
         // would be an IN_CLOSE_WRITE that wakes every watcher of the directory.
-        let fd = try Syscall.openat(dirfd, lockName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+        let fd = try Syscall.openat(dir.fd, lockName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: lockPath, doing: "open the lock file")
         do throws(PreferenceError) {
+            let st = try Syscall.fstat(fd).get("fstat", path: lockPath, doing: "inspect the lock file")
+            try checkOwner(st, of: lockPath, in: dir)
+            if dir.isGroupContainer, st.st_uid == geteuid(), st.st_mode & 0o777 != options.filePermissions & 0o777 {
+                try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
+            }
             try Syscall.lock(fd, LOCK_EX).get("flock", path: lockPath, doing: "lock")
             return fd
         } catch {
@@ -147,29 +168,32 @@ struct SuiteFile: Sendable {
     /// that `durability` asks for. Returns the new file's stamp and an `O_PATH` descriptor that
     /// pins its inode (it makes no close event later). The write descriptor is closed right after
     /// the rename, so its close event usually reaches watchers in the same read as the rename.
-    func write(_ bytes: [UInt8], in dirfd: CInt) throws(PreferenceError) -> (FileStamp, CInt) {
+    func write(_ bytes: [UInt8], in dir: OpenDirectory) throws(PreferenceError) -> (FileStamp, CInt) {
         let tempName = "." + fileName + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
         let tempPath = directory + "/" + tempName
-        let fd = try Syscall.openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+        let fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: tempPath, doing: "create the temporary file")
         var pin: CInt = -1
         do throws(PreferenceError) {
+            if dir.isGroupContainer {
+                try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
+            }
             try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
-            pin = try Syscall.openat(dirfd, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get("openat", path: tempPath, doing: "open")
-            try Syscall.renameat(dirfd, tempName, fileName).get("renameat", path: path, doing: "replace")
+            pin = try Syscall.openat(dir.fd, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get("openat", path: tempPath, doing: "open")
+            try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
             Syscall.close(fd)
         } catch {
-            _ = Syscall.unlinkat(dirfd, tempName)
+            _ = Syscall.unlinkat(dir.fd, tempName)
             if pin >= 0 { Syscall.close(pin) }
             Syscall.close(fd)
             throw error
         }
         if options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
-            if case .failure(let errno) = Syscall.fsync(dirfd) {
+            if case .failure(let errno) = Syscall.fsync(dir.fd) {
                 logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
             }
         }
@@ -184,22 +208,32 @@ struct SuiteFile: Sendable {
     /// Deletes temporary files a writer left when it died between writing and renaming. Call it
     /// only while holding the lock: every live writer creates and renames its temporary file
     /// under the lock, so any that exists now is stale. Returns how many were removed.
-    func removeStaleTemporaryFiles(in dirfd: CInt) -> Int {
+    func removeStaleTemporaryFiles(in dir: OpenDirectory) -> Int {
         let prefix = "." + fileName + "."
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".tmp") }
-            .filter { if case .success = Syscall.unlinkat(dirfd, $0) { true } else { false } }.count
+            .filter { if case .success = Syscall.unlinkat(dir.fd, $0) { true } else { false } }.count
     }
 
     /// Renames a corrupt suite file to `<suite>.plist.corrupt-<time>` so that it is never overwritten.
-    func moveAside(in dirfd: CInt) throws(PreferenceError) -> String {
+    func moveAside(in dir: OpenDirectory) throws(PreferenceError) -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let stamp = XMLPropertyList.iso8601(Date(timeIntervalSince1970: TimeInterval(now.tv_sec)))
             .replacingOccurrences(of: ":", with: "").replacingOccurrences(of: "-", with: "")
         let name = "\(fileName).corrupt-\(stamp.dropLast())-\(now.tv_nsec)"
-        try Syscall.renameat(dirfd, fileName, name).get("renameat", path: path, doing: "move the corrupt file aside")
+        try Syscall.renameat(dir.fd, fileName, name).get("renameat", path: path, doing: "move the corrupt file aside")
         return directory + "/" + name
+    }
+
+    /// In a directory every user can write, refuses a file owned by someone other than this
+    /// user or root: anyone could have planted it there, with values of their choosing.
+    private func checkOwner(_ st: stat, of filePath: String, in dir: OpenDirectory) throws(PreferenceError) {
+        guard dir.isWritableByEveryone, st.st_uid != geteuid(), st.st_uid != 0 else { return }
+        throw PreferenceError(
+            code: .untrustedFile,
+            message: "Refusing to use \(filePath): it is owned by uid \(st.st_uid), and \(directory) is writable by every user, so that user may have planted it. Remove the file if you do not trust its owner, or keep shared suites in a group container (mode 02770) instead.",
+            path: filePath)
     }
 
     private func notRegular(_ st: stat) -> PreferenceError {

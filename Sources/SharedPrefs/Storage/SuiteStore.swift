@@ -8,16 +8,19 @@ import Synchronization
 /// file. Reads come from an in-memory snapshot; writes change it at once and are persisted by a
 /// coalescing background writer; the watcher schedules re-reads when the file changes.
 ///
-/// All file I/O of a store runs on its serial `ioQueue`, so a flush and a re-read never overlap.
-/// Everything else is in `state`, behind a mutex, and is never held across I/O.
+/// All file I/O of a store runs under `ioExclusion`: queued work on the serial `ioQueue`, and a
+/// re-read the watcher thread runs inline when nothing holds it. Everything else is in `state`,
+/// behind a mutex, and is never held across I/O.
 final class SuiteStore: Sendable {
     let name: String
     /// `nil` for an in-memory suite.
     let file: SuiteFile?
     private let ioQueue: DispatchQueue
-    /// Jobs queued or running on `ioQueue`. When it is 0 the watcher thread re-reads inline,
-    /// saving a thread wake-up on every change another process makes.
-    private let ioJobs = Atomic<Int>(0)
+    /// Held by every job on `ioQueue` while it runs. The watcher thread only ever *tries* it: when
+    /// it is free the re-read runs inline (one thread wake-up saved per change another process
+    /// makes), and when an `update` holds it the re-read is queued, so the watcher never waits
+    /// for a transaction body, whatever that body waits for.
+    private let ioExclusion = Mutex(())
     private let state = Mutex(State())
     private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -144,17 +147,11 @@ final class SuiteStore: Sendable {
     }
 
     private func ioAsync(_ work: @escaping @Sendable () -> Void) {
-        ioJobs.add(1, ordering: .relaxed)
-        ioQueue.async { [self] in
-            work()
-            ioJobs.subtract(1, ordering: .relaxed)
-        }
+        ioQueue.async { [self] in ioExclusion.withLock { _ in work() } }
     }
 
     private func ioSync<T>(_ work: () throws -> T) rethrows -> T {
-        ioJobs.add(1, ordering: .relaxed)
-        defer { ioJobs.subtract(1, ordering: .relaxed) }
-        return try ioQueue.sync(execute: work)
+        try ioQueue.sync { try ioExclusion.withLock { _ in try work() } }
     }
 
     /// Writes everything pending now; returns when it is on disk.
@@ -187,14 +184,14 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Writes the pending operations, if any. Runs on `ioQueue` only.
+    /// Writes the pending operations, if any. Runs under `ioExclusion` only.
     private func commitPending() throws {
         _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?)
     }
 
     /// The write path: lock → re-read if changed → merge pending operations key by key → run the
     /// transaction → atomic write → unlock → tell observers. Returns `nil` when there was nothing to do.
-    /// Runs on `ioQueue` only.
+    /// Runs under `ioExclusion` only.
     private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?) throws -> R? {
         guard let file else {
             // In memory: a transaction runs on the snapshot; there is nothing to persist.
@@ -212,11 +209,11 @@ final class SuiteStore: Sendable {
         }
         guard hasWork else { return nil }
         do {
-            let dirfd = try Self.openCreatingDirectory(file)
-            defer { Syscall.close(dirfd) }
-            let lockfd = try file.lock(in: dirfd)
+            let dir = try Self.openCreatingDirectory(file)
+            defer { dir.close() }
+            let lockfd = try file.lock(in: dir)
             defer { Syscall.close(lockfd) }
-            removeStaleTemporaryFilesOccasionally(file, in: dirfd)
+            removeStaleTemporaryFilesOccasionally(file, in: dir)
 
             let (operations, lastStamp, lastDisk, registered) = state.withLock { ($0.inFlight, $0.stamp, $0.disk, $0.registered) }
             var base = lastDisk
@@ -225,8 +222,8 @@ final class SuiteStore: Sendable {
             var adopted = false
             defer { if !adopted, let descriptor { Syscall.close(descriptor) } }
             var mustWrite = false
-            if try file.currentStamp(in: dirfd) != lastStamp {
-                switch try file.read(in: dirfd) {
+            if try file.currentStamp(in: dir) != lastStamp {
+                switch try file.read(in: dir) {
                 case .missing:
                     base = [:]
                     stamp = nil
@@ -237,7 +234,7 @@ final class SuiteStore: Sendable {
                     state.withLock { $0.statistics.fileReads += 1 }
                 case .corrupt(let error):
                     // Never overwrite what we cannot read: keep it beside the suite, start from our last good state.
-                    let aside = try file.moveAside(in: dirfd)
+                    let aside = try file.moveAside(in: dir)
                     logger.error("\(error.message) Moved it to \(aside).")
                     report(PreferenceError(code: .corruptFile, message: "\(error.message) Moved it to \(aside).", path: file.path))
                     mustWrite = true
@@ -258,7 +255,7 @@ final class SuiteStore: Sendable {
             if mustWrite {
                 if let descriptor { Syscall.close(descriptor) }
                 descriptor = nil
-                let (newStamp, fd) = try file.write(file.options.format.encode(merged), in: dirfd)
+                let (newStamp, fd) = try file.write(file.options.format.encode(merged), in: dir)
                 stamp = newStamp
                 descriptor = fd
                 state.withLock { $0.statistics.fileWrites += 1 }
@@ -282,7 +279,7 @@ final class SuiteStore: Sendable {
 
     /// Under the lock, at the first write of this process and then at most once a minute: a
     /// directory listing per write would cost more than the rare crash it cleans up after.
-    private func removeStaleTemporaryFilesOccasionally(_ file: SuiteFile, in dirfd: CInt) {
+    private func removeStaleTemporaryFilesOccasionally(_ file: SuiteFile, in dir: OpenDirectory) {
         let due = state.withLock { s -> Bool in
             let now = ContinuousClock.now
             guard s.lastStaleScan.map({ now - $0 > .seconds(60) }) ?? true else { return false }
@@ -290,19 +287,19 @@ final class SuiteStore: Sendable {
             return true
         }
         guard due else { return }
-        let removed = file.removeStaleTemporaryFiles(in: dirfd)
+        let removed = file.removeStaleTemporaryFiles(in: dir)
         if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(file.directory) by a writer that died mid-write") }
     }
 
     /// Opens the suite's directory, re-creating it if it was removed.
-    private static func openCreatingDirectory(_ file: SuiteFile) throws(PreferenceError) -> CInt {
-        if let dirfd = try openExistingDirectory(file) { return dirfd }
+    private static func openCreatingDirectory(_ file: SuiteFile) throws(PreferenceError) -> OpenDirectory {
+        if let dir = try openExistingDirectory(file) { return dir }
         try file.createDirectory()
         return try file.openDirectory()
     }
 
     /// Opens the suite's directory, or returns `nil` when it does not exist.
-    private static func openExistingDirectory(_ file: SuiteFile) throws(PreferenceError) -> CInt? {
+    private static func openExistingDirectory(_ file: SuiteFile) throws(PreferenceError) -> OpenDirectory? {
         do {
             return try file.openDirectory()
         } catch {
@@ -314,12 +311,10 @@ final class SuiteStore: Sendable {
     // MARK: Re-reading
 
     /// Called by the watcher with a burst of events already coalesced: re-reads on the calling
-    /// thread when no I/O is queued (a `sync` on the idle serial queue runs inline), otherwise
-    /// queues one re-read behind the running work.
+    /// thread when no I/O is running, otherwise queues one re-read behind the running work.
+    /// Never blocks on the store's I/O.
     func scheduleReload() {
-        if ioJobs.load(ordering: .relaxed) == 0 {
-            return ioSync { reloadNow() }
-        }
+        if ioExclusion.withLockIfAvailable({ _ in reloadNow() }) != nil { return }
         let schedule = state.withLock { s -> Bool in
             if s.reloadScheduled { return false }
             s.reloadScheduled = true
@@ -334,7 +329,7 @@ final class SuiteStore: Sendable {
     }
 
     /// Re-reads the file if its stamp changed and tells observers what other writers changed;
-    /// failures go to the log and to failure observers. Runs on `ioQueue`.
+    /// failures go to the log and to failure observers. Runs under `ioExclusion`.
     func reloadNow() {
         do {
             try reload()
@@ -346,18 +341,18 @@ final class SuiteStore: Sendable {
 
     /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
     /// snapshot and is reported (the next event, a complete write, is read again); other failures
-    /// throw. Runs on `ioQueue`, or from the registry before the store is shared.
+    /// throw. Runs under `ioExclusion`, or from the registry before the store is shared.
     func reload() throws(PreferenceError) {
         guard let file else { return }
-        guard let dirfd = try Self.openExistingDirectory(file) else {
+        guard let dir = try Self.openExistingDirectory(file) else {
             // The directory is gone, and the suite with it.
             adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
             return
         }
-        defer { Syscall.close(dirfd) }
+        defer { dir.close() }
         let lastStamp = state.withLock { $0.stamp }
-        if try file.currentStamp(in: dirfd) == lastStamp { return }
-        switch try file.read(in: dirfd) {
+        if try file.currentStamp(in: dir) == lastStamp { return }
+        switch try file.read(in: dir) {
         case .missing: adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
         case .loaded(let values, let stamp, let fd):
             state.withLock { $0.statistics.fileReads += 1 }

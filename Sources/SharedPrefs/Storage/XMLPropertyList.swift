@@ -25,7 +25,7 @@ enum XMLPropertyList {
         switch value {
         case .string(let v): out += "\(pad)<string>\(escape(v))</string>\n"
         case .integer(let v): out += "\(pad)<integer>\(v)</integer>\n"
-        case .real(let v): out += "\(pad)<real>\(v)</real>\n"
+        case .real(let v): out += "\(pad)<real>\(v.isNaN ? "nan" : "\(v)")</real>\n"
         case .bool(let v): out += "\(pad)<\(v)/>\n"
         case .date(let v): out += "\(pad)<date>\(iso8601(v))</date>\n"
         case .data(let v): out += "\(pad)<data>\(v.base64EncodedString())</data>\n"
@@ -45,15 +45,46 @@ enum XMLPropertyList {
         }
     }
 
+    /// Escapes `&`, `<` and `>` scalar by scalar: compared as Characters, a `<` followed by a
+    /// combining mark is one grapheme that is not `"<"`, and would be written raw (found by the fuzzer).
     private static func escape(_ text: String) -> String {
-        guard text.contains(where: { $0 == "&" || $0 == "<" || $0 == ">" }) else { return text }
-        return text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") }) else { return text }
+        var escaped = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": escaped.append(contentsOf: "&amp;".unicodeScalars)
+            case "<": escaped.append(contentsOf: "&lt;".unicodeScalars)
+            case ">": escaped.append(contentsOf: "&gt;".unicodeScalars)
+            default: escaped.append(scalar)
+            }
+        }
+        return String(escaped)
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ`: XML property lists keep whole seconds.
+    /// Seconds since 1970 of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, the range XML dates can write.
+    static let dateRange: ClosedRange<Double> = -62_135_596_800...253_402_300_799
+
+    /// `date` as an XML property list keeps it: whole seconds (rounded down), clamped to years 1 through 9999.
+    static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: min(max(date.timeIntervalSince1970.rounded(.down), dateRange.lowerBound), dateRange.upperBound))
+    }
+
+    /// `value` as an XML property list keeps it: the same, but for dates (see ``wholeSeconds(_:)``)
+    /// and NaNs (one `nan`, without sign or payload).
+    static func storable(_ value: PlistValue) -> PlistValue {
+        switch value {
+        case .date(let date): .date(wholeSeconds(date))
+        case .real(let v) where v.isNaN: .real(.nan)
+        case .array(let items): .array(items.map(storable))
+        case .dictionary(let items): .dictionary(items.mapValues(storable))
+        default: value
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`: whole seconds (rounded down), clamped to years 1 through 9999.
     static func iso8601(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var seconds = time_t(wholeSeconds(date).timeIntervalSince1970)
         var parts = tm()
         gmtime_r(&seconds, &parts)
         return String(
@@ -261,15 +292,16 @@ enum XMLPropertyList {
         }
 
         static func parseDate(_ text: String) -> Date? {
-            let fields = text.split(whereSeparator: { "-T:Z".contains($0) }).map { Int($0) }
-            guard text.hasSuffix("Z"), fields.count == 6, !fields.contains(nil) else { return nil }
+            let fields = text.split(whereSeparator: { "-T:Z".contains($0) }).compactMap { Int32($0) }
+            let ranges: [ClosedRange<Int32>] = [1...9999, 1...12, 1...31, 0...23, 0...59, 0...60]
+            guard text.hasSuffix("Z"), fields.count == 6, zip(fields, ranges).allSatisfy({ $1.contains($0) }) else { return nil }
             var parts = tm()
-            parts.tm_year = Int32(fields[0]! - 1900)
-            parts.tm_mon = Int32(fields[1]! - 1)
-            parts.tm_mday = Int32(fields[2]!)
-            parts.tm_hour = Int32(fields[3]!)
-            parts.tm_min = Int32(fields[4]!)
-            parts.tm_sec = Int32(fields[5]!)
+            parts.tm_year = fields[0] - 1900
+            parts.tm_mon = fields[1] - 1
+            parts.tm_mday = fields[2]
+            parts.tm_hour = fields[3]
+            parts.tm_min = fields[4]
+            parts.tm_sec = fields[5]
             return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
         }
     }

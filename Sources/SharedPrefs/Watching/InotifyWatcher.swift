@@ -52,6 +52,9 @@ final class InotifyWatcher: Sendable {
     }
 
     private let fd: CInt
+    /// An eventfd that wakes the watcher thread from an endless `poll` when a suite starts being
+    /// polled (or -1 if none could be made: the thread then never sleeps longer than a poll interval).
+    private let wakeFD: CInt
     private let state = Mutex(State())
 
     private init() {
@@ -62,14 +65,27 @@ final class InotifyWatcher: Sendable {
             let error = PreferenceError.system("inotify_init1", errno, path: "inotify", doing: "start watching with")
             logger.warning("\(error)")
         }
+        wakeFD = (try? Syscall.eventDescriptor().get()) ?? -1
         let thread = Thread { [self] in run() }
         thread.name = "SharedPrefs.watcher"
         thread.start()
     }
 
-    /// Starts watching `fileName` in `directory` for `store`, or polls it when that fails.
+    /// File systems (statfs `f_type`) on which inotify reports only what this machine does
+    /// through that mount, never writes by other machines or through other paths: suites on them
+    /// are polled.
+    static let fileSystemsWithoutRemoteEvents: [Int: String] = [
+        0x6969: "NFS", 0x517B: "SMB", 0xFF53_4D42: "CIFS", 0xFE53_4D42: "SMB2", 0x6573_5546: "FUSE",
+        0x0102_1997: "9P", 0x00C3_6400: "Ceph", 0x5346_414F: "AFS", 0x0BD0_0BD0: "Lustre",
+        0x4750_4653: "GPFS", 0x0116_1970: "GFS2", 0x7461_636F: "OCFS2", 0x7375_7245: "Coda",
+    ]
+
+    /// Starts watching `fileName` in `directory` for `store`, or polls it when the directory is
+    /// on a network or FUSE file system, or a watch cannot be added.
     func watch(_ store: SuiteStore, directory: String, fileName: String) {
-        if fd >= 0 {
+        if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
+            logger.notice("\(directory) is on a \(name) file system, where inotify misses changes made by other machines; polling it every \(Self.pollInterval) ms.")
+        } else if fd >= 0 {
             switch Syscall.inotifyAddWatch(fd, directory, Self.mask) {
             case .success(let wd):
                 state.withLock { s in
@@ -82,6 +98,8 @@ final class InotifyWatcher: Sendable {
             }
         }
         state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store: store) }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
     }
 
     /// Stops watching for `store`; a directory's watch goes when its last suite does.
@@ -146,11 +164,18 @@ final class InotifyWatcher: Sendable {
             let needsPolling = state.withLock { !$0.vanished.isEmpty || !$0.polled.isEmpty }
             var ready = false
             if fd >= 0 {
-                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                ready = poll(&pfd, 1, needsPolling ? Self.pollInterval : -1) > 0
+                var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+                let sleepsForever = !needsPolling && wakeFD >= 0
+                _ = poll(&descriptors, 2, sleepsForever ? -1 : Self.pollInterval)
+                ready = descriptors[0].revents != 0
+                if descriptors[1].revents != 0 {
+                    var count: UInt64 = 0
+                    _ = read(wakeFD, &count, 8)
+                }
             } else {
                 usleep(UInt32(Self.pollInterval) * 1000)
             }
+            while _TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
             var batch = Batch()
             if ready { readEvents(buffer, bufferSize, into: &batch) }
             if needsPolling { pollTick(into: &batch) }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CSharedPrefsShims
 import SystemPackage
 
 // Thin typed wrappers over the C calls this package makes. Each returns `Result<_, Errno>`,
@@ -58,6 +59,11 @@ enum Syscall {
     /// The corresponding C function is `mkdir`.
     static func mkdir(_ path: String, _ mode: mode_t) -> Result<Void, Errno> {
         valueOrErrno { Glibc.mkdir(path, mode) }.map { _ in }
+    }
+
+    /// The corresponding C function is `fchmod`.
+    static func fchmod(_ fd: CInt, _ mode: mode_t) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.fchmod(fd, mode) }.map { _ in }
     }
 
     /// The corresponding C function is `chmod`.
@@ -127,8 +133,21 @@ enum Syscall {
     }
 
     /// The corresponding C function is `inotify_add_watch`.
+    /// Fails with the errno a test injected through ``_TestingHooks/failWatches(errno:)``, if any.
     static func inotifyAddWatch(_ fd: CInt, _ path: String, _ mask: UInt32) -> Result<CInt, Errno> {
-        valueOrErrno { Glibc.inotify_add_watch(fd, path, mask) }
+        let injected = _TestingHooks.failingWatchErrno.load(ordering: .relaxed)
+        if injected != 0 { return .failure(Errno(rawValue: injected)) }
+        return valueOrErrno { Glibc.inotify_add_watch(fd, path, mask) }
+    }
+
+    /// A non-blocking `eventfd`, to wake a thread sleeping in `poll`.
+    static func eventDescriptor() -> Result<CInt, Errno> {
+        valueOrErrno { sharedprefs_eventfd() }
+    }
+
+    /// The `f_type` of `statfs` for the file system holding `path`.
+    static func fileSystemType(_ path: String) -> Result<Int, Errno> {
+        valueOrErrno { sharedprefs_filesystem_type(path) }
     }
 
     /// The corresponding C function is `inotify_rm_watch`.

@@ -1,0 +1,56 @@
+import Foundation
+
+// The conversions that need the rest of the library; PlistValue.swift and the codecs need
+// nothing else (the fuzzer in Fuzz/ compiles them alone).
+
+extension PlistValue {
+    /// Converts Foundation property-list objects (as `UserDefaults.set(_:forKey:)` accepts them)
+    /// and any ``PreferenceValue``; returns `nil` for anything a property list cannot hold.
+    public init?(foundationValue value: Any) {
+        switch value {
+        case let v as PlistValue: self = v
+        case let v as any PreferenceValue:
+            guard let plist = v.plistValue else { return nil }
+            self = plist
+        case let v as [Any]:
+            var items: [PlistValue] = []
+            items.reserveCapacity(v.count)
+            for item in v {
+                guard let converted = PlistValue(foundationValue: item) else { return nil }
+                items.append(converted)
+            }
+            self = .array(items)
+        case let v as [String: Any]:
+            var items: [String: PlistValue] = [:]
+            items.reserveCapacity(v.count)
+            for (key, item) in v {
+                guard let converted = PlistValue(foundationValue: item) else { return nil }
+                items[key] = converted
+            }
+            self = .dictionary(items)
+        case let v as NSNumber:
+            self = .real(v.doubleValue)
+        default:
+            return nil
+        }
+    }
+}
+
+extension PlistValue {
+    /// The value as a property-list document, for export or for other tools.
+    /// - Parameter format: `.xml` (default) or `.binary`.
+    public func propertyListData(format: PropertyListFormat = .xml) -> Data {
+        Data(format.encode(self))
+    }
+
+    /// Decodes a property-list document in either format, whatever its root.
+    /// - Throws: ``PreferenceError`` with code ``PreferenceError/Code/corruptFile`` when the data
+    ///   is not a property list.
+    public init(propertyListData data: Data) throws(PreferenceError) {
+        do {
+            self = try PropertyListFormat.decode(Array(data))
+        } catch {
+            throw PreferenceError(code: .corruptFile, message: "Not a property list: \(error).")
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+/// Root can run writers under other uids with `setpriv`; no users or groups are created.
+let canSwitchUsers = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+
+/// Runs `prefs-test-child` under umask 077, the strictest a user may have; as `user` (uid and
+/// its single group) when given.
+func childUnderStrictUmask(as user: (uid: uid_t, gid: gid_t)? = nil, _ arguments: String...) async throws -> ProcessResult {
+    let switchUser = user.map { ["/usr/bin/setpriv", "--reuid=\($0.uid)", "--regid=\($0.gid)", "--clear-groups"] } ?? []
+    let command = switchUser + ["/bin/sh", "-c", "umask 077 && exec \"$0\" \"$@\"", childExecutable.path] + arguments
+    return try await run(URL(filePath: command[0]), Array(command.dropFirst()))
+}
+
+@Suite("Users, groups and owners")
+struct PermissionTests {
+    static let sharedGroup: gid_t = 4242
+    static let alice: uid_t = 4243
+    static let bob: uid_t = 4244
+
+    /// A directory other users may traverse (the test's own temporary directory is 0700).
+    private func traversable(_ directory: borrowing TemporaryDirectory) {
+        chmod(directory.url.path, 0o755)
+    }
+
+    @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run writers under other uids"))
+    func twoUsersShareAGroupContainerWhateverTheirUmask() async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        // What an administrator does once: a container owned by the app's group, set-group-ID.
+        let container = directory.file("container")
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: false)
+        #expect(chown(container.path, 0, Self.sharedGroup) == 0)
+        #expect(chmod(container.path, 0o2770) == 0)
+        let file = container.appending(path: "shared.plist")
+
+        async let a = childUnderStrictUmask(as: (Self.alice, Self.sharedGroup), "hammer", file.path, "0", "200")
+        async let b = childUnderStrictUmask(as: (Self.bob, Self.sharedGroup), "hammer", file.path, "1", "200")
+        let (resultA, resultB) = try await (a, b)
+        #expect(resultA.status == 0, "alice: \(resultA.output)")
+        #expect(resultB.status == 0, "bob: \(resultB.output)")
+
+        let values = try readSuiteFile(file)
+        #expect(values["counter"] == 400)
+        #expect(values.count == 401)
+        // Exactly 0660 and the container's group, although both writers ran under umask 077.
+        for name in ["shared.plist", ".shared.plist.lock"] {
+            var st = stat()
+            #expect(stat(container.appending(path: name).path, &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o660, "\(name) has mode \(String(st.st_mode & 0o777, radix: 8))")
+            #expect(st.st_gid == Self.sharedGroup, "\(name) has group \(st.st_gid)")
+        }
+    }
+
+    @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run a reader under another uid"))
+    func aSuiteFileAnotherUserCannotReadIsAClearError() async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        let file = directory.file("private.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(filePermissions: 0o600))
+        suite.set("root only", forKey: "secret")
+        try await suite.flush()
+
+        let result = try await childUnderStrictUmask(as: (Self.alice, Self.sharedGroup), "set", file.path, "secret=str:mine")
+        #expect(result.status == 2)
+        #expect(result.output.contains(file.path) && result.output.contains("Check the owner and mode"), "\(result.output)")
+        #expect(try readSuiteFile(file) == ["secret": "root only"])
+    }
+
+    @Test(.enabled(if: getuid() == 0, "needs root to give files to another uid"))
+    func aFilePlantedByAnotherUserInAWorldWritableDirectoryIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let shared = directory.file("tmp-like")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        chmod(shared.path, 0o1777)
+
+        // A suite file planted by someone else.
+        let planted = shared.appending(path: "planted.plist")
+        try Data(PropertyListFormat.binary.encode(["admin": true])).write(to: planted)
+        chown(planted.path, Self.alice, Self.sharedGroup)
+        let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(fileURL: planted) }
+        #expect(error?.code == .untrustedFile)
+        #expect(error?.message.contains(planted.path) == true && error?.message.contains("uid \(Self.alice)") == true)
+
+        // A lock file planted by someone else: nothing is written.
+        let lock = shared.appending(path: ".locked.plist.lock")
+        FileManager.default.createFile(atPath: lock.path, contents: nil)
+        chown(lock.path, Self.alice, Self.sharedGroup)
+        let suite = try PreferenceSuite(fileURL: shared.appending(path: "locked.plist"))
+        suite.set(1, forKey: "k")
+        let flushError = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(flushError?.code == .untrustedFile && flushError?.path == lock.path)
+        #expect(!FileManager.default.fileExists(atPath: shared.appending(path: "locked.plist").path))
+
+        // Our own files in the same directory are fine.
+        let own = try PreferenceSuite(fileURL: shared.appending(path: "own.plist"))
+        own.set(1, forKey: "k")
+        try await own.flush()
+        #expect(try readSuiteFile(shared.appending(path: "own.plist")) == ["k": 1])
+    }
+}

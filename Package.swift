@@ -29,12 +29,15 @@ let package = Package(
             dependencies: [
                 "SharedPrefsMacros",
                 "CSharedPrefsShims",
+                "SharedPrefsLocking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        // statfs(2), which Glibc's module map leaves out.
+        // statfs(2) and eventfd(2), which Glibc's module map leaves out; ThreadSanitizer annotations.
         .target(name: "CSharedPrefsShims"),
+        // `Lock`: Synchronization.Mutex made visible to ThreadSanitizer; every target's locks.
+        .target(name: "SharedPrefsLocking", dependencies: ["CSharedPrefsShims"]),
         // @ObservablePrefs and its attributes; declared in SharedPrefs, implemented here.
         .macro(
             name: "SharedPrefsMacros",
@@ -49,6 +52,7 @@ let package = Package(
             name: "prefs-watch",
             dependencies: [
                 "SharedPrefs",
+                "SharedPrefsLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "CInotifyTools", condition: .when(traits: ["InotifyTools"])),
             ]
@@ -60,13 +64,13 @@ let package = Package(
         // The README's main job: a main process and helpers sharing one suite.
         .executableTarget(
             name: "AppGroupDemo",
-            dependencies: ["SharedPrefs", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["SharedPrefs", "SharedPrefsLocking", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/AppGroupDemo"
         ),
         // The benchmark: SharedPrefs beside UserDefaults, dconf and the kernel floor (release build).
         .executableTarget(
             name: "prefs-bench",
-            dependencies: ["SharedPrefs"],
+            dependencies: ["SharedPrefs", "SharedPrefsLocking"],
             path: "Benchmarks/prefs-bench"
         ),
         // A child process for the multi-process tests; the tests find it next to their bundle.
@@ -77,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SharedPrefsTests",
-            dependencies: ["SharedPrefs"]
+            dependencies: ["SharedPrefs", "SharedPrefsLocking"]
         ),
         .testTarget(
             name: "SharedPrefsMacrosTests",

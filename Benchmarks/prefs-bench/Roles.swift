@@ -1,6 +1,6 @@
 import Foundation
 import SharedPrefs
-import Synchronization
+import SharedPrefsLocking
 
 /// The roles this executable plays in the child processes the measurements start.
 enum Role {
@@ -8,7 +8,7 @@ enum Role {
     /// prints `ready`, then `L <sent> <latency>` lines and `end`.
     static func observe(_ path: String) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
-        let pairs = Mutex<[(Int64, Int64)]>([])
+        let pairs = Lock<[(Int64, Int64)]>([])
         let done = DispatchSemaphore(value: 0)
         let token = suite.observe(.keys(["stamp", "done"])) { change in
             let arrival = now()

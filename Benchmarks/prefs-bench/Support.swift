@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SharedPrefsLocking
 
 /// CLOCK_MONOTONIC in nanoseconds: comparable between processes of one machine.
 func now() -> Int64 {
@@ -39,7 +39,7 @@ let executable = URL(filePath: (try? FileManager.default.destinationOfSymbolicLi
 /// A child process (this executable in another role) whose standard output is read line by line.
 final class Child: Sendable {
     private let process: Process
-    private let lines = Mutex<[String]>([])
+    private let lines = Lock<[String]>([])
     private let arrived = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String], executable: URL = executable) throws {

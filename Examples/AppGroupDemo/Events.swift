@@ -1,4 +1,4 @@
-import Synchronization
+import SharedPrefsLocking
 
 /// One line reported by a process (a helper, or the main process's own observers).
 struct Event: Sendable {
@@ -29,7 +29,7 @@ final class EventLog: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     var count: Int { state.withLock { $0.events.count } }
 

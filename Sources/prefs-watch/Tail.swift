@@ -2,7 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import SharedPrefs
-import Synchronization
+import SharedPrefsLocking
 
 struct Tail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -148,7 +148,7 @@ final class TailSession: Sendable {
     private let timeout: Double?
     // Safe: the timer is made in init and afterwards touched only on `queue` (its handler and `emit`).
     nonisolated(unsafe) private let timer: DispatchSourceTimer?
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(style: OutputStyle, terminator: UInt8, filters: [KeyFilter], count: Int?, timeout: Double?) {
         self.style = style

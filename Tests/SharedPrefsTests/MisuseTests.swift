@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SharedPrefsLocking
 import Testing
 
 @testable import SharedPrefs
@@ -29,7 +29,7 @@ struct MisuseTests {
     @Test func anObserverMayCancelItselfInsideItsCallback() async throws {
         let suite = PreferenceSuite.inMemory()
         let calls = Recorder<Int>()
-        let holder = Mutex<PreferenceObservation?>(nil)
+        let holder = Lock<PreferenceObservation?>(nil)
         holder.withLock { $0 = suite.observe(.all) { _ in calls.record(1); holder.withLock { $0?.cancel() } } }
         let (witness, token) = suite.record(.all)
         defer { _ = token }

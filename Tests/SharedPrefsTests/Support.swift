@@ -1,6 +1,6 @@
 import Foundation
 @testable import SharedPrefs
-import Synchronization
+import SharedPrefsLocking
 import Testing
 
 struct TimeoutError: Error, CustomStringConvertible {
@@ -20,7 +20,7 @@ final class Recorder<Element: Sendable>: Sendable {
         var waiters: [Waiter] = []
         var nextID = 0
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     var items: [Element] { state.withLock { $0.items } }
 

@@ -1,7 +1,7 @@
 #ifndef CSHAREDPREFS_SHIMS_H
 #define CSHAREDPREFS_SHIMS_H
 
-// C calls that Glibc's Swift module map leaves out.
+// C calls that Glibc's Swift module map leaves out, and ThreadSanitizer's annotations.
 
 #include <sys/eventfd.h>
 #include <sys/vfs.h>
@@ -12,6 +12,20 @@ static inline long sharedprefs_filesystem_type(const char *path) {
     struct statfs info;
     if (statfs(path, &info) != 0) return -1;
     return (long)info.f_type;
+}
+
+// ThreadSanitizer's annotations, present only when its runtime is linked (weak: null otherwise).
+extern void __tsan_acquire(void *address) __attribute__((weak));
+extern void __tsan_release(void *address) __attribute__((weak));
+
+/// Tells ThreadSanitizer, if it is running, that the lock at `address` was just acquired.
+static inline void sharedprefs_tsan_acquire(void *address) {
+    if (__tsan_acquire) __tsan_acquire(address);
+}
+
+/// Tells ThreadSanitizer, if it is running, that the lock at `address` is about to be released.
+static inline void sharedprefs_tsan_release(void *address) {
+    if (__tsan_release) __tsan_release(address);
 }
 
 /// A non-blocking, close-on-exec eventfd(2), or -1 with errno set.

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import SharedPrefsLocking
 
 /// Runtime support for `@ObservablePrefs`: generated code calls it; you do not.
 ///
@@ -15,7 +15,7 @@ public final class _PrefsStorage: Sendable {
         var ownWrites: [String: [PlistValue?]] = [:]
     }
 
-    private let configuration: Mutex<Configuration>
+    private let configuration: Lock<Configuration>
 
     /// - Parameters:
     ///   - suiteName: As `PreferenceSuite(suiteName:)`; `nil` is ``PreferenceSuite/standard``. A
@@ -27,7 +27,7 @@ public final class _PrefsStorage: Sendable {
                 return PreferenceSuite.inMemory(name: name)
             }()
         } ?? PreferenceSuite.standard
-        configuration = Mutex(Configuration(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
+        configuration = Lock(Configuration(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
     }
 
     /// The suite and the prefix, read together.

@@ -1,11 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import SharedPrefsLocking
 
 /// One live store per suite file in this process, and the exit hook that flushes them all.
 enum StoreRegistry {
-    private static let stores = Mutex<[String: WeakStore]>([:])
+    private static let stores = Lock<[String: WeakStore]>([:])
 
     /// Returns the live store for `file`, creating, reading and watching it on first use.
     static func store(name: String, file: SuiteFile) throws(PreferenceError) -> SuiteStore {

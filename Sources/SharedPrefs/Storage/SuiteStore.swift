@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Dispatch
-import Synchronization
+import SharedPrefsLocking
 
 /// The one live store of a suite in this process, shared by every `PreferenceSuite` for the same
 /// file. Reads come from an in-memory snapshot; writes change it at once and are persisted by a
@@ -20,8 +20,8 @@ final class SuiteStore: Sendable {
     /// it is free the re-read runs inline (one thread wake-up saved per change another process
     /// makes), and when an `update` holds it the re-read is queued, so the watcher never waits
     /// for a transaction body, whatever that body waits for.
-    private let ioExclusion = Mutex(())
-    private let state = Mutex(State())
+    private let ioExclusion = Lock(())
+    private let state = Lock(State())
     private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     struct Observer: Sendable {

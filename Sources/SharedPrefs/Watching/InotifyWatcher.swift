@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
+import SharedPrefsLocking
 
 /// A store registered with the watcher; weak, so watching never keeps a suite alive.
 struct WeakStore: Sendable {
@@ -55,7 +55,7 @@ final class InotifyWatcher: Sendable {
     /// An eventfd that wakes the watcher thread from an endless `poll` when a suite starts being
     /// polled (or -1 if none could be made: the thread then never sleeps longer than a poll interval).
     private let wakeFD: CInt
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     private init() {
         switch Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK)) {

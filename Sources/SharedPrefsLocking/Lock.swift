@@ -10,16 +10,16 @@ import Synchronization
 /// is not linked. Used for every lock in this package, so `swift test --sanitize=thread` reports
 /// only real races.
 public final class Lock<Value: ~Copyable>: Sendable {
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
 
     public init(_ value: consuming sending Value) {
         mutex = Mutex(value)
     }
 
-    private var address: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+    @usableFromInline var address: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// Runs `body` with the value, holding the lock.
-    @inline(__always)
+    @inlinable
     public func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
         try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
             sharedprefs_tsan_acquire(address)
@@ -29,7 +29,7 @@ public final class Lock<Value: ~Copyable>: Sendable {
     }
 
     /// Runs `body` with the value if the lock is free; returns `nil` at once if it is held.
-    @inline(__always)
+    @inlinable
     public func withLockIfAvailable<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result? {
         try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
             sharedprefs_tsan_acquire(address)

@@ -4,7 +4,8 @@
 //   prefs-test-child set-exit <plist> key=value…   sets keys, then calls exit(0)
 //   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>)
 //   prefs-test-child observable <plist> theme=dark volume=9   sets properties of an @ObservablePrefs instance
-//   prefs-test-child crash-loop <plist>            update-increments "counter" forever, printing each confirmed value
+//   prefs-test-child crash-loop <plist>            forever: update-increments "counter" ("confirmed <n>"),
+//                                                  then sets "flushed" and synchronizes ("flushed <n>")
 //   prefs-test-child watch <plist> [--fail-watches]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
 //       stdin: "hold" / "release" the watcher thread (a test hook), "dump" prints
@@ -97,10 +98,15 @@ case "crash-loop":
                 return tx[counter]
             }
             // Written and renamed before update returned: a confirmed write.
-            FileHandle.standardOutput.write(Data("confirmed \(value)\n".utf8))
+            say("confirmed \(value)")
         } catch {
             fail("update failed: \(error)")
         }
+        // A plain set, confirmed by synchronize (flush) returning.
+        let value = suite.integer(forKey: "counter")
+        suite.set(value, forKey: "flushed")
+        guard suite.synchronize() else { fail("synchronize failed") }
+        say("flushed \(value)")
     }
 case "observable":
     let settings = ChildSettings(suite: suite)

@@ -7,6 +7,11 @@ struct TimeoutError: Error, CustomStringConvertible {
     var description: String
 }
 
+/// How long a test waits for one event before it fails. Generous: under ThreadSanitizer, beside
+/// the eight busy writers of the contention test on two cores, a child process took over 20 s to
+/// start. Only a failing test ever waits this long.
+let defaultTimeout: Duration = .seconds(60)
+
 /// Collects values delivered on other threads and lets a test await the n-th one with a timeout,
 /// instead of sleeping.
 final class Recorder<Element: Sendable>: Sendable {
@@ -36,7 +41,7 @@ final class Recorder<Element: Sendable>: Sendable {
 
     /// Waits until at least `count` items arrived; returns all of them.
     @discardableResult
-    func wait(for count: Int, timeout: Duration = .seconds(20)) async throws -> [Element] {
+    func wait(for count: Int, timeout: Duration = defaultTimeout) async throws -> [Element] {
         let id = state.withLock { s in
             s.nextID += 1
             return s.nextID
@@ -65,7 +70,7 @@ final class Recorder<Element: Sendable>: Sendable {
 extension Recorder {
     /// Waits until the items recorded so far satisfy `done` (each new item within `timeout`).
     @discardableResult
-    func wait(until done: ([Element]) -> Bool, timeout: Duration = .seconds(20)) async throws -> [Element] {
+    func wait(until done: ([Element]) -> Bool, timeout: Duration = defaultTimeout) async throws -> [Element] {
         var items = self.items
         while !done(items) { items = try await wait(for: items.count + 1, timeout: timeout) }
         return items
@@ -215,7 +220,7 @@ struct Launched: Sendable {
     }
 
     /// Waits for the process to exit; returns its status.
-    func status(timeout: Duration = .seconds(20)) async throws -> Int32 {
+    func status(timeout: Duration = defaultTimeout) async throws -> Int32 {
         try await exit.wait(for: 1, timeout: timeout)[0]
     }
 

@@ -85,7 +85,7 @@ struct WatcherStressTests {
         Thread {
             let sawGo = try? a.update { tx -> Bool in
                 started.record(true)
-                return go.wait(timeout: .now() + 20) == .success
+                return go.wait(timeout: .now() + .seconds(Int(defaultTimeout.components.seconds))) == .success
             }
             outcome.record(sawGo ?? false)
         }.start()

@@ -43,7 +43,12 @@ struct WatcherStressTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("polled.plist")
         let watcher = try Launched(childExecutable, ["watch", file.path, "--fail-watches"])
-        try await watcher.records.wait { $0.contains("ready") }
+        do {
+            try await watcher.records.wait { $0.contains("ready") }
+        } catch {
+            Issue.record("the child never became ready; it wrote \(watcher.standardError)")
+            throw error
+        }
         try await child("set", file.path, "k=int:1")
         try await watcher.records.wait { $0.contains("change k 1") }
         try watcher.closeInput()

@@ -5,38 +5,60 @@ import Testing
 
 @Suite("Crashes")
 struct CrashTests {
-    /// A writer killed with SIGKILL at random moments, 100 times: the suite always parses, every
-    /// write that `update` or `synchronize` (flush) confirmed is there, the lock of a dead process never blocks the next one, and the
-    /// next writer removes the temporary files dead writers left.
+    /// A writer killed with SIGKILL 100 times: 90 times at random moments, 10 times stopped by a
+    /// test hook between writing its temporary file and renaming it, the suite locked. The suite
+    /// always parses, every write that `update` or `synchronize` (flush) confirmed is there, the
+    /// write that was never renamed is not, the lock of a dead process never blocks the next
+    /// writer, and the next writer removes the temporary files dead writers left.
     @Test func aWriterKilledAtRandomMomentsLosesNoConfirmedWrite() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("crash.plist")
+        func temporaryFiles() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasSuffix(".tmp") }
+        }
         var lastConfirmed = 0
         var flushesConfirmed = 0
         for round in 0..<100 {
-            let writer = try Launched(childExecutable, ["crash-loop", file.path])
-            // Let it confirm a few writes (1 to 4), then kill it wherever it is.
-            let records = try await writer.records.wait(for: 1 + round % 4)
+            let beforeRename = round % 10 == 9
+            let writer = try Launched(childExecutable, ["crash-loop", file.path] + (beforeRename ? ["--stop-before-rename"] : []))
+            if beforeRename {
+                let records = try await writer.records.wait { $0.contains { $0.hasPrefix("renaming ") } }
+                let temporary = try #require(records.first { $0.hasPrefix("renaming ") }).dropFirst("renaming ".count)
+                #expect(FileManager.default.fileExists(atPath: String(temporary)), "round \(round): no temporary file at \(temporary)")
+                let lock = open(directory.file(".crash.plist.lock").path, O_RDONLY | O_CLOEXEC)
+                defer { close(lock) }
+                let locked = flock(lock, LOCK_EX | LOCK_NB) == -1 && errno == EWOULDBLOCK
+                #expect(locked, "round \(round): the writer about to rename does not hold the suite lock")
+            } else {
+                // Let it confirm a few writes (1 to 4), then kill it wherever it is.
+                try await writer.records.wait(for: 1 + round % 4)
+            }
             kill(writer.pid, SIGKILL)
             _ = try await writer.status()
             func highest(_ kind: String) -> Int {
                 writer.records.items.filter { $0.hasPrefix(kind + " ") }.compactMap { Int($0.dropFirst(kind.count + 1)) }.max() ?? 0
             }
             let confirmed = highest("confirmed")
-            #expect(confirmed >= lastConfirmed && records.count >= 1)
+            #expect(confirmed >= 1 && confirmed >= lastConfirmed, "round \(round): the writer confirmed \(confirmed)")
             let values = try readSuiteFile(file)
             let stored = values["counter"].flatMap { Int(plistValue: $0) } ?? 0
             #expect(stored >= confirmed, "round \(round): a confirmed update is missing (\(stored) < \(confirmed))")
+            if beforeRename {
+                #expect(stored == confirmed, "round \(round): a write that was never renamed is visible (\(stored) > \(confirmed))")
+            }
             let flushed = values["flushed"].flatMap { Int(plistValue: $0) } ?? 0
             #expect(flushed >= highest("flushed"), "round \(round): a flushed set is missing (\(flushed) < \(highest("flushed")))")
             flushesConfirmed += writer.records.items.count { $0.hasPrefix("flushed ") }
+            // Each writer's first write removed what earlier ones left; it may have left one.
+            let leftovers = try temporaryFiles()
+            #expect(leftovers.count <= 1, "round \(round): stale temporary files \(leftovers)")
             lastConfirmed = stored
         }
         #expect(flushesConfirmed >= 50, "the writers confirmed only \(flushesConfirmed) flushes")
-        // Plant a temporary file as a writer killed between write and rename leaves it.
-        try Data("half".utf8).write(to: directory.file(".crash.plist.deadwriter.tmp"))
+        // The last writer died before its rename and left its temporary file; the next one removes it.
+        #expect(try temporaryFiles().count == 1)
         try await child("set", file.path, "after=int:1")
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasSuffix(".tmp") }
+        let leftovers = try temporaryFiles()
         #expect(leftovers.isEmpty, "stale temporary files: \(leftovers)")
         #expect(try readSuiteFile(file)["after"] == 1)
     }

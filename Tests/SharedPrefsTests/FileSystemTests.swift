@@ -53,6 +53,29 @@ struct FileSystemTests {
         #expect(try readSuiteFile(target) == ["secret": 1])
     }
 
+    @Test func symlinksPlantedAsTemporaryFilesAreRemovedNeverFollowed() async throws {
+        let directory = try TemporaryDirectory()
+        let outside = try TemporaryDirectory()
+        let target = outside.file("target")
+        try Data("untouched".utf8).write(to: target)
+        // Links named like a dead writer's temporary files: to a file, to a directory, and to
+        // a file that does not exist yet.
+        let planted = [("file", target), ("directory", outside.url), ("dangling", outside.file("created"))].map { name, destination in
+            let link = directory.file(".planted.plist.\(name).tmp")
+            try? FileManager.default.createSymbolicLink(at: link, withDestinationURL: destination)
+            return link
+        }
+        let suite = try PreferenceSuite(fileURL: directory.file("planted.plist"))
+        suite.set(1, forKey: "k")
+        try await suite.flush()
+        #expect(try readSuiteFile(directory.file("planted.plist")) == ["k": 1])
+        for link in planted {
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link.path)) == nil, "\(link.lastPathComponent) is still there")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.url.path) == ["target"])
+        #expect(try Data(contentsOf: target) == Data("untouched".utf8))
+    }
+
     @Test func aWorldWritableDirectoryWithoutStickyBitIsRefused() throws {
         let directory = try TemporaryDirectory()
         let open = directory.file("open")

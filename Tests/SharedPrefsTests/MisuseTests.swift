@@ -40,6 +40,28 @@ struct MisuseTests {
         #expect(calls.items.count == 1)
     }
 
+    /// Handlers cannot throw; a task iterating `changes` can, out of its loop. That ends its own
+    /// subscription and nobody else's: nothing is kept for it, and the writer goes on.
+    @Test func aConsumerThatThrowsOutOfItsLoopEndsOnlyItsOwnSubscription() async throws {
+        struct Refused: Error {}
+        let suite = PreferenceSuite.inMemory()
+        let (witness, token) = suite.record(.all)
+        defer { _ = token }
+        let subscribed = Recorder<Bool>()
+        let consumer = Task {
+            let changes = suite.changes(.all)
+            subscribed.record(true)
+            for await _ in changes { throw Refused() }
+        }
+        try await subscribed.wait(for: 1)
+        #expect(suite.store.observerCount == 2)
+        suite.set(1, forKey: "a")
+        await #expect(throws: Refused.self) { try await consumer.value }
+        #expect(suite.store.observerCount == 1)
+        for i in 2...100 { suite.set(i, forKey: "a") }
+        #expect(try await witness.wait(for: 100).last?.newValue == 100)
+    }
+
     @Test func manyTasksThroughTwoSuiteObjectsLoseNothing() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("tasks.plist")

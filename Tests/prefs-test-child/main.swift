@@ -4,8 +4,10 @@
 //   prefs-test-child set-exit <plist> key=value…   sets keys, then calls exit(0)
 //   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>)
 //   prefs-test-child observable <plist> theme=dark volume=9   sets properties of an @ObservablePrefs instance
-//   prefs-test-child crash-loop <plist>            forever: update-increments "counter" ("confirmed <n>"),
-//                                                  then sets "flushed" and synchronizes ("flushed <n>")
+//   prefs-test-child crash-loop <plist> [--stop-before-rename]
+//       forever: update-increments "counter" ("confirmed <n>"), then sets "flushed" and
+//       synchronizes ("flushed <n>"). --stop-before-rename: after the first round, the next write
+//       prints "renaming <temporary file>" and stops there, the suite locked, until it is killed.
 //   prefs-test-child watch <plist> [--fail-watches]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
 //       stdin: "hold" / "release" the watcher thread (a test hook), "dump" prints
@@ -107,6 +109,12 @@ case "crash-loop":
         suite.set(value, forKey: "flushed")
         guard suite.synchronize() else { fail("synchronize failed") }
         say("flushed \(value)")
+        if arguments.contains("--stop-before-rename") {
+            _TestingHooks.beforeRename { temporaryPath in
+                say("renaming \(temporaryPath)")
+                while true { pause() }
+            }
+        }
     }
 case "observable":
     let settings = ChildSettings(suite: suite)

@@ -1,3 +1,4 @@
+import SharedPrefsLocking
 import Synchronization
 
 /// Entry points for `prefs-bench` into internals it measures. Not API: may change at any time.
@@ -17,6 +18,7 @@ public enum _BenchmarkHooks {
 public enum _TestingHooks {
     static let watcherHeld = Atomic(false)
     static let failingWatchErrno = Atomic<CInt>(0)
+    static let beforeRenameHook = Lock<(@Sendable (_ temporaryPath: String) -> Void)?>(nil)
 
     /// While `true`, the watcher thread reads no inotify events, so the kernel's queue fills up
     /// (an overflow without touching `fs.inotify.max_queued_events`).
@@ -28,5 +30,16 @@ public enum _TestingHooks {
     /// reached); 0 stops it.
     public static func failWatches(errno: CInt) {
         failingWatchErrno.store(errno, ordering: .sequentiallyConsistent)
+    }
+
+    /// Calls `body` on the writing thread in every later write, after the temporary file is
+    /// written (and synced) and before it is renamed over the suite, while the suite's lock is
+    /// held; `nil` stops it. The crash test stops a writer there and kills it.
+    public static func beforeRename(_ body: (@Sendable (_ temporaryPath: String) -> Void)?) {
+        beforeRenameHook.withLock { $0 = body }
+    }
+
+    static func willRename(_ temporaryPath: String) {
+        beforeRenameHook.withLock { $0 }?(temporaryPath)
     }
 }

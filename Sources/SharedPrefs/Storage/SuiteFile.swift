@@ -183,6 +183,7 @@ struct SuiteFile: Sendable {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
             pin = try Syscall.openat(dir.fd, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get("openat", path: tempPath, doing: "open")
+            _TestingHooks.willRename(tempPath)
             try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
             Syscall.close(fd)
         } catch {

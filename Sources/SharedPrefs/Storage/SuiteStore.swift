@@ -405,6 +405,9 @@ final class SuiteStore: Sendable {
         }
     }
 
+    /// How many change and failure observers are registered.
+    var observerCount: Int { state.withLock { $0.observers.count + $0.failureObservers.count } }
+
     func removeObserver(_ id: UInt64) {
         _ = state.withLock { $0.observers.removeValue(forKey: id) }
     }

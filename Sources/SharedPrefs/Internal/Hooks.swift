@@ -14,7 +14,7 @@ public enum _BenchmarkHooks {
     }
 }
 
-/// Faults the tests inject into this process's watcher. Not API: may change at any time.
+/// Faults the tests inject into this process's watcher and writer. Not API: may change at any time.
 public enum _TestingHooks {
     static let watcherHeld = Atomic(false)
     static let failingWatchErrno = Atomic<CInt>(0)

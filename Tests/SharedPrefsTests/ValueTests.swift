@@ -152,7 +152,7 @@ struct ValueTests {
         #expect(changes[2].old == true && changes[2].new == nil)
     }
 
-    @Test(arguments: ["", ".hidden", "a/b", "..", "a\0b", "sp ace", String(repeating: "x", count: 201), "ünï"])
+    @Test(arguments: ["", ".hidden", "a/b", "..", "../../etc/passwd", "a\0b", "sp ace", String(repeating: "x", count: 201), String(repeating: "x", count: 300), "ünï"])
     func invalidSuiteNamesAreRefusedWithAClearError(name: String) throws {
         let directory = try TemporaryDirectory()
         let group = try AppGroup(identifier: "group.test", containerURL: directory.url)
@@ -160,5 +160,7 @@ struct ValueTests {
         #expect(error?.code == .invalidName)
         #expect(error?.message.contains("Use letters, digits") == true)
         #expect(PreferenceSuite(suiteName: name) == nil)
+        #expect(throws: PreferenceError.self) { try AppGroup(identifier: name) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty, "something was created for \(name)")
     }
 }

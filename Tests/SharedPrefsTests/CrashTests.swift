@@ -25,10 +25,11 @@ struct CrashTests {
                 let records = try await writer.records.wait { $0.contains { $0.hasPrefix("renaming ") } }
                 let temporary = try #require(records.first { $0.hasPrefix("renaming ") }).dropFirst("renaming ".count)
                 #expect(FileManager.default.fileExists(atPath: String(temporary)), "round \(round): no temporary file at \(temporary)")
-                let lock = open(directory.file(".crash.plist.lock").path, O_RDONLY | O_CLOEXEC)
-                defer { close(lock) }
-                let locked = flock(lock, LOCK_EX | LOCK_NB) == -1 && errno == EWOULDBLOCK
-                #expect(locked, "round \(round): the writer about to rename does not hold the suite lock")
+                let lock = try Syscall.open(directory.file(".crash.plist.lock").path, O_RDONLY | O_CLOEXEC).get()
+                defer { Syscall.close(lock) }
+                let attempt = Syscall.lock(lock, LOCK_EX | LOCK_NB)
+                let held = if case .failure(.wouldBlock) = attempt { true } else { false }
+                #expect(held, "round \(round): the writer about to rename does not hold the suite lock (\(attempt))")
             } else {
                 // Let it confirm a few writes (1 to 4), then kill it wherever it is.
                 try await writer.records.wait(for: 1 + round % 4)

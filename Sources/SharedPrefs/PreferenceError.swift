@@ -30,8 +30,19 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         public static let permissionDenied = Code("permissionDenied")
         /// A system call failed for another reason (disk full, read-only file system, I/O error).
         public static let ioFailure = Code("ioFailure")
-        /// A suite file is not a property list with a dictionary at its root.
+        /// A suite file looks like a property list but does not parse, or has no dictionary at its
+        /// root. A writer that finds it so, after waiting for it to settle, moves it aside.
         public static let corruptFile = Code("corruptFile")
+        /// A file where a suite should be is plainly not a property list (no `bplist` header, no
+        /// XML property-list prolog, not empty): it is left exactly as it is, and nothing is written.
+        public static let notPropertyList = Code("notPropertyList")
+        /// A FIFO, socket, device or directory stands where a suite or lock file should be.
+        public static let notRegularFile = Code("notRegularFile")
+        /// A suite file is larger than ``PreferenceSuite/Options/maximumFileSize``, or a write
+        /// would make it so.
+        public static let fileTooLarge = Code("fileTooLarge")
+        /// The suite's lock stayed held by another process for ``PreferenceSuite/Options/lockTimeout``.
+        public static let lockTimedOut = Code("lockTimedOut")
         /// A value cannot be stored in a property list.
         public static let unsupportedValue = Code("unsupportedValue")
         /// Watching for changes failed; the suite falls back to polling.
@@ -97,6 +108,9 @@ extension PreferenceError {
         case .readOnlyFileSystem:
             code = .ioFailure
             advice = "\(path) is on a read-only file system; put the suite in a writable directory."
+        case .isDirectory:
+            code = .notRegularFile
+            advice = "A directory stands where SharedPrefs keeps a file; remove it if you did not put it there."
         case .notDirectory:
             code = .ioFailure
             advice = "A component of \(path) is not a directory; remove the file that stands in its place."

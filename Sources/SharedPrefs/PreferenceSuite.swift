@@ -28,15 +28,28 @@ public final class PreferenceSuite: Sendable {
         /// container), so that every member of the group can use them whatever their umask; less
         /// the umask elsewhere. `0o660` lets the group share them.
         public var filePermissions: mode_t
+        /// How long a write waits for another process to release the suite's lock before it fails
+        /// with ``PreferenceError/Code/lockTimedOut`` (the values stay pending and are retried).
+        public var lockTimeout: Duration
+        /// The largest suite file that is read or written, in bytes. A larger file is refused with
+        /// ``PreferenceError/Code/fileTooLarge`` and the last good values are kept.
+        public var maximumFileSize: Int
 
         /// - Parameters:
         ///   - format: `.binary` (default) or `.xml`.
         ///   - durability: `.full` (default) fsyncs each write and its directory; `.none` skips that.
         ///   - filePermissions: mode of new files (see ``filePermissions``); default `0o660`.
-        public init(format: PropertyListFormat = .binary, durability: Durability = .full, filePermissions: mode_t = 0o660) {
+        ///   - lockTimeout: the longest wait for the suite's lock; default 5 seconds.
+        ///   - maximumFileSize: the largest suite file read or written; default 256 MiB.
+        public init(
+            format: PropertyListFormat = .binary, durability: Durability = .full, filePermissions: mode_t = 0o660,
+            lockTimeout: Duration = .seconds(5), maximumFileSize: Int = 256 << 20
+        ) {
             self.format = format
             self.durability = durability
             self.filePermissions = filePermissions
+            self.lockTimeout = lockTimeout
+            self.maximumFileSize = maximumFileSize
         }
     }
 
@@ -98,19 +111,15 @@ public final class PreferenceSuite: Sendable {
     ///   is insecure (writable by others without the sticky bit), or cannot be read.
     public convenience init(suiteName: String, in group: AppGroup?, options: Options = Options()) throws(PreferenceError) {
         try SuiteName.validate(suiteName, what: "suite name")
-        let directory: URL
-        let directoryMode: mode_t
-        if let group {
-            directory = group.preferencesDirectory
-            directoryMode = 0o2770
-        } else if suiteName.hasPrefix("group.") {
-            directory = try AppGroup(identifier: suiteName).preferencesDirectory
-            directoryMode = 0o2770
+        let location: DirectoryLocation
+        let ownGroup: AppGroup? = suiteName.hasPrefix("group.") ? try AppGroup(identifier: suiteName) : nil
+        if let group = group ?? ownGroup {
+            // The container is trusted as given; Library/Preferences below it is walked without links.
+            location = DirectoryLocation(trusted: group.containerURL.path(percentEncoded: false), components: ["Library", "Preferences"], mode: 0o2770)
         } else {
-            directory = AppGroup.rootDirectory.appending(path: "Preferences", directoryHint: .isDirectory)
-            directoryMode = 0o700
+            location = DirectoryLocation(trusted: AppGroup.rootDirectory.path(percentEncoded: false), components: ["Preferences"], mode: 0o700)
         }
-        let file = SuiteFile(directory: directory.path(percentEncoded: false).trimmingSuffix("/"), fileName: suiteName + ".plist", options: options, directoryMode: directoryMode)
+        let file = SuiteFile(location: location, fileName: suiteName + ".plist", options: options)
         self.init(store: try StoreRegistry.store(name: suiteName, file: file))
     }
 
@@ -133,7 +142,7 @@ public final class PreferenceSuite: Sendable {
         let fileName = (path as NSString).lastPathComponent
         try SuiteName.validate(fileName, what: "suite file name")
         let name = fileName.hasSuffix(".plist") ? String(fileName.dropLast(6)) : fileName
-        let file = SuiteFile(directory: (path as NSString).deletingLastPathComponent, fileName: fileName, options: options, directoryMode: 0o700)
+        let file = SuiteFile(location: DirectoryLocation(trusted: (path as NSString).deletingLastPathComponent), fileName: fileName, options: options)
         self.init(store: try StoreRegistry.store(name: name, file: file))
     }
 

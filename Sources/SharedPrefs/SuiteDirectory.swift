@@ -57,12 +57,18 @@ public struct SuiteDirectory: Sendable, Hashable {
         return try PreferenceSuite(fileURL: URL(filePath: path).appending(path: name + ".plist"), options: options)
     }
 
-    /// The names of suites created in (or moved into) the directory from now on, as they appear.
-    /// The sequence ends when the task iterating it is cancelled.
-    /// - Throws: ``PreferenceError`` when the directory cannot be watched.
+    /// The names of suites created in (or moved or linked into) the directory from now on, as they
+    /// appear. Where inotify cannot watch the directory, its listing is polled every 100 ms, with
+    /// a logged warning. The sequence ends when the task iterating it is cancelled.
+    /// - Throws: ``PreferenceError`` when the directory does not exist or is unusable.
     public func suiteAdditions() throws(PreferenceError) -> some AsyncSequence<String, Never> {
+        let location = DirectoryLocation(trusted: path)
+        guard let dir = try location.open(creating: false) else {
+            throw PreferenceError(code: .ioFailure, message: "Cannot watch \(path) for new suites: it does not exist. Create it, or check the group identifier or directory.", path: path, systemCall: "open", errno: .noSuchFileOrDirectory)
+        }
+        dir.close()
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-        let id = try InotifyWatcher.shared.addListener(directory: path) { fileName in
+        let id = InotifyWatcher.shared.addListener(location) { fileName in
             if let name = Self.suiteName(ofFile: fileName) { continuation.yield(name) }
         }
         continuation.onTermination = { _ in InotifyWatcher.shared.removeListener(id) }

@@ -88,22 +88,6 @@ struct FileSystemTests {
         #expect(throws: Never.self) { try PreferenceSuite(fileURL: open.appending(path: "s.plist")) }
     }
 
-    @Test func aCorruptFileIsMovedAsideNeverOverwritten() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.file("corrupt.plist")
-        let suite = try PreferenceSuite(fileURL: file)
-        suite.set(1, forKey: "good")
-        try await suite.flush()
-        let garbage = Data("this is not a property list".utf8)
-        try garbage.write(to: file)
-        suite.set(2, forKey: "next")
-        try await suite.flush()
-        #expect(try readSuiteFile(file) == ["good": 1, "next": 2])
-        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix("corrupt.plist.corrupt-") }
-        #expect(aside.count == 1)
-        #expect(try Data(contentsOf: directory.file(aside[0])) == garbage)
-    }
-
     @Test func aRemovedAndRecreatedDirectoryIsWatchedAgain() async throws {
         let directory = try TemporaryDirectory()
         let container = directory.file("container")

@@ -124,7 +124,7 @@ struct PrefsWatchTests {
         let file = try await suiteWithTheme(directory)
         let tail = try Launched(prefsWatch, ["tail", file.path, "--initial", "--count", "2", "--json"])
         try await tail.records.wait(for: 1)
-        try Data("garbage".utf8).write(to: file)
+        try Data("bplist00 garbage".utf8).write(to: file)
         #expect(try await tail.status() == 0)
         #expect(tail.records.items[1].contains("\"op\":\"error\"") && tail.records.items[1].contains("not a valid property list"))
     }

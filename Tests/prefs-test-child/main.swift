@@ -13,6 +13,12 @@
 //       stdin: "hold" / "release" the watcher thread (a test hook), "dump" prints
 //       "values k=v,…" (sorted); exits at end of input. --fail-watches makes inotify_add_watch
 //       fail with ENOSPC first.
+//   prefs-test-child additions <directory> [--fail-watches]
+//       prints "ready", then "added <suite>" for each suite that appears in the directory.
+//   prefs-test-child many <directory> <count>
+//       under a limit of 1,024 descriptors, opens <count> suites s0…, writes a key to each,
+//       prints "ready <open descriptors>", then "change <key> <value>" for the last suite.
+//   --lock-timeout-ms N (any command): the suite's lock timeout.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
@@ -49,7 +55,45 @@ func say(_ line: String) {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count >= 2 else { fail("usage: prefs-test-child set|set-exit|hammer|crash-loop|observable|watch <plist> …") }
+guard arguments.count >= 2 else { fail("usage: prefs-test-child set|set-exit|hammer|crash-loop|observable|watch|additions|many <plist> …") }
+var options = PreferenceSuite.Options()
+if let index = arguments.firstIndex(of: "--lock-timeout-ms"), index + 1 < arguments.count, let ms = Int(arguments[index + 1]) {
+    options.lockTimeout = .milliseconds(ms)
+}
+
+switch arguments[0] {
+case "additions":
+    if arguments.contains("--fail-watches") { _TestingHooks.failWatches(errno: ENOSPC) }
+    let additions: any AsyncSequence<String, Never>
+    do { additions = try SuiteDirectory(url: URL(filePath: arguments[1])).suiteAdditions() } catch { fail("\(error)") }
+    say("ready")
+    for await name in additions { say("added \(name)") }
+    exit(0)
+case "many":
+    var limit = rlimit(rlim_cur: 1024, rlim_max: 1024)
+    guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { fail("setrlimit failed") }
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: many <directory> <count>") }
+    var suites: [PreferenceSuite] = []
+    do {
+        for i in 0..<count {
+            let suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]).appending(path: "s\(i).plist"), options: .init(durability: .none))
+            suite.set(i, forKey: "k")
+            guard suite.synchronize() else { fail("synchronize of s\(i) failed") }
+            suites.append(suite)
+        }
+    } catch {
+        fail("suite \(suites.count): \(error)")
+    }
+    let token = suites[count - 1].observe(.all) { change in
+        say("change \(change.key) \(change.newValue.map { "\($0)" } ?? "-")")
+    }
+    say("ready \((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1)")
+    while readLine() != nil {}
+    withExtendedLifetime((token, suites)) {}
+    exit(0)
+default: break
+}
+
 let suite: PreferenceSuite
 do {
     if arguments.contains("--fail-watches") {
@@ -58,14 +102,14 @@ do {
         _ = try PreferenceSuite(fileURL: URL(filePath: arguments[1] + ".warm-up"))
         _TestingHooks.failWatches(errno: ENOSPC)
     }
-    suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]))
+    suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]), options: options)
 } catch {
     fail("\(error)")
 }
 
 switch arguments[0] {
 case "set", "set-exit":
-    for assignment in arguments.dropFirst(2) {
+    for assignment in arguments.dropFirst(2) where assignment.contains("=") {
         guard let equals = assignment.firstIndex(of: "=") else { fail("expected key=value, got \(assignment)") }
         let key = String(assignment[..<equals])
         let text = String(assignment[assignment.index(after: equals)...])

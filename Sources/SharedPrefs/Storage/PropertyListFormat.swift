@@ -31,4 +31,28 @@ public enum PropertyListFormat: Sendable, Hashable {
         }
         return values
     }
+
+    /// Whether `bytes` look like a property list that this library or a peer would write, or the
+    /// beginning of one: empty, a `bplist` header, or an XML prolog or `<plist>` element (after an
+    /// optional byte-order mark and white space). Only such a file is ever moved aside as corrupt;
+    /// anything else is somebody else's file and is left alone.
+    static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
+        var rest = bytes[...]
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+        rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        if rest.isEmpty { return true }
+        let head = Array(rest.prefix(1024))
+        func begins(_ text: String) -> Bool {
+            let expected = Array(text.utf8)
+            return head.count < expected.count ? expected.starts(with: head) : head.starts(with: expected)
+        }
+        if begins("bplist") || begins("<plist") || begins("<!DOCTYPE plist") { return true }
+        guard begins("<?xml") else { return false }
+        // An XML prolog: a property list if a plist element or doctype follows, or nothing yet.
+        let text = String(decoding: head, as: UTF8.self)
+        guard let end = text.range(of: "?>") else { return true }
+        let after = text[end.upperBound...].drop { $0.isWhitespace }
+        return after.isEmpty || after.hasPrefix("<plist") || after.hasPrefix("<!DOCTYPE plist")
+            || "<plist".hasPrefix(after) || "<!DOCTYPE plist".hasPrefix(after)
+    }
 }

@@ -6,11 +6,13 @@ import SharedPrefsLocking
 /// One live store per suite file in this process, and the exit hook that flushes them all.
 enum StoreRegistry {
     private static let stores = Lock<[String: WeakStore]>([:])
+    private static let pruneThreshold = Lock(64)
 
     /// Returns the live store for `file`, creating, reading and watching it on first use.
     static func store(name: String, file: SuiteFile) throws(PreferenceError) -> SuiteStore {
         _ = installExitHook
-        try file.createDirectory()
+        guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
+        dir.close()
         // Identify the file by its real directory, so every path to it shares one store.
         let realDirectory = realpath(file.directory, nil).map { pointer in
             defer { free(pointer) }
@@ -22,9 +24,14 @@ enum StoreRegistry {
             // Watch first, then read, so no change can fall between the two. Fail early and
             // clearly on an unusable directory or file (insecure, a link, unreadable).
             let store = SuiteStore(name: name, file: file)
-            InotifyWatcher.shared.watch(store, directory: file.directory, fileName: file.fileName)
+            InotifyWatcher.shared.watch(store, location: file.location, fileName: file.fileName)
             try store.reload()
-            stores = stores.filter { $0.value.store != nil }
+            // Forget stores gone since, when the table has doubled: pruning at every opening
+            // would make opening n suites cost n².
+            if stores.count >= pruneThreshold.withLock({ $0 }) {
+                stores = stores.filter { $0.value.store != nil }
+                pruneThreshold.withLock { $0 = max(64, 2 * stores.count) }
+            }
             stores[key] = WeakStore(store: store)
             return store
         }
@@ -35,7 +42,9 @@ enum StoreRegistry {
         let live = stores.withLock { $0.values.compactMap(\.store) }
         for store in live {
             do { try store.flushSynchronously() } catch {
-                logger.error("Could not save pending values of \(store.name) at exit: \(error)")
+                // Never more than the lock timeout per suite: a held lock cannot hang the exit.
+                let keys = store.pendingKeys
+                logger.error("Could not save \(keys.count) pending value(s) of \(store.name) at exit (keys: \(keys.joined(separator: ", "))): \(error)")
             }
         }
     }

@@ -2,161 +2,170 @@
 import Glibc
 #endif
 import Foundation
+import SharedPrefsLocking
 import SystemPackage
-
-/// Identifies one version of a suite file. The store keeps the file it last read or wrote open,
-/// so that inode cannot be freed and handed to a newer file: an equal stamp is the same file.
-struct FileStamp: Equatable, Sendable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: Int64
-    var changed: Int64
-
-    init(_ st: stat) {
-        device = UInt64(st.st_dev)
-        inode = UInt64(st.st_ino)
-        size = Int64(st.st_size)
-        modified = st.modificationNanoseconds
-        changed = st.changeNanoseconds
-    }
-}
 
 /// The result of reading a suite file.
 enum SuiteFileContents {
     /// No file: the suite is empty.
     case missing
-    /// A good file; `descriptor` stays open to pin its inode (see ``FileStamp``).
-    case loaded([String: PlistValue], FileStamp, descriptor: CInt)
-    /// A file that does not parse (a foreign writer mid-write, or garbage).
-    case corrupt(PreferenceError)
-}
-
-/// A suite's directory, open, and its mode, which decides how files in it are created and trusted.
-struct OpenDirectory {
-    let fd: CInt
-    let mode: mode_t
-
-    /// A set-group-ID directory is a group container: new files get exactly the suite's
-    /// `filePermissions`, whatever the umask, so every member of the group can use them.
-    var isGroupContainer: Bool { mode & S_ISGID != 0 }
-    /// Writable by every user (only with the sticky bit: other such directories are refused), so
-    /// a file in it may have been planted by anyone.
-    var isWritableByEveryone: Bool { mode & S_IWOTH != 0 }
-
-    func close() { Syscall.close(fd) }
+    /// A good file.
+    case loaded([String: PlistValue], FileVersion)
+    /// A file that does not parse: a foreign writer mid-write, or garbage. `looksLikePropertyList`
+    /// is `false` for a file that is plainly something else, which is never moved aside.
+    case corrupt(PreferenceError, looksLikePropertyList: Bool, stamp: FileStamp)
 }
 
 /// The on-disk protocol of one suite: `<directory>/<suite>.plist`, the lock file
 /// `.<suite>.plist.lock` and temporary files `.<suite>.plist.<random>.tmp`, all opened relative
-/// to the directory's descriptor with `O_NOFOLLOW | O_CLOEXEC`.
+/// to the directory's descriptor with `O_NOFOLLOW | O_CLOEXEC`, and never blocking: a FIFO or
+/// device planted in their place is an error, not a hang.
 struct SuiteFile: Sendable {
-    let directory: String
+    let location: DirectoryLocation
     let fileName: String
     let options: PreferenceSuite.Options
-    /// Mode for directories this suite creates (`02770` in a group container, else `0700`).
-    let directoryMode: mode_t
 
+    var directory: String { location.path }
     var path: String { directory + "/" + fileName }
     var lockName: String { "." + fileName + ".lock" }
+    var lockPath: String { directory + "/" + lockName }
 
-    /// Creates the directory (and missing parents) if needed. A new group container gets exactly
-    /// `directoryMode` (`mkdir` ignores the set-group-ID bit and applies the umask); other new
-    /// directories get it less the umask.
-    func createDirectory() throws(PreferenceError) {
-        var missing: [String] = []
-        var path = directory
-        while !path.isEmpty, path != "/" {
-            if case .success = Syscall.stat(path) { break }
-            missing.append(path)
-            path = (path as NSString).deletingLastPathComponent
-        }
-        for (index, dir) in missing.reversed().enumerated() {
-            // Parents above the suite's own directory are plain traversable directories.
-            let mode: mode_t = index == missing.count - 1 ? directoryMode : 0o755
-            switch Syscall.mkdir(dir, mode & 0o777) {
-            case .success:
-                // A group container gets exactly its mode, whatever the umask.
-                if mode & S_ISGID != 0 { _ = Syscall.chmod(dir, mode) }
-            case .failure(.fileExists): continue
-            case .failure(let errno): throw PreferenceError.system("mkdir", errno, path: dir, doing: "create the directory")
-            }
-        }
+    /// Opens the suite's directory (see ``DirectoryLocation``); `nil` when it is missing and
+    /// `creating` is `false`.
+    func openDirectory(creating: Bool) throws(PreferenceError) -> OpenDirectory? {
+        try location.open(creating: creating)
     }
 
-    /// Opens the suite's directory and refuses one that others may write without the sticky bit.
-    func openDirectory() throws(PreferenceError) -> OpenDirectory {
-        let fd = try Syscall.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC).get("open", path: directory, doing: "open the directory")
-        do throws(PreferenceError) {
-            let st = try Syscall.fstat(fd).get("fstat", path: directory, doing: "inspect the directory")
-            if st.st_mode & S_IWOTH != 0 && st.st_mode & S_ISVTX == 0 {
-                throw PreferenceError(
-                    code: .insecureDirectory,
-                    message: "Refusing to use \(directory): it is writable by every user and has no sticky bit, so anyone could replace the suites in it. Run chmod o-w \(directory) (or chmod +t to keep it shared).",
-                    path: directory)
-            }
-            return OpenDirectory(fd: fd, mode: st.st_mode)
-        } catch {
-            Syscall.close(fd)
-            throw error
-        }
+    /// The error for a directory that vanished while it was being created.
+    func missingDirectory() -> PreferenceError {
+        PreferenceError(code: .ioFailure, message: "\(directory) disappeared while it was being opened; check what removes it.", path: directory)
     }
 
-    /// The stamp of the suite file as it is now, or `nil` when there is none.
-    func currentStamp(in dir: OpenDirectory) throws(PreferenceError) -> FileStamp? {
+    // MARK: Reading
+
+    /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
+    /// is, `nil` when the file changed. One `fstatat`, plus a read when the stamp is racy (see
+    /// ``FileVersion``).
+    func confirm(_ version: FileVersion, in dir: OpenDirectory) throws(PreferenceError) -> FileVersion? {
+        let takenAt = FileVersion.now()
+        let st: stat
         switch Syscall.lstatat(dir.fd, fileName) {
-        case .success(let st):
-            guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st) }
-            return FileStamp(st)
-        case .failure(.noSuchFileOrDirectory): return nil
+        case .success(let status): st = status
+        case .failure(.noSuchFileOrDirectory): return version.stamp == nil ? version : nil
         case .failure(let errno): throw PreferenceError.system("fstatat", errno, path: path, doing: "inspect")
         }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
+        guard FileStamp(st) == version.stamp else { return nil }
+        if !version.isRacy { return version }
+        guard case .loaded(_, let current) = try read(in: dir, decoding: false), current.stamp == version.stamp,
+            current.contentHash == version.contentHash
+        else { return nil }
+        return FileVersion(stamp: version.stamp, contentHash: version.contentHash, takenAt: takenAt)
     }
 
-    /// Reads and decodes the suite file. Never follows a symbolic link.
-    func read(in dir: OpenDirectory) throws(PreferenceError) -> SuiteFileContents {
+    /// Reads and decodes the suite file. Never follows a symbolic link, never blocks, and never
+    /// reads more than ``PreferenceSuite/Options/maximumFileSize`` bytes.
+    /// - Parameter decoding: `false` only hashes the bytes (the values come back empty).
+    func read(in dir: OpenDirectory, decoding: Bool = true) throws(PreferenceError) -> SuiteFileContents {
         let fd: CInt
         switch Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
         case .success(let descriptor): fd = descriptor
         case .failure(.noSuchFileOrDirectory): return .missing
         case .failure(let errno): throw PreferenceError.system("openat", errno, path: path, doing: "open the suite file")
         }
-        do throws(PreferenceError) {
-            let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-            guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st) }
-            try checkOwner(st, of: path, in: dir)
-            let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size)).get("read", path: path, doing: "read")
-            do {
-                return .loaded(try PropertyListFormat.decodeSuite(bytes), FileStamp(st), descriptor: fd)
-            } catch {
-                Syscall.close(fd)
+        defer { Syscall.close(fd) }
+        let takenAt = FileVersion.now()
+        let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
+        guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
+        try checkOwner(st, of: path, in: dir)
+        let limit = options.maximumFileSize
+        if Int64(st.st_size) > Int64(limit) { throw tooLarge(Int64(st.st_size)) }
+        let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit).get("read", path: path, doing: "read")
+        if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
+        let version = FileVersion(stamp: FileStamp(st), contentHash: FileVersion.hash(bytes), takenAt: takenAt)
+        guard decoding else { return .loaded([:], version) }
+        do {
+            return .loaded(try PropertyListFormat.decodeSuite(bytes), version)
+        } catch {
+            if PropertyListFormat.looksLikePropertyList(bytes) {
                 return .corrupt(
                     PreferenceError(
                         code: .corruptFile,
-                        message: "The suite file \(path) is not a valid property list (\(error)). The last good values are kept; the next write moves the file aside as \(fileName).corrupt-<time>.",
-                        path: path))
+                        message: "The suite file \(path) is not a valid property list (\(error)). The last good values are kept; if it stays that way, the next write moves it aside as \(fileName).corrupt-<time>.",
+                        path: path),
+                    looksLikePropertyList: true, stamp: FileStamp(st))
             }
-        } catch {
-            Syscall.close(fd)
-            throw error
+            return .corrupt(
+                PreferenceError(
+                    code: .notPropertyList,
+                    message: "\(path) is not a property list (it starts with \(Self.describe(bytes.prefix(16)))), so SharedPrefs leaves it exactly as it is and writes nothing there. Move it away, or choose another suite name.",
+                    path: path),
+                looksLikePropertyList: false, stamp: FileStamp(st))
         }
     }
 
-    /// Takes the suite's exclusive lock. Closing the returned descriptor releases it, and the
-    /// kernel releases it when the process dies, so a crashed writer never blocks the others.
+    /// How long a writer waits, holding the lock, for a file that does not parse to become one
+    /// that does (a foreign program rewriting it in place), and how long it must stay unchanged
+    /// and broken before it is called corrupt.
+    static let settleLimit: Duration = .seconds(2)
+    static let settleQuiet: Duration = .milliseconds(500)
+
+    /// ``read(in:decoding:)``, but a file that looks like a property list and does not parse is
+    /// watched, with growing pauses, and read again whenever its stamp moves, until it parses, or
+    /// has stayed unchanged for ``settleQuiet`` (or ``settleLimit`` passed); then it is read once
+    /// more. A good file costs one read and no pause.
+    func readSettled(in dir: OpenDirectory) throws(PreferenceError) -> SuiteFileContents {
+        var contents = try read(in: dir)
+        guard case .corrupt(_, true, var stamp) = contents else { return contents }
+        let clock = ContinuousClock()
+        let start = clock.now
+        var quietSince = start
+        var pause = Duration.milliseconds(1)
+        while clock.now - start < Self.settleLimit, clock.now - quietSince < Self.settleQuiet {
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
+            pause = min(pause * 2, .milliseconds(50))
+            guard case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) == stamp else {
+                contents = try read(in: dir)
+                guard case .corrupt(_, true, let current) = contents else { return contents }
+                stamp = current
+                quietSince = clock.now
+                continue
+            }
+        }
+        return try read(in: dir)
+    }
+
+    // MARK: Locking
+
+    /// The lock file's mode: ``PreferenceSuite/Options/filePermissions`` less read access for
+    /// whoever may not write, since `flock` needs only read access, and a reader holding the lock
+    /// would block every writer.
+    var lockMode: mode_t {
+        let mode = options.filePermissions & 0o777
+        var result = mode
+        for shift: mode_t in [6, 3, 0] where mode & (0o2 << shift) == 0 { result &= ~(0o4 << shift) }
+        return result
+    }
+
+    /// Takes the suite's exclusive lock, waiting at most ``PreferenceSuite/Options/lockTimeout``.
+    /// Closing the returned descriptor releases it, and the kernel releases it when the process
+    /// dies, so a crashed writer never blocks the others.
+    /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
     func lock(in dir: OpenDirectory) throws(PreferenceError) -> CInt {
-        let lockPath = directory + "/" + lockName
         // Read-only: flock needs no write access, and closing a descriptor opened for writing
-        // would be an IN_CLOSE_WRITE that wakes every watcher of the directory.
-        let fd = try Syscall.openat(dir.fd, lockName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+        // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
+        // FIFO planted here must not hang the open.
+        let fd = try Syscall.openat(dir.fd, lockName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, lockMode)
             .get("openat", path: lockPath, doing: "open the lock file")
         do throws(PreferenceError) {
             let st = try Syscall.fstat(fd).get("fstat", path: lockPath, doing: "inspect the lock file")
+            guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: lockPath) }
             try checkOwner(st, of: lockPath, in: dir)
-            if dir.isGroupContainer, st.st_uid == geteuid(), st.st_mode & 0o777 != options.filePermissions & 0o777 {
-                try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
+            let mode = st.st_mode & 0o777
+            if st.st_uid == geteuid(), dir.isGroupContainer ? mode != lockMode : mode & ~lockMode != 0 {
+                try Syscall.fchmod(fd, lockMode).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
             }
-            try Syscall.lock(fd, LOCK_EX).get("flock", path: lockPath, doing: "lock")
+            try acquire(fd, st)
             return fd
         } catch {
             Syscall.close(fd)
@@ -164,16 +173,51 @@ struct SuiteFile: Sendable {
         }
     }
 
+    /// Takes the lock on `fd`, waiting at most the lock timeout (see ``LockWait``).
+    private func acquire(_ fd: CInt, _ st: stat) throws(PreferenceError) {
+        switch LockWait.lock(fd, path: lockPath, timeout: options.lockTimeout) {
+        case .success(true): return
+        case .success(false):
+            let holder = LockHolder.find(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)).map { " It is held by \($0)." } ?? ""
+            throw PreferenceError(
+                code: .lockTimedOut,
+                message: "Gave up after \(options.lockTimeout) waiting for the lock \(lockPath).\(holder) A stopped or hung process, or one that only reads the lock file, is holding it: end that process, or raise PreferenceSuite.Options.lockTimeout. The values stay pending and are written by the next flush.",
+                path: lockPath, systemCall: "flock")
+        case .failure(let errno): throw PreferenceError.system("flock", errno, path: lockPath, doing: "lock")
+        }
+    }
+
+    // MARK: Writing
+
+    /// Whether this machine can name an unnamed file through `/proc/self/fd` (for `O_TMPFILE`).
+    private static let canLinkUnnamedFiles = access("/proc/self/fd", X_OK) == 0
+
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
-    /// that `durability` asks for. Returns the new file's stamp and an `O_PATH` descriptor that
-    /// pins its inode (it makes no close event later). The write descriptor is closed right after
-    /// the rename, so its close event usually reaches watchers in the same read as the rename.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory) throws(PreferenceError) -> (FileStamp, CInt) {
+    /// that `durability` asks for. Returns the new file's version.
+    ///
+    /// The temporary file is made unnamed (`O_TMPFILE`) where the file system allows it and linked
+    /// in as `.<suite>.plist.<random>.tmp` only after it is written and synced, right before the
+    /// rename: its creation then reaches watchers with the rename, in one wake-up, and a writer
+    /// killed mid-write leaves nothing behind. Elsewhere it is created `O_CREAT | O_EXCL`.
+    func write(_ bytes: [UInt8], in dir: OpenDirectory) throws(PreferenceError) -> FileVersion {
+        if bytes.count > options.maximumFileSize {
+            throw PreferenceError(
+                code: .fileTooLarge,
+                message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
+                path: path)
+        }
         let tempName = "." + fileName + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
         let tempPath = directory + "/" + tempName
-        let fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
-            .get("openat", path: tempPath, doing: "create the temporary file")
-        var pin: CInt = -1
+        var named = false
+        let fd: CInt
+        if Self.canLinkUnnamedFiles, case .success(let unnamed) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, options.filePermissions) {
+            fd = unnamed
+        } else {
+            fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+                .get("openat", path: tempPath, doing: "create the temporary file")
+            named = true
+        }
+        let version: FileVersion
         do throws(PreferenceError) {
             if dir.isGroupContainer {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
@@ -182,13 +226,20 @@ struct SuiteFile: Sendable {
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
-            pin = try Syscall.openat(dir.fd, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get("openat", path: tempPath, doing: "open")
+            if !named {
+                try Syscall.linkUnnamed(fd, dir.fd, tempName).get("linkat", path: tempPath, doing: "create the temporary file")
+                named = true
+            }
             _TestingHooks.willRename(tempPath)
             try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
+            named = false
+            // After the rename, which sets the file's ctime.
+            let takenAt = FileVersion.now()
+            let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
+            version = FileVersion(stamp: FileStamp(st), contentHash: FileVersion.hash(bytes), takenAt: takenAt)
             Syscall.close(fd)
         } catch {
-            _ = Syscall.unlinkat(dir.fd, tempName)
-            if pin >= 0 { Syscall.close(pin) }
+            if named { _ = Syscall.unlinkat(dir.fd, tempName) }
             Syscall.close(fd)
             throw error
         }
@@ -198,21 +249,35 @@ struct SuiteFile: Sendable {
                 logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
             }
         }
-        switch Syscall.fstat(pin) {
-        case .success(let st): return (FileStamp(st), pin)
-        case .failure(let errno):
-            Syscall.close(pin)
-            throw PreferenceError.system("fstat", errno, path: path, doing: "inspect")
-        }
+        return version
     }
+
+    /// Whether `name` is one of this suite's temporary files, `.<suite>.plist.<base-36>.tmp`, and
+    /// not another suite's (suite `a`'s prefix `.a.plist.` also begins suite `a.plist.b`'s).
+    func isTemporaryFile(_ name: String) -> Bool {
+        let prefix = "." + fileName + "."
+        guard name.hasPrefix(prefix), name.hasSuffix(".tmp"), name.utf8.count > prefix.utf8.count + 4 else { return false }
+        let middle = name.utf8.dropFirst(prefix.utf8.count).dropLast(4)
+        return middle.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
+    }
+
+    /// Names in each suite directory, listed at most once a minute per process and shared by its
+    /// suites: ten thousand suites in one directory must not list it ten thousand times.
+    private static let listings = Lock<[String: (taken: ContinuousClock.Instant, names: [String])]>([:])
 
     /// Deletes temporary files a writer left when it died between writing and renaming. Call it
     /// only while holding the lock: every live writer creates and renames its temporary file
-    /// under the lock, so any that exists now is stale. Returns how many were removed.
+    /// under the lock, so any of this suite's temporary files that exists now is stale, even when
+    /// the listing that named it is up to a minute old. Lists and unlinks through the directory's
+    /// descriptor. Returns how many were removed.
     func removeStaleTemporaryFiles(in dir: OpenDirectory) -> Int {
-        let prefix = "." + fileName + "."
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".tmp") }
+        let now = ContinuousClock.now
+        var names = Self.listings.withLock { $0[directory].flatMap { now - $0.taken < .seconds(60) ? $0.names : nil } }
+        if names == nil {
+            names = (try? Syscall.directoryEntries(dir.fd).get()) ?? []
+            Self.listings.withLock { $0[directory] = (now, names!) }
+        }
+        return names!.filter(isTemporaryFile)
             .filter { if case .success = Syscall.unlinkat(dir.fd, $0) { true } else { false } }.count
     }
 
@@ -227,6 +292,8 @@ struct SuiteFile: Sendable {
         return directory + "/" + name
     }
 
+    // MARK: Checks
+
     /// In a directory every user can write, refuses a file owned by someone other than this
     /// user or root: anyone could have planted it there, with values of their choosing.
     private func checkOwner(_ st: stat, of filePath: String, in dir: OpenDirectory) throws(PreferenceError) {
@@ -237,13 +304,36 @@ struct SuiteFile: Sendable {
             path: filePath)
     }
 
-    private func notRegular(_ st: stat) -> PreferenceError {
-        let isLink = st.st_mode & S_IFMT == S_IFLNK
+    private func notRegular(_ st: stat, path: String) -> PreferenceError {
+        let kind: String
+        switch st.st_mode & S_IFMT {
+        case S_IFLNK:
+            return PreferenceError(
+                code: .symbolicLink,
+                message: "\(path) is a symbolic link; SharedPrefs never follows links in a container. Remove the link.",
+                path: path)
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFDIR: kind = "a directory"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        default: kind = "not a regular file"
+        }
         return PreferenceError(
-            code: isLink ? .symbolicLink : .ioFailure,
-            message: isLink
-                ? "\(path) is a symbolic link; SharedPrefs never follows links in a container. Remove the link."
-                : "\(path) is not a regular file; remove it or choose another suite name.",
+            code: .notRegularFile,
+            message: "\(path) is \(kind), where SharedPrefs keeps a regular file; nothing was read or written. Remove it (rm \(path)) if you did not put it there.",
             path: path)
+    }
+
+    private func tooLarge(_ size: Int64) -> PreferenceError {
+        PreferenceError(
+            code: .fileTooLarge,
+            message: "The suite file \(path) is \(size) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)); it was not read, and the last good values are kept. Remove or shrink the file, or raise the limit.",
+            path: path)
+    }
+
+    /// The first bytes of a file, for a message: printable ASCII as text, the rest as hex.
+    private static func describe(_ bytes: ArraySlice<UInt8>) -> String {
+        if bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) { return "\"" + String(decoding: bytes, as: UTF8.self) + "\"" }
+        return "0x" + bytes.map { String(format: "%02x", $0) }.joined()
     }
 }

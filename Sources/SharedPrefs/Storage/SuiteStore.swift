@@ -39,9 +39,8 @@ final class SuiteStore: Sendable {
         /// Local operations the writer is persisting right now.
         var inFlight: [String: PendingOperation] = [:]
         var registered: [String: PlistValue] = [:]
-        var stamp: FileStamp?
-        /// The descriptor of the file behind `stamp`, kept open so its inode is not reused.
-        var pinnedDescriptor: CInt = -1
+        /// The suite file as last read or written.
+        var version = FileVersion.missing
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
@@ -62,8 +61,6 @@ final class SuiteStore: Sendable {
 
     deinit {
         if let file { InotifyWatcher.shared.unwatch(ObjectIdentifier(self), fileName: file.fileName) }
-        let descriptor = state.withLock { $0.pinnedDescriptor }
-        if descriptor >= 0 { Syscall.close(descriptor) }
     }
 
     private var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: Self.ioQueueKey) == ObjectIdentifier(self) }
@@ -105,7 +102,17 @@ final class SuiteStore: Sendable {
     // MARK: Writing
 
     /// Applies local operations: visible at once, observers told at once, persisted in the background.
+    /// A value no reader would accept (see ``refusal(of:forKey:)``) is not stored; it is logged and
+    /// reported to failure observers.
     func apply(_ operations: [String: PendingOperation], forceFlush: Bool = false) {
+        var operations = operations
+        for (key, operation) in operations {
+            if let error = refusal(of: operation, forKey: key) {
+                operations[key] = nil
+                logger.error("\(error)")
+                report(error)
+            }
+        }
         applyLocked(forceFlush: forceFlush) { s, changes in
             for (key, operation) in operations { record(operation, forKey: key, in: &s, changes: &changes) }
         }
@@ -113,7 +120,21 @@ final class SuiteStore: Sendable {
 
     /// ``apply(_:forceFlush:)`` for one key, without building a dictionary: the path of every `set`.
     func apply(_ operation: PendingOperation, forKey key: String) {
+        if let error = refusal(of: operation, forKey: key) {
+            logger.error("\(error)")
+            return report(error)
+        }
         applyLocked(forceFlush: false) { s, changes in record(operation, forKey: key, in: &s, changes: &changes) }
+    }
+
+    /// Why `operation` must not be written, if it must not: a value nested deeper than the
+    /// decoders read would make every reader call the whole suite corrupt.
+    func refusal(of operation: PendingOperation, forKey key: String) -> PreferenceError? {
+        guard case .set(let value) = operation, value.isNested(deeperThan: PlistValue.maximumNesting) else { return nil }
+        return PreferenceError(
+            code: .unsupportedValue,
+            message: "Not stored: the value for key \"\(key)\" in suite \(name) is nested more than \(PlistValue.maximumNesting) levels deep, which no property-list reader of this library accepts. Flatten the value; nothing else in the suite was touched.",
+            path: file?.path)
     }
 
     /// Runs `body` under the state lock, tells observers what it changed, and schedules a flush.
@@ -142,7 +163,12 @@ final class SuiteStore: Sendable {
     private func scheduleBackgroundFlush() {
         ioAsync { [self] in
             state.withLock { $0.flushScheduled = false }
-            do { try commitPending() } catch { report(error) }
+            do {
+                try commitPending()
+            } catch let error as PreferenceError where error.code == .lockTimedOut {
+                // Reported by commit; try again in a second, for as long as the lock is held.
+                ioQueue.asyncAfter(deadline: .now() + 1) { [self] in apply([:], forceFlush: true) }
+            } catch {}  // commit reported it
         }
     }
 
@@ -155,10 +181,25 @@ final class SuiteStore: Sendable {
     }
 
     /// Writes everything pending now; returns when it is on disk.
+    /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
+    ///   suite, where waiting for the write would wait for itself.
     func flushSynchronously() throws {
         guard file != nil else { return }
-        if isOnIOQueue { return try commitPending() }
+        try refuseInsideTransaction("synchronize() or the exit flush")
         try ioSync { try commitPending() }
+    }
+
+    /// The keys written by the next flush, for messages.
+    var pendingKeys: [String] { state.withLock { $0.pending.keys.sorted() } }
+
+    /// Throws when called from a transaction body of this store (the only code of users that
+    /// runs on its I/O queue): whatever would wait for the store's I/O would wait for itself.
+    private func refuseInsideTransaction(_ what: String) throws(PreferenceError) {
+        guard isOnIOQueue else { return }
+        throw PreferenceError(
+            code: .unsupportedOperation,
+            message: "\(what) was called inside an update of the suite \(name); it would wait for the update that called it. Values set inside the update body are written right after it; call synchronize() after update returns.",
+            path: file?.path)
     }
 
     /// Writes everything pending without blocking the caller's thread.
@@ -173,12 +214,7 @@ final class SuiteStore: Sendable {
 
     /// Runs `body` as a read-modify-write under the suite's file lock, on the freshest values.
     func update<R>(_ body: (inout PreferenceTransaction) throws -> R) throws -> R {
-        if isOnIOQueue {
-            throw PreferenceError(
-                code: .unsupportedOperation,
-                message: "update was called inside another update of the suite \(name); make the changes in the outer transaction.",
-                path: file?.path)
-        }
+        try refuseInsideTransaction("update")
         return try withoutActuallyEscaping(body) { body in
             try ioSync { try commit(body)! }
         }
@@ -209,35 +245,36 @@ final class SuiteStore: Sendable {
         }
         guard hasWork else { return nil }
         do {
-            let dir = try Self.openCreatingDirectory(file)
+            guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
             defer { dir.close() }
             let lockfd = try file.lock(in: dir)
             defer { Syscall.close(lockfd) }
             removeStaleTemporaryFilesOccasionally(file, in: dir)
 
-            let (operations, lastStamp, lastDisk, registered) = state.withLock { ($0.inFlight, $0.stamp, $0.disk, $0.registered) }
+            let (operations, lastVersion, lastDisk, registered) = state.withLock { ($0.inFlight, $0.version, $0.disk, $0.registered) }
             var base = lastDisk
-            var stamp = lastStamp
-            var descriptor: CInt? = nil
-            var adopted = false
-            defer { if !adopted, let descriptor { Syscall.close(descriptor) } }
+            var version = lastVersion
             var mustWrite = false
-            if try file.currentStamp(in: dir) != lastStamp {
-                switch try file.read(in: dir) {
+            var quarantined: PreferenceError? = nil
+            if try file.confirm(lastVersion, in: dir) == nil {
+                switch try file.readSettled(in: dir) {
                 case .missing:
                     base = [:]
-                    stamp = nil
-                case .loaded(let values, let newStamp, let fd):
+                    version = .missing
+                case .loaded(let values, let current):
                     base = values
-                    stamp = newStamp
-                    descriptor = fd
+                    version = current
                     state.withLock { $0.statistics.fileReads += 1 }
-                case .corrupt(let error):
-                    // Never overwrite what we cannot read: keep it beside the suite, start from our last good state.
+                case .corrupt(let error, looksLikePropertyList: true, _):
+                    // It stayed broken: keep it beside the suite, and start from our last good state.
                     let aside = try file.moveAside(in: dir)
-                    logger.error("\(error.message) Moved it to \(aside).")
-                    report(PreferenceError(code: .corruptFile, message: "\(error.message) Moved it to \(aside).", path: file.path))
+                    quarantined = PreferenceError(
+                        code: .corruptFile,
+                        message: "\(error.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(lastDisk.count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
+                        path: file.path)
                     mustWrite = true
+                case .corrupt(let error, looksLikePropertyList: false, _):
+                    throw error
                 }
             }
             var merged = base
@@ -248,29 +285,35 @@ final class SuiteStore: Sendable {
             if let transaction {
                 var tx = PreferenceTransaction(values: merged, registered: registered)
                 result = try transaction(&tx)
+                for (key, operation) in tx.operations {
+                    if let error = refusal(of: operation, forKey: key) { throw error }
+                }
                 merged.apply(tx.operations)
                 transactionKeys = Set(tx.operations.keys)
                 mustWrite = mustWrite || tx.operations.contains { base[$0.key] != $0.value.value }
             }
             if mustWrite {
-                if let descriptor { Syscall.close(descriptor) }
-                descriptor = nil
-                let (newStamp, fd) = try file.write(file.options.format.encode(merged), in: dir)
-                stamp = newStamp
-                descriptor = fd
+                version = try file.write(file.options.format.encode(merged), in: dir)
                 state.withLock { $0.statistics.fileWrites += 1 }
             }
-            adopt(disk: merged, stamp: stamp, descriptor: descriptor, localKeys: transactionKeys)
-            adopted = true
+            adopt(disk: merged, version: version, localKeys: transactionKeys)
+            // Written, and the caller told: what the corrupt file alone held is not in the suite.
+            if let quarantined { throw quarantined }
             return result
         } catch {
-            // Nothing was written: put the operations back unless newer ones replaced them. After a
-            // failed transaction body they are written by the next background flush; after an I/O
-            // failure, by the next write, flush or exit (not in a loop against a full disk).
+            // Put the operations back unless newer ones replaced them (after a quarantine they
+            // were written: `adopt` emptied `inFlight`). After a failed transaction body they are
+            // written by the next background flush; after an I/O failure, by the next write, flush
+            // or exit (not in a loop against a full disk). A failure of the write itself reaches
+            // failure observers here, once, whoever else hears of it.
             let retry = state.withLock { s in
                 s.pending.merge(s.inFlight) { newer, _ in newer }
                 s.inFlight = [:]
                 return transaction != nil && !(error is PreferenceError) && !s.pending.isEmpty
+            }
+            if let error = error as? PreferenceError {
+                logger.error("\(error)")
+                report(error)
             }
             if retry { apply([:], forceFlush: true) }
             throw error
@@ -289,23 +332,6 @@ final class SuiteStore: Sendable {
         guard due else { return }
         let removed = file.removeStaleTemporaryFiles(in: dir)
         if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(file.directory) by a writer that died mid-write") }
-    }
-
-    /// Opens the suite's directory, re-creating it if it was removed.
-    private static func openCreatingDirectory(_ file: SuiteFile) throws(PreferenceError) -> OpenDirectory {
-        if let dir = try openExistingDirectory(file) { return dir }
-        try file.createDirectory()
-        return try file.openDirectory()
-    }
-
-    /// Opens the suite's directory, or returns `nil` when it does not exist.
-    private static func openExistingDirectory(_ file: SuiteFile) throws(PreferenceError) -> OpenDirectory? {
-        do {
-            return try file.openDirectory()
-        } catch {
-            if error.errno == .noSuchFileOrDirectory { return nil }
-            throw error
-        }
     }
 
     // MARK: Re-reading
@@ -344,33 +370,32 @@ final class SuiteStore: Sendable {
     /// throw. Runs under `ioExclusion`, or from the registry before the store is shared.
     func reload() throws(PreferenceError) {
         guard let file else { return }
-        guard let dir = try Self.openExistingDirectory(file) else {
+        guard let dir = try file.openDirectory(creating: false) else {
             // The directory is gone, and the suite with it.
-            adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
+            adopt(disk: [:], version: .missing, localKeys: [])
             return
         }
         defer { dir.close() }
-        let lastStamp = state.withLock { $0.stamp }
-        if try file.currentStamp(in: dir) == lastStamp { return }
+        let lastVersion = state.withLock { $0.version }
+        if let same = try file.confirm(lastVersion, in: dir) {
+            state.withLock { $0.version = same }
+            return
+        }
         switch try file.read(in: dir) {
-        case .missing: adopt(disk: [:], stamp: nil, descriptor: nil, localKeys: [])
-        case .loaded(let values, let stamp, let fd):
+        case .missing: adopt(disk: [:], version: .missing, localKeys: [])
+        case .loaded(let values, let version):
             state.withLock { $0.statistics.fileReads += 1 }
-            adopt(disk: values, stamp: stamp, descriptor: fd, localKeys: [])
-        case .corrupt(let error):
+            adopt(disk: values, version: version, localKeys: [])
+        case .corrupt(let error, _, _):
             logger.warning("\(error.message)")
             report(error)
         }
     }
 
     /// Makes `disk` the new file state, recomputes what this process sees, and tells observers.
-    private func adopt(disk: [String: PlistValue], stamp: FileStamp?, descriptor: CInt?, localKeys: Set<String>) {
+    private func adopt(disk: [String: PlistValue], version: FileVersion, localKeys: Set<String>) {
         state.withLock { s in
-            if descriptor != nil || stamp != s.stamp {
-                if s.pinnedDescriptor >= 0 { Syscall.close(s.pinnedDescriptor) }
-                s.pinnedDescriptor = descriptor ?? -1
-            }
-            s.stamp = stamp
+            s.version = version
             s.disk = disk
             s.inFlight = [:]
             let values = disk.applying(s.pending)

@@ -83,6 +83,27 @@ extension PlistValue {
     }
 }
 
+extension PlistValue {
+    /// The deepest nesting a stored value may have: the decoders stop at 512 levels, the suite's
+    /// dictionary being the first. A deeper value is refused when it is set.
+    public static let maximumNesting = BinaryPropertyList.maximumDepth - 1
+
+    /// Whether the value nests more than `limit` levels (a scalar is one level, an array of
+    /// scalars two). Iterative, and stops at the limit, so any value can be checked.
+    func isNested(deeperThan limit: Int) -> Bool {
+        var stack: [(PlistValue, Int)] = [(self, 1)]
+        while let (value, depth) = stack.popLast() {
+            if depth > limit { return true }
+            switch value {
+            case .array(let items): for item in items { stack.append((item, depth + 1)) }
+            case .dictionary(let items): for item in items.values { stack.append((item, depth + 1)) }
+            default: continue
+            }
+        }
+        return false
+    }
+}
+
 extension PlistValue: CustomStringConvertible {
     /// A compact one-line rendering: strings quoted, dates in ISO 8601, data in hex (shortened).
     public var description: String {

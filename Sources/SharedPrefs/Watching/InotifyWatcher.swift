@@ -20,16 +20,18 @@ struct WeakStore: Sendable {
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
 
-    /// No `IN_CREATE`: every writer's own temporary file would wake every watcher, and a file
-    /// created by open-write-close ends in `IN_CLOSE_WRITE` anyway (a rename in `IN_MOVED_TO`).
+    /// `IN_CREATE` notices a suite published with `link(2)`. It costs no extra wake-up per write:
+    /// writers create their temporary file unnamed (`O_TMPFILE`) and link it in right before the
+    /// rename, so its creation is read together with the rename.
     static let mask: UInt32 =
-        UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
+        UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// How often polled suites and vanished directories are checked.
     static let pollInterval: Int32 = 100
 
     private struct Directory {
-        var path: String
+        var location: DirectoryLocation
+        var path: String { location.path }
         var suites: [String: [WeakStore]] = [:]
         /// Told the name of every file written in or moved into the directory.
         var listeners: [UInt64: @Sendable (String) -> Void] = [:]
@@ -44,8 +46,10 @@ final class InotifyWatcher: Sendable {
 
     private struct State {
         var watched: [CInt: Directory] = [:]
-        /// Directories that vanished, by path, waiting to be watched again.
+        /// Directories that vanished (or cannot be watched), by path, waiting to be watched again.
         var vanished: [String: Directory] = [:]
+        /// Listing of directories whose listeners are polled, by path.
+        var listings: [String: Set<String>] = [:]
         /// Suites that could not be watched and are polled.
         var polled: [ObjectIdentifier: WeakStore] = [:]
         var nextListenerID: UInt64 = 0
@@ -80,24 +84,51 @@ final class InotifyWatcher: Sendable {
         0x4750_4653: "GPFS", 0x0116_1970: "GFS2", 0x7461_636F: "OCFS2", 0x7375_7245: "Coda",
     ]
 
-    /// Starts watching `fileName` in `directory` for `store`, or polls it when the directory is
-    /// on a network or FUSE file system, or a watch cannot be added.
-    func watch(_ store: SuiteStore, directory: String, fileName: String) {
+    /// Adds a watch on the directory at `location`, opened by the same link-refusing walk as
+    /// every write, and watched through its descriptor: a link swapped in below the trusted
+    /// directory is never watched.
+    private func addWatch(_ location: DirectoryLocation) -> Result<CInt, PreferenceError> {
+        guard fd >= 0 else {
+            return .failure(PreferenceError(code: .watchFailed, message: "inotify is not available in this process.", path: location.path))
+        }
+        let dir: OpenDirectory
+        do {
+            guard let opened = try location.open(creating: false) else {
+                return .failure(PreferenceError.system("open", .noSuchFileOrDirectory, path: location.path, doing: "watch"))
+            }
+            dir = opened
+        } catch {
+            return .failure(error)
+        }
+        defer { dir.close() }
+        return Syscall.inotifyAddWatch(fd, dir.procPath, Self.mask).mapError {
+            PreferenceError.system("inotify_add_watch", $0, path: location.path, doing: "watch")
+        }
+    }
+
+    /// Starts watching `fileName` in the directory at `location` for `store`, or polls it when
+    /// the directory is on a network or FUSE file system, or a watch cannot be added.
+    func watch(_ store: SuiteStore, location: DirectoryLocation, fileName: String) {
+        let directory = location.path
         if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
             logger.notice("\(directory) is on a \(name) file system, where inotify misses changes made by other machines; polling it every \(Self.pollInterval) ms.")
-        } else if fd >= 0 {
-            switch Syscall.inotifyAddWatch(fd, directory, Self.mask) {
+        } else {
+            switch addWatch(location) {
             case .success(let wd):
                 state.withLock { s in
-                    s.watched[wd, default: Directory(path: directory)].suites[fileName, default: []].append(WeakStore(store: store))
+                    s.watched[wd, default: Directory(location: location)].suites[fileName, default: []].append(WeakStore(store: store))
                 }
                 return
-            case .failure(let errno):
-                let error = PreferenceError.system("inotify_add_watch", errno, path: directory, doing: "watch")
+            case .failure(let error):
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
             }
         }
         state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store: store) }
+        wake()
+    }
+
+    /// Wakes the watcher thread from an endless `poll`, to start polling.
+    private func wake() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
@@ -134,20 +165,46 @@ final class InotifyWatcher: Sendable {
         for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
     }
 
-    /// Calls `listener` with the name of every file written in or moved into `directory` (a
-    /// name may come more than once).
+    /// Calls `listener` with the name of every file written in, linked into or moved into the
+    /// directory at `location` (a name may come more than once). Where the directory cannot be
+    /// watched (no inotify instance or watch left, a network file system), its listing is polled
+    /// instead, with a logged warning, as suites are.
     /// - Returns: An identifier for ``removeListener(_:)``.
-    /// - Throws: ``PreferenceError`` when the directory cannot be watched.
-    func addListener(directory: String, _ listener: @escaping @Sendable (String) -> Void) throws(PreferenceError) -> UInt64 {
-        guard fd >= 0 else {
-            throw PreferenceError(code: .watchFailed, message: "inotify is not available in this process, so new suites in \(directory) cannot be noticed.", path: directory)
+    func addListener(_ location: DirectoryLocation, _ listener: @escaping @Sendable (String) -> Void) -> UInt64 {
+        let directory = location.path
+        var watch: Result<CInt, PreferenceError>
+        if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
+            watch = .failure(PreferenceError(code: .watchFailed, message: "\(directory) is on a \(name) file system, where inotify misses changes made by other machines.", path: directory))
+        } else {
+            watch = addWatch(location)
         }
-        let wd = try Syscall.inotifyAddWatch(fd, directory, Self.mask).get("inotify_add_watch", path: directory, doing: "watch")
-        return state.withLock { s in
+        if case .failure(let error) = watch {
+            logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
+        }
+        let id = state.withLock { s in
             s.nextListenerID += 1
-            s.watched[wd, default: Directory(path: directory)].listeners[s.nextListenerID] = listener
+            switch watch {
+            case .success(let wd):
+                s.watched[wd, default: Directory(location: location)].listeners[s.nextListenerID] = listener
+            case .failure:
+                s.listings[directory] = s.listings[directory] ?? Self.listing(location)
+                s.vanished[directory, default: Directory(location: location)].listeners[s.nextListenerID] = listener
+            }
             return s.nextListenerID
         }
+        wake()
+        return id
+    }
+
+    /// The names in a directory and their modification times, for polled listeners.
+    private static func listing(_ location: DirectoryLocation) -> Set<String> {
+        guard let dir = try? location.open(creating: false) else { return [] }
+        defer { dir.close() }
+        let names = (try? Syscall.directoryEntries(dir.fd).get()) ?? []
+        return Set(names.map { name in
+            let st = try? Syscall.lstatat(dir.fd, name).get()
+            return "\(name)\u{0}\(st?.modificationNanoseconds ?? 0)\u{0}\(st?.st_ino ?? 0)"
+        })
     }
 
     /// Removes a listener; a directory's watch goes when nothing else uses it.
@@ -237,28 +294,41 @@ final class InotifyWatcher: Sendable {
                     if let existing = s.vanished[dir.path] { dir.merge(existing) }
                     s.vanished[dir.path] = dir
                 }
+                // Listeners of a vanished directory hear of whatever appears once it is back.
+                if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
                 batch.add(dir.stores)
                 return
             }
             batch.add((dir.suites[name] ?? []).compactMap(\.store))
-            if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) != 0 {
+            if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }
         }
     }
 
-    /// Re-arms vanished directories that are back, and re-reads polled suites (a re-read only
-    /// stats the file unless it changed).
+    /// Re-arms vanished directories that are back, tells polled listeners of new or rewritten
+    /// files, and re-reads polled suites (a re-read only stats the file unless it changed).
     private func pollTick(into batch: inout Batch) {
         state.withLock { s in
             for (path, dir) in s.vanished {
-                guard fd >= 0, case .success(let wd) = Syscall.inotifyAddWatch(fd, path, Self.mask) else { continue }
-                s.vanished[path] = nil
-                var merged = s.watched[wd] ?? Directory(path: path)
-                merged.merge(dir)
-                s.watched[wd] = merged
-                batch.add(dir.stores)
+                let rearmed = addWatch(dir.location)
+                if case .success(let wd) = rearmed {
+                    s.vanished[path] = nil
+                    var merged = s.watched[wd] ?? Directory(location: dir.location)
+                    merged.merge(dir)
+                    s.watched[wd] = merged
+                    batch.add(dir.stores)
+                }
+                // Listeners hear of what appeared while the directory was polled or gone.
+                guard !dir.listeners.isEmpty, let before = s.listings[path] else { continue }
+                let now = Self.listing(dir.location)
+                s.listings[path] = s.vanished[path] == nil ? nil : now
+                for entry in now.subtracting(before) {
+                    let name = String(entry.prefix { $0 != "\u{0}" })
+                    for listener in dir.listeners.values { batch.created.append((listener, name)) }
+                }
             }
+            s.listings = s.listings.filter { s.vanished[$0.key]?.listeners.isEmpty == false }
             s.polled = s.polled.filter { $0.value.store != nil }
             batch.add(s.polled.values.compactMap(\.store))
         }

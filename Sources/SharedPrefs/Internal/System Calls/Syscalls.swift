@@ -61,6 +61,36 @@ enum Syscall {
         valueOrErrno { Glibc.mkdir(path, mode) }.map { _ in }
     }
 
+    /// The corresponding C function is `mkdirat`.
+    static func mkdirat(_ dirfd: CInt, _ name: String, _ mode: mode_t) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.mkdirat(dirfd, name, mode) }.map { _ in }
+    }
+
+    /// Gives the unnamed file behind `fd` (opened with ``O_TMPFILE``) the name `name` in `dirfd`,
+    /// through `/proc/self/fd`. The corresponding C function is `linkat` with `AT_SYMLINK_FOLLOW`.
+    static func linkUnnamed(_ fd: CInt, _ dirfd: CInt, _ name: String) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.linkat(AT_FDCWD, "/proc/self/fd/\(fd)", dirfd, name, AT_SYMLINK_FOLLOW) }.map { _ in }
+    }
+
+    /// The names in the directory `dirfd` (without `.` and `..`), read through a duplicate of the
+    /// descriptor, so the path is never looked up again. The corresponding C function is `fdopendir`.
+    static func directoryEntries(_ dirfd: CInt) -> Result<[String], Errno> {
+        valueOrErrno { Glibc.openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }.flatMap { fd in
+            guard let stream = Glibc.fdopendir(fd) else {
+                let error = Errno(rawValue: errno)
+                Glibc.close(fd)
+                return .failure(error)
+            }
+            defer { Glibc.closedir(stream) }
+            var names: [String] = []
+            while let entry = Glibc.readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            return .success(names)
+        }
+    }
+
     /// The corresponding C function is `fchmod`.
     static func fchmod(_ fd: CInt, _ mode: mode_t) -> Result<Void, Errno> {
         valueOrErrno { Glibc.fchmod(fd, mode) }.map { _ in }
@@ -76,6 +106,11 @@ enum Syscall {
         // `flock` names both a struct and the function; the type picks the function.
         let flock: (CInt, CInt) -> CInt = Glibc.flock(_:_:)
         return valueOrErrno { flock(fd, operation) }.map { _ in }
+    }
+
+    /// The corresponding C function is `dup` (with `F_DUPFD_CLOEXEC`).
+    static func duplicate(_ fd: CInt) -> Result<CInt, Errno> {
+        valueOrErrno { Glibc.fcntl(fd, F_DUPFD_CLOEXEC, 0) }
     }
 
     /// The corresponding C function is `fsync`.
@@ -108,12 +143,19 @@ enum Syscall {
         }
     }
 
-    /// Reads until end of file. The corresponding C function is `read`.
-    static func readAll(_ fd: CInt, sizeHint: Int) -> Result<[UInt8], Errno> {
-        var bytes = [UInt8](repeating: 0, count: max(sizeHint, 0) + 1)
+    /// Reads until end of file, or until more than `limit` bytes were read (then it returns
+    /// `limit + 1` bytes, so the caller can tell). `sizeHint` (the file's size as `fstat` said) only
+    /// sizes the first buffer, never beyond `limit + 1`: a sparse or lying file allocates nothing
+    /// it does not really hold. The corresponding C function is `read`.
+    static func readAll(_ fd: CInt, sizeHint: Int, limit: Int) -> Result<[UInt8], Errno> {
+        let cap = limit + 1
+        var bytes = [UInt8](repeating: 0, count: min(max(sizeHint, 0) + 1, cap, 1 << 24))
         var count = 0
         while true {
-            if count == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(bytes.count, 4096))) }
+            if count == bytes.count {
+                if count >= cap { return .success(bytes) }
+                bytes.append(contentsOf: repeatElement(0, count: min(max(bytes.count, 4096), cap - count)))
+            }
             let result = bytes.withUnsafeMutableBytes { buffer in
                 valueOrErrno { Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count) }
             }
@@ -163,6 +205,7 @@ extension stat {
     var changeNanoseconds: Int64 { Int64(st_ctim.tv_sec) * 1_000_000_000 + Int64(st_ctim.tv_nsec) }
 }
 
-/// `O_PATH` (Linux ≥ 2.6.39; the same value on every architecture Swift supports): a descriptor
-/// that refers to a file without opening it for I/O. Glibc's module hides it behind `_GNU_SOURCE`.
-let O_PATH: CInt = 0o10000000
+/// `O_TMPFILE` (Linux ≥ 3.11; `__O_TMPFILE | O_DIRECTORY`, the same on x86_64 and arm64): an
+/// unnamed file in a directory, which makes no inotify event until it is linked in. Glibc's module
+/// hides it behind `_GNU_SOURCE`.
+let O_TMPFILE: CInt = 0o20000000 | O_DIRECTORY

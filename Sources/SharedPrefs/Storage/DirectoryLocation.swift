@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A suite's directory, open, and its mode, which decides how files in it are created and trusted.
+struct OpenDirectory {
+    let fd: CInt
+    let mode: mode_t
+    /// The group of the trusted directory the walk started from, when that directory lets its
+    /// group write (a shared container): files owned by other members of that group are theirs to have.
+    let sharedGroup: gid_t?
+
+    /// A set-group-ID directory is a group container: new files get exactly the suite's
+    /// `filePermissions`, whatever the umask, so every member of the group can use them.
+    var isGroupContainer: Bool { mode & S_ISGID != 0 }
+    /// Writable by every user (only with the sticky bit: other such directories are refused), so
+    /// a file in it may have been planted by anyone.
+    var isWritableByEveryone: Bool { mode & S_IWOTH != 0 }
+
+    /// A path the kernel resolves to exactly this directory, whatever has been renamed or linked
+    /// since it was opened (for `inotify_add_watch`, which takes only paths).
+    var procPath: String { "/proc/self/fd/\(fd)" }
+
+    func close() { Syscall.close(fd) }
+}
+
+/// Where a suite directory is: a trusted directory that the caller named (an app group's
+/// container, the root, or the directory of a file URL), and components below it that are opened
+/// one at a time, by descriptor, without following links.
+///
+/// Nobody but the caller chooses the trusted directory, so links in its path are followed, as any
+/// program follows the paths it is given. Below it, a container is shared with other users: one of
+/// them could replace `Library` or `Preferences` with a link to somewhere else at any moment. Each
+/// component is therefore opened with `openat(O_NOFOLLOW | O_DIRECTORY)` relative to the one above,
+/// and must be owned by this user, root, or the container's group. A link there is an error, and
+/// no write can ever land outside the trusted directory, however the components are swapped.
+struct DirectoryLocation: Sendable, Hashable {
+    /// The directory the caller named, without a trailing slash.
+    let trusted: String
+    /// Components below it, such as `["Library", "Preferences"]`; empty when the trusted directory
+    /// holds the suites itself.
+    let components: [String]
+    /// Mode for the last directory when this library creates it (`02770` in a group container).
+    let mode: mode_t
+
+    init(trusted: String, components: [String] = [], mode: mode_t = 0o700) {
+        self.trusted = trusted.count > 1 && trusted.hasSuffix("/") ? String(trusted.dropLast()) : trusted
+        self.components = components
+        self.mode = mode
+    }
+
+    /// The path of the suite directory, for messages and as a key (never opened by this path).
+    var path: String { ([trusted == "/" ? "" : trusted] + components).joined(separator: "/") }
+
+    /// Opens the directory, walking from the trusted directory without following links.
+    /// - Parameter creating: Create missing directories (parents of the trusted directory 0755,
+    ///   the last directory `mode`, exactly when it is set-group-ID).
+    /// - Returns: `nil` when a directory is missing and `creating` is `false`.
+    func open(creating: Bool) throws(PreferenceError) -> OpenDirectory? {
+        var fd: CInt
+        switch Syscall.open(trusted, O_RDONLY | O_DIRECTORY | O_CLOEXEC) {
+        case .success(let descriptor): fd = descriptor
+        case .failure(.noSuchFileOrDirectory) where creating:
+            try createTrusted()
+            fd = try Syscall.open(trusted, O_RDONLY | O_DIRECTORY | O_CLOEXEC).get("open", path: trusted, doing: "open the directory")
+        case .failure(.noSuchFileOrDirectory): return nil
+        case .failure(let errno): throw PreferenceError.system("open", errno, path: trusted, doing: "open the directory")
+        }
+        do throws(PreferenceError) {
+            var st = try Syscall.fstat(fd).get("fstat", path: trusted, doing: "inspect the directory")
+            try Self.checkWritable(st, path: trusted)
+            let sharedGroup = st.st_mode & S_IWGRP != 0 ? st.st_gid : nil
+            var path = trusted == "/" ? "" : trusted
+            for (index, component) in components.enumerated() {
+                path += "/" + component
+                let isLast = index == components.count - 1
+                guard let next = try openComponent(component, in: fd, path: path, creating: creating, mode: isLast ? mode : 0o755) else {
+                    Syscall.close(fd)
+                    return nil
+                }
+                Syscall.close(fd)
+                fd = next
+                st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect the directory")
+                try Self.checkWritable(st, path: path)
+                guard st.st_uid == geteuid() || st.st_uid == 0 || st.st_gid == sharedGroup else {
+                    throw PreferenceError(
+                        code: .untrustedFile,
+                        message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid), neither this user, root, nor the group of \(trusted), so someone else may have put it there. Remove it if you do not trust its owner.",
+                        path: path)
+                }
+            }
+            return OpenDirectory(fd: fd, mode: st.st_mode, sharedGroup: sharedGroup)
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+    }
+
+    /// Opens one component below `parent`, never following a link; creates it when asked.
+    private func openComponent(_ name: String, in parent: CInt, path: String, creating: Bool, mode: mode_t) throws(PreferenceError) -> CInt? {
+        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        for _ in 0..<2 {
+            switch Syscall.openat(parent, name, flags) {
+            case .success(let fd): return fd
+            case .failure(.noSuchFileOrDirectory) where creating:
+                switch Syscall.mkdirat(parent, name, mode & 0o777) {
+                case .success, .failure(.fileExists): break
+                case .failure(let errno): throw PreferenceError.system("mkdirat", errno, path: path, doing: "create the directory")
+                }
+                guard case .success(let fd) = Syscall.openat(parent, name, flags) else { continue }
+                // A group container gets exactly its mode, whatever the umask (mkdir drops S_ISGID).
+                if mode & S_ISGID != 0, case .success(let st) = Syscall.fstat(fd), st.st_uid == geteuid() {
+                    _ = Syscall.fchmod(fd, mode)
+                }
+                return fd
+            case .failure(.noSuchFileOrDirectory): return nil
+            case .failure(.tooManySymbolicLinkLevels), .failure(.notDirectory):
+                let isLink = if case .success(let st) = Syscall.lstatat(parent, name) { st.st_mode & S_IFMT == S_IFLNK } else { false }
+                throw PreferenceError(
+                    code: isLink ? .symbolicLink : .ioFailure,
+                    message: isLink
+                        ? "\(path) is a symbolic link; SharedPrefs never follows links below \(trusted), so that no write can leave it. Remove the link (and put a real directory there)."
+                        : "\(path) is not a directory; remove the file that stands in its place.",
+                    path: path)
+            case .failure(let errno): throw PreferenceError.system("openat", errno, path: path, doing: "open the directory")
+            }
+        }
+        throw PreferenceError(code: .ioFailure, message: "\(path) keeps disappearing while it is being created; check what else removes it.", path: path)
+    }
+
+    /// Creates the trusted directory and its missing parents by path (0755 each; the trusted
+    /// directory itself gets `mode` when it holds the suites).
+    private func createTrusted() throws(PreferenceError) {
+        var missing: [String] = []
+        var path = trusted
+        while !path.isEmpty, path != "/" {
+            if case .success = Syscall.stat(path) { break }
+            missing.append(path)
+            path = (path as NSString).deletingLastPathComponent
+        }
+        for dir in missing.reversed() {
+            let dirMode: mode_t = dir == trusted && components.isEmpty ? mode : 0o755
+            switch Syscall.mkdir(dir, dirMode & 0o777) {
+            case .success: if dirMode & S_ISGID != 0 { _ = Syscall.chmod(dir, dirMode) }
+            case .failure(.fileExists): continue
+            case .failure(let errno): throw PreferenceError.system("mkdir", errno, path: dir, doing: "create the directory")
+            }
+        }
+    }
+
+    /// Refuses a directory that every user may write without the sticky bit.
+    private static func checkWritable(_ st: stat, path: String) throws(PreferenceError) {
+        if st.st_mode & S_IWOTH != 0 && st.st_mode & S_ISVTX == 0 {
+            throw PreferenceError(
+                code: .insecureDirectory,
+                message: "Refusing to use \(path): it is writable by every user and has no sticky bit, so anyone could replace the suites in it. Run chmod o-w \(path) (or chmod +t to keep it shared).",
+                path: path)
+        }
+    }
+}

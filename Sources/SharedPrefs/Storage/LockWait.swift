@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import SharedPrefsLocking
+import SystemPackage
+
+/// A blocking `flock(LOCK_EX)` that the caller can stop waiting for.
+///
+/// `flock` has no timeout, and polling it with `LOCK_NB` starves a waiter under contention (the
+/// kernel hands a released lock to a blocked waiter at once; a poller asleep between tries
+/// misses it: eight writers made one wait over five seconds). So the wait runs on a thread of its
+/// own, on a duplicate of the descriptor (the lock belongs to the open file description, which
+/// both share), while the caller waits for it with a timeout. A caller that gives up leaves the
+/// thread blocked; when it gets the lock nobody wants any more, it releases it at once. At most
+/// one such abandoned wait exists per lock file: later callers poll until it ends.
+final class LockWait: Sendable {
+    private enum Outcome { case waiting, acquired, failed(Errno), abandoned }
+    private let outcome = Lock(Outcome.waiting)
+    private let done = DispatchSemaphore(value: 0)
+    private let fd: CInt
+    private let path: String
+
+    /// Lock files with an abandoned wait still blocked in `flock`.
+    private static let outstanding = Lock<Set<String>>([])
+
+    private init(fd: CInt, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    /// Locks `fd` exclusively, waiting at most `timeout`.
+    /// - Returns: `.success(true)` when locked, `.success(false)` when the timeout passed.
+    static func lock(_ fd: CInt, path: String, timeout: Duration) -> Result<Bool, Errno> {
+        switch Syscall.lock(fd, LOCK_EX | LOCK_NB) {
+        case .success: return .success(true)
+        case .failure(let errno) where errno.rawValue == EWOULDBLOCK: break
+        case .failure(let errno): return .failure(errno)
+        }
+        let deadline = ContinuousClock.now + timeout
+        let isFirst = outstanding.withLock { $0.insert(path).inserted }
+        guard isFirst else { return poll(fd, until: deadline) }
+        let duplicate: CInt
+        switch Syscall.duplicate(fd) {
+        case .success(let descriptor): duplicate = descriptor
+        case .failure(let errno):
+            _ = outstanding.withLock { $0.remove(path) }
+            return .failure(errno)
+        }
+        let wait = LockWait(fd: duplicate, path: path)
+        let thread = Thread { wait.block() }
+        thread.name = "SharedPrefs.lock-wait"
+        thread.start()
+        return wait.result(until: deadline)
+    }
+
+    /// `LOCK_NB` tries with pauses growing from 50 µs to 2 ms: only while an abandoned wait for
+    /// the same lock file is still blocked, that is, while something holds the lock for long.
+    private static func poll(_ fd: CInt, until deadline: ContinuousClock.Instant) -> Result<Bool, Errno> {
+        var pause: UInt32 = 50
+        while true {
+            switch Syscall.lock(fd, LOCK_EX | LOCK_NB) {
+            case .success: return .success(true)
+            case .failure(let errno) where errno.rawValue == EWOULDBLOCK:
+                if ContinuousClock.now >= deadline { return .success(false) }
+                usleep(pause)
+                pause = min(pause * 2, 2_000)
+            case .failure(let errno): return .failure(errno)
+            }
+        }
+    }
+
+    /// On the wait's own thread: blocks in `flock` until the lock is free.
+    private func block() {
+        let result = Syscall.lock(fd, LOCK_EX)
+        let abandoned = outcome.withLock { outcome -> Bool in
+            if case .abandoned = outcome { return true }
+            switch result {
+            case .success: outcome = .acquired
+            case .failure(let errno): outcome = .failed(errno)
+            }
+            return false
+        }
+        if abandoned {
+            // Nobody waits for this lock any more: give it back at once.
+            _ = Syscall.lock(fd, LOCK_UN)
+            finish()
+        } else {
+            done.signal()
+        }
+    }
+
+    /// On the caller's thread: waits for the lock until `deadline`.
+    private func result(until deadline: ContinuousClock.Instant) -> Result<Bool, Errno> {
+        let remaining = max(deadline - ContinuousClock.now, .zero)
+        let nanoseconds = remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
+        let final = outcome.withLock { outcome -> Outcome in
+            if case .waiting = outcome { outcome = .abandoned; return .abandoned }
+            return outcome
+        }
+        switch final {
+        case .acquired:
+            // The caller's descriptor shares the locked description; the duplicate can go.
+            finish()
+            return .success(true)
+        case .failed(let errno):
+            finish()
+            return .failure(errno)
+        default:
+            return .success(false)
+        }
+    }
+
+    private func finish() {
+        Syscall.close(fd)
+        _ = Self.outstanding.withLock { $0.remove(path) }
+    }
+}

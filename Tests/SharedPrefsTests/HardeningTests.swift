@@ -1,0 +1,368 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+/// What hostile or careless neighbours do to a shared container, and what SharedPrefs does about
+/// it. Each test feeds the hostile input itself (a FIFO, a held lock, a sparse file, a racing
+/// in-place writer, a link swapped in below the container, a file that is no property list).
+@Suite("Hostile and careless neighbours")
+struct HardeningTests {
+    // MARK: Hangs
+
+    @Test func aFIFOPlantedAsTheLockFileIsAnErrorNamingItNotAHang() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("fifo.plist")
+        let lock = directory.file(".fifo.plist.lock")
+        #expect(mkfifo(lock.path, 0o660) == 0)
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(1, forKey: "k")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(error?.code == .notRegularFile)
+        #expect(error?.message.contains(lock.path) == true && error?.message.contains("FIFO") == true)
+        #expect(!suite.synchronize())
+        #expect(throws: PreferenceError.self) { try suite.update { $0["n"] = 1 } }
+        // The exit flush of another process gives up at once too, and says why.
+        let exiting = try await run(childExecutable, ["set", file.path, "k=int:2"])
+        #expect(exiting.status == 0)
+        #expect(exiting.output.contains("Could not save 1 pending value(s)") && exiting.output.contains("FIFO"), "\(exiting.output)")
+        // Removed, as the message says: the pending value is written.
+        try FileManager.default.removeItem(at: lock)
+        try await suite.flush()
+        #expect(try readSuiteFile(file) == ["k": 1])
+    }
+
+    /// A process that can only read the lock file (or a stopped writer) holds `flock` forever.
+    @Test func aLockNeverReleasedFailsTheWriteAfterTheTimeoutNamingTheHolder() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("held.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .milliseconds(300)))
+        suite.set(0, forKey: "before")
+        try await suite.flush()
+        let holder = try Launched(URL(filePath: "/usr/bin/env"), [
+            "python3", "-c",
+            "import fcntl, sys; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            directory.file(".held.plist.lock").path,
+        ])
+        try await holder.records.wait(for: 1)
+        suite.set(1, forKey: "k")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(error?.code == .lockTimedOut)
+        #expect(error?.message.contains(directory.file(".held.plist.lock").path) == true)
+        #expect(error?.message.contains("PID \(holder.pid)") == true, "\(error?.message ?? "")")
+        // The exit flush of another process gives up after its bound and logs what it lost.
+        let exiting = try await run(childExecutable, ["set", file.path, "other=int:2", "--lock-timeout-ms", "200"])
+        #expect(exiting.status == 0)
+        #expect(exiting.output.contains("Could not save 1 pending value(s)") && exiting.output.contains("other"), "\(exiting.output)")
+        // Released: the pending value was kept and is written.
+        try holder.closeInput()
+        _ = try await holder.status()
+        try await suite.flush()
+        #expect(try readSuiteFile(file) == ["before": 0, "k": 1])
+    }
+
+    @Test func theLockFileIsReadableOnlyByThoseWhoMayWriteTheSuite() async throws {
+        let directory = try TemporaryDirectory()
+        let suite = try PreferenceSuite(fileURL: directory.file("modes.plist"), options: .init(filePermissions: 0o644))
+        suite.set(1, forKey: "k")
+        try await suite.flush()
+        var st = stat()
+        #expect(stat(directory.file(".modes.plist.lock").path, &st) == 0)
+        #expect(st.st_mode & 0o077 == 0, "lock mode \(String(st.st_mode & 0o777, radix: 8))")
+        // A lock file of ours left readable by others is tightened.
+        chmod(directory.file(".modes.plist.lock").path, 0o644)
+        suite.set(2, forKey: "k")
+        try await suite.flush()
+        #expect(stat(directory.file(".modes.plist.lock").path, &st) == 0)
+        #expect(st.st_mode & 0o077 == 0)
+    }
+
+    @Test func synchronizeInsideAnUpdateBodyIsAnErrorNotADeadlock() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("reentrant.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        try suite.update { transaction in
+            transaction["a"] = 1
+            suite.set(2, forKey: "b")
+            #expect(!suite.synchronize())
+            #expect(throws: PreferenceError.self) { try suite.update { $0["c"] = 3 } }
+            #expect(suite.integer(forKey: "b") == 2)
+        }
+        let reported = try await failures.wait(for: 1)
+        #expect(reported[0].code == .unsupportedOperation && reported[0].message.contains("synchronize()"))
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(file) == ["a": 1, "b": 2])
+    }
+
+    @Test func everyAPICalledFromAnObserverCallbackWorks() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("callback.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let done = Recorder<Bool>()
+        let token = suite.observe(.key("trigger")) { _ in
+            suite.set(1, forKey: "set")
+            let synced = suite.synchronize()
+            let updated = (try? suite.update { $0["updated"] = 2 }) != nil
+            done.record(synced && updated)
+        }
+        defer { token.cancel() }
+        suite.set(true, forKey: "trigger")
+        #expect(try await done.wait(for: 1) == [true])
+        #expect(try readSuiteFile(file)["updated"] == 2)
+    }
+
+    // MARK: Crashes
+
+    @Test func aSparseTerabyteFileIsRefusedAndTheLastGoodValuesStay() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("sparse.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("kept", forKey: "k")
+        try await suite.flush()
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        let sparse = directory.file("sparse.prepared")
+        let fd = open(sparse.path, O_CREAT | O_WRONLY, 0o600)
+        _ = write(fd, "bplist00", 8)
+        #expect(ftruncate(fd, 1 << 40) == 0)
+        close(fd)
+        #expect(rename(sparse.path, file.path) == 0)
+        let refused = try await failures.wait(for: 1)
+        #expect(refused[0].code == .fileTooLarge && refused[0].message.contains(file.path))
+        #expect(suite.string(forKey: "k") == "kept")
+        // Another process opening it gets the error, not a crash.
+        let other = try await run(childExecutable, ["set", file.path, "x=int:1"])
+        #expect(other.status == 2 && other.output.contains("maximumFileSize"), "\(other.output)")
+        // A write cannot merge with what it cannot read: it fails, and leaves the file alone.
+        suite.set("next", forKey: "k")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(error?.code == .fileTooLarge)
+        var st = stat()
+        #expect(stat(file.path, &st) == 0 && st.st_size == 1 << 40)
+    }
+
+    // MARK: Lost or altered data
+
+    /// A foreign program rewrites the suite in place, pausing halfway, while a new process writes.
+    @Test func aForeignInPlaceWriterRacingAWriterLosesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("inplace.plist")
+        let script = """
+            import plistlib, sys, time
+            data = plistlib.dumps({f"foreign{i}": i for i in range(200)}, fmt=plistlib.FMT_BINARY)
+            with open(sys.argv[1], "wb") as f:
+                f.write(data[: len(data) // 2]); f.flush()
+                print("half", flush=True)
+                time.sleep(0.3)
+                f.write(data[len(data) // 2 :])
+            print("done", flush=True)
+            """
+        let writer = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path])
+        try await writer.records.wait(for: 1)
+        try await child("set", file.path, "mine=int:1")
+        #expect(try await writer.status() == 0)
+        let stored = try readSuiteFile(file)
+        #expect(stored.count == 201 && stored["mine"] == 1 && stored["foreign199"] == 199)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".corrupt-") }.isEmpty)
+    }
+
+    @Test func aTrulyCorruptFileIsMovedAsideAndTheCallerIsTold() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("broken.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(1, forKey: "good")
+        try await suite.flush()
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        let garbage = Data("bplist00 but nothing after it".utf8)
+        try garbage.write(to: file)
+        // The caller of the write that moved it aside is told (a background flush tells only
+        // failure observers).
+        let error = #expect(throws: PreferenceError.self) { try suite.update { $0["next"] = 2 } }
+        #expect(error?.code == .corruptFile && error?.message.contains("recover them from") == true)
+        #expect(try await failures.wait(until: { $0.contains { $0.code == .corruptFile && $0.message.contains("moved to") } }).isEmpty == false)
+        #expect(try readSuiteFile(file) == ["good": 1, "next": 2])
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix("broken.plist.corrupt-") }
+        #expect(aside.count == 1)
+        #expect(try Data(contentsOf: directory.file(aside[0])) == garbage)
+    }
+
+    @Test func aFileThatIsNoPropertyListIsLeftExactlyAsItWas() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("passwd")
+        let text = Data("root:x:0:0:root:/root:/bin/bash\n".utf8)
+        try text.write(to: file)
+        chmod(file.path, 0o644)
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("v", forKey: "k")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(error?.code == .notPropertyList && error?.message.contains(file.path) == true)
+        #expect(try Data(contentsOf: file) == text)
+        var st = stat()
+        #expect(stat(file.path, &st) == 0 && st.st_mode & 0o777 == 0o644)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted() == [".passwd.lock", "passwd"])
+        #expect(!PropertyListFormat.looksLikePropertyList(Array(text)))
+        for plist in ["", "bplist0", "<?xml version=\"1.0\"?>\n<plist", "<?xml version", "  <plist version=\"1.0\">", "<!DOCTYPE plist"] {
+            #expect(PropertyListFormat.looksLikePropertyList(Array(plist.utf8)), "\(plist)")
+        }
+        for other in ["<?xml version=\"1.0\"?><html>", "{\"json\": 1}", "#!/bin/sh", "\u{7f}ELF"] {
+            #expect(!PropertyListFormat.looksLikePropertyList(Array(other.utf8)), "\(other)")
+        }
+    }
+
+    @Test func aValueDeeperThanReadersAcceptIsRefusedAndNothingElseTouched() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("deep.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.set("untouched", forKey: "other")
+        var deep = PlistValue.integer(1)
+        for _ in 0..<600 { deep = .array([deep]) }
+        suite.set(deep, forKey: "deep")
+        #expect(suite.value(forKey: "deep") == nil)
+        #expect(try await failures.wait(for: 1)[0].code == .unsupportedValue)
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(file) == ["other": "untouched"])
+        #expect(throws: PreferenceError.self) { try suite.update { $0["deep"] = deep } }
+        // The deepest value readers accept is stored and read back by another process.
+        var deepest = PlistValue.integer(1)
+        for _ in 1..<PlistValue.maximumNesting { deepest = .array([deepest]) }
+        suite.set(deepest, forKey: "deepest")
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(file)["deepest"] == deepest)
+    }
+
+    /// Foreign writers that take the lock and rename lose nothing: the README's Python example,
+    /// run beside two processes of updates.
+    @Test func theDocumentedForeignWriterProtocolLosesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("protocol.plist")
+        let example = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appending(path: "docs/examples/foreign_writer.py")
+        async let first: Void = child("hammer", file.path, "a", "300")
+        async let second: Void = child("hammer", file.path, "b", "300")
+        async let foreign = run(URL(filePath: "/usr/bin/env"), ["python3", example.path, file.path, "counter", "300"])
+        _ = try await (first, second)
+        let result = try await foreign
+        #expect(result.status == 0, "\(result.output)")
+        #expect(try readSuiteFile(file)["counter"] == 900)
+    }
+
+    // MARK: Missed changes
+
+    @Test func aSuitePublishedWithAHardLinkIsNoticed() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("linked.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (changes, token) = suite.record(.all)
+        defer { token.cancel() }
+        let prepared = directory.file("prepared.data")
+        try Data(PropertyListFormat.binary.encode(["published": "by link"])).write(to: prepared)
+        #expect(link(prepared.path, file.path) == 0)
+        let seen = try await changes.wait(for: 1)
+        #expect(seen[0].key == "published" && seen[0].newValue == "by link" && seen[0].origin == .external)
+    }
+
+    @Test func newSuitesAreNoticedByPollingWhenInotifyCannotWatch() async throws {
+        let directory = try TemporaryDirectory()
+        let watcher = try Launched(childExecutable, ["additions", directory.url.path, "--fail-watches"])
+        try await watcher.records.wait(for: 1)
+        try await child("set", directory.file("appeared.plist").path, "k=int:1")
+        let lines = try await watcher.records.wait(until: { $0.contains("added appeared") })
+        #expect(lines.first == "ready")
+        kill(watcher.pid, SIGTERM)
+        #expect(watcher.standardError.contains("Polling every"), "\(watcher.standardError)")
+    }
+
+    // MARK: Limits
+
+    @Test func tenThousandSuitesOpenAndWatchedUnderTheDefaultDescriptorLimit() async throws {
+        let directory = try TemporaryDirectory()
+        let process = try Launched(childExecutable, ["many", directory.url.path, "10000"])
+        let ready = try await process.records.wait(for: 1)[0]
+        let descriptors = Int(ready.split(separator: " ").last ?? "") ?? -1
+        #expect(ready.hasPrefix("ready") && descriptors > 0 && descriptors < 64, "\(ready) \(process.standardError)")
+        try await child("set", directory.file("s9999.plist").path, "k=int:-1")
+        try await process.records.wait(until: { $0.contains("change k -1") })
+        try process.closeInput()
+        #expect(try await process.status() == 0)
+    }
+
+    @Test func theStaleTemporaryFileSweepRemovesOnlyTheSuitesOwnFiles() async throws {
+        let directory = try TemporaryDirectory()
+        let a = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "a.plist", options: .init())
+        #expect(a.isTemporaryFile(".a.plist.3kx9a0.tmp"))
+        #expect(!a.isTemporaryFile(".a.plist.b.plist.3kx9a0.tmp"))
+        #expect(!a.isTemporaryFile(".a.plist.lock"))
+        let others = directory.file(".a.plist.b.plist.3kx9a0.tmp")
+        let own = directory.file(".a.plist.zz1.tmp")
+        try Data().write(to: others)
+        try Data().write(to: own)
+        let suite = try PreferenceSuite(fileURL: directory.file("a.plist"))
+        suite.set(1, forKey: "k")
+        try await suite.flush()
+        #expect(FileManager.default.fileExists(atPath: others.path))
+        #expect(!FileManager.default.fileExists(atPath: own.path))
+    }
+
+    // MARK: Security
+
+    /// A member of the group swaps `Library` for a directory holding a link to a victim's private
+    /// directory, and back, as fast as it can, while another member writes.
+    @Test func aSymlinkSwappedInBelowTheContainerNeverReceivesAWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let container = directory.file("container")
+        let victim = directory.file("victim")
+        try FileManager.default.createDirectory(at: victim, withIntermediateDirectories: true)
+        let group = try AppGroup(identifier: "group.swap", containerURL: container)
+        let suite = try PreferenceSuite(suiteName: "settings", in: group)
+        suite.set(0, forKey: "n")
+        #expect(suite.synchronize())
+        // The writer re-creates a missing Library/Preferences, as it should: the attacker takes
+        // whatever directory is there and restores the real one when it can.
+        let flipper = """
+            import os, shutil, sys, time
+            c, v, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+            print("flipping", flush=True)
+            links = 0
+            while not os.path.exists(stop):
+                os.rename(f"{c}/Library", f"{c}/Library.old")
+                try:
+                    os.mkdir(f"{c}/Library")
+                    os.symlink(v, f"{c}/Library/Preferences")
+                    links += 1
+                except FileExistsError:
+                    pass
+                time.sleep(0.002)
+                while True:
+                    shutil.rmtree(f"{c}/Library", ignore_errors=True)
+                    try:
+                        os.rename(f"{c}/Library.old", f"{c}/Library")
+                        break
+                    except OSError:
+                        continue
+                time.sleep(0.001)
+            print(f"links {links}", flush=True)
+            """
+        let stop = directory.file("stop")
+        let attacker = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", flipper, container.path, victim.path, stop.path])
+        try await attacker.records.wait(for: 1)
+        // Until the attack was really met: writes refused while the link stood, and writes done
+        // while the real directory stood (at most 20,000 tries).
+        let outcome = await Task.detached {
+            var (written, refused) = (0, 0)
+            for i in 1...20_000 where written < 20 || refused < 20 {
+                suite.set(i, forKey: "n")
+                if suite.synchronize() { written += 1 } else { refused += 1 }
+            }
+            return (written, refused)
+        }.value
+        try Data().write(to: stop)
+        #expect(try await attacker.status() == 0, "\(attacker.standardError)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: victim.path) == [])
+        #expect(outcome.0 >= 20 && outcome.1 >= 20, "written \(outcome.0), refused \(outcome.1)")
+    }
+}

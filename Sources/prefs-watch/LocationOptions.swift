@@ -31,14 +31,22 @@ struct LocationOptions: ParsableArguments {
         return SuiteDirectory(url: url)
     }
 
+    /// Whether a suite argument is a path: it has a `/` or ends in `.plist`, and neither `--group`
+    /// nor `--dir` is given (with them, it is always a name).
+    func isPath(_ spec: String) -> Bool {
+        group == nil && dir == nil && (spec.contains("/") || spec.hasSuffix(".plist"))
+    }
+
     /// The file a suite argument names, without opening it (nothing is created).
     func fileURL(of spec: String) throws -> URL {
-        if spec.contains("/") || spec.hasSuffix(".plist") {
+        if isPath(spec) {
             return URL(filePath: spec).standardizedFileURL
         }
         if let directory = try directory() {
-            try validateName(spec)
-            return directory.url.appending(path: spec + ".plist")
+            // A name, never a path: `settings` or `settings.plist`, nothing with `/` or `..`.
+            let name = spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
+            try validateName(name)
+            return directory.url.appending(path: name + ".plist")
         }
         try validateName(spec)
         if spec.hasPrefix("group.") {
@@ -47,16 +55,61 @@ struct LocationOptions: ParsableArguments {
         return SuiteDirectory.ungrouped.url.appending(path: spec + ".plist")
     }
 
-    /// Opens the suite a suite argument names.
-    func open(_ spec: String) throws -> PreferenceSuite {
-        try PreferenceSuite(fileURL: fileURL(of: spec))
+    /// Opens the suite a suite argument names, for verbs that may create it. A path that does not
+    /// end in `.plist` and does not exist is refused unless `create` is set: a mistyped path must
+    /// not become a new file. An existing suite keeps its format and mode.
+    func open(_ spec: String, create: Bool) throws -> PreferenceSuite {
+        let url = try fileURL(of: spec)
+        if isPath(spec), !spec.hasSuffix(".plist"), !create, !FileManager.default.fileExists(atPath: url.path) {
+            throw ValidationError("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
+        }
+        try refuseUnlessPropertyList(url)
+        return try PreferenceSuite(fileURL: url, options: options(keeping: url))
     }
 
     /// Opens a suite that must already exist, for verbs that change it.
     func openExisting(_ spec: String) throws -> PreferenceSuite {
         let url = try fileURL(of: spec)
         guard FileManager.default.fileExists(atPath: url.path) else { throw missing(spec, url) }
-        return try PreferenceSuite(fileURL: url)
+        try refuseUnlessPropertyList(url)
+        return try PreferenceSuite(fileURL: url, options: options(keeping: url))
+    }
+
+    /// Refuses an existing file that is not a property list with a dictionary at its root, before
+    /// anything (a lock file, a suite object) is made beside it. The library refuses such a file
+    /// too; checking first leaves its directory exactly as it was.
+    private func refuseUnlessPropertyList(_ url: URL) throws {
+        var st = stat()
+        guard lstat(url.path, &st) == 0 else { return }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw failure("\(url.path) is not a regular file; prefs-watch changes only property-list files. Nothing was changed.")
+        }
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw failure("Could not read \(url.path): \(error.localizedDescription). Nothing was changed.")
+        }
+        if data.isEmpty { return }
+        let root: PlistValue
+        do { root = try PlistValue(propertyListData: data) } catch {
+            throw failure("\(url.path) is not a property list (\(error.message)); prefs-watch changes only property-list files, so it was left exactly as it was.")
+        }
+        guard case .dictionary = root else {
+            throw failure("\(url.path) holds a \(root.typeName); a suite has a dictionary at its root, so it was left exactly as it was.")
+        }
+    }
+
+    /// Options that keep an existing suite file's format (XML stays XML) and permissions.
+    private func options(keeping url: URL) -> PreferenceSuite.Options {
+        var options = PreferenceSuite.Options()
+        var st = stat()
+        guard lstat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return options }
+        options.filePermissions = st.st_mode & 0o777
+        if let handle = FileHandle(forReadingAtPath: url.path) {
+            let head = (try? handle.read(upToCount: 64)) ?? Data()
+            try? handle.close()
+            if !head.starts(with: Array("bplist".utf8)), head.contains(UInt8(ascii: "<")) { options.format = .xml }
+        }
+        return options
     }
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,

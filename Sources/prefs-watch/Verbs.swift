@@ -82,12 +82,14 @@ struct Write: ParsableCommand {
     @OptionGroup var location: LocationOptions
     @Argument(help: "The suite.") var suite: String
     @Argument(help: "The key.") var key: String
+    @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
     @Argument(parsing: .captureForPassthrough, help: "The value, with an optional type flag.") var value: [String] = []
 
     func run() throws {
-        var words = value[...]
+        // The value is captured for passthrough, and --create with it when it follows the key.
+        var words = value.filter { $0 != "--create" }[...]
         guard let first = words.first else { throw ValidationError("Missing value: write <suite> <key> <value>, or a type flag and value.") }
-        let prefs = try location.open(suite)
+        let prefs = try location.open(suite, create: create || value.contains("--create"))
         switch first {
         case "-array", "-dict":
             words.removeFirst()
@@ -193,6 +195,7 @@ struct Import: ParsableCommand {
     @Argument(help: "The suite.") var suite: String
     @Argument(help: "The source file, or - for standard input.") var source: String
     @Flag(help: "Keep keys the file does not have.") var merge = false
+    @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
 
     func run() throws {
         let data: Data
@@ -210,7 +213,7 @@ struct Import: ParsableCommand {
         guard case .dictionary(let values) = root else {
             throw failure("\(source == "-" ? "Standard input" : source) holds a \(root.typeName); a suite needs a dictionary at the root.")
         }
-        let prefs = try location.open(suite)
+        let prefs = try location.open(suite, create: create)
         try prefs.update { tx in
             if !merge { for key in tx.values.keys where values[key] == nil { tx[key] = nil } }
             for (key, value) in values { tx[key] = value }

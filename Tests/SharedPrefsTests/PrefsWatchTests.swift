@@ -129,6 +129,65 @@ struct PrefsWatchTests {
         #expect(tail.records.items[1].contains("\"op\":\"error\"") && tail.records.items[1].contains("not a valid property list"))
     }
 
+    /// The blocker of issue 13: `write ../../etc/passwd k v` moved the file aside and replaced it.
+    @Test func writeVerbsNeverMoveReplaceOrReModeAFileThatIsNoPropertyList() async throws {
+        let directory = try TemporaryDirectory()
+        let system = directory.file("passwd")
+        let text = Data("root:x:0:0:root:/root:/bin/bash\n".utf8)
+        try text.write(to: system)
+        chmod(system.path, 0o644)
+        let backup = directory.file("backup.plist")
+        try Data(PropertyListFormat.binary.encode(["k": 1])).write(to: backup)
+        for arguments in [
+            ["write", system.path, "k", "v"], ["write", system.path, "k", "v", "--create"], ["delete", system.path, "k"],
+            ["delete", system.path], ["import", system.path, backup.path], ["rename", system.path, "a", "b"],
+        ] {
+            let result = try await run(prefsWatch, arguments)
+            #expect(result.status != 0 && result.output.contains(system.path) && result.output.contains("left exactly as it was"), "\(arguments): \(result.output)")
+        }
+        #expect(try Data(contentsOf: system) == text)
+        var st = stat()
+        #expect(stat(system.path, &st) == 0 && st.st_mode & 0o777 == 0o644)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted() == ["backup.plist", "passwd"])
+    }
+
+    @Test func withGroupOrDirTheSuiteIsANameNeverAPath() async throws {
+        let directory = try TemporaryDirectory()
+        let container = directory.file("container")
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        for name in ["../escaped", "../../escaped.plist", "a/b", ".hidden"] {
+            let result = try await prefsWatchRun("write", "--dir", container.path, name, "k", "v")
+            #expect(result.status != 0 && result.output.contains("is not allowed"), "\(name): \(result.output)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["container"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path) == [])
+        // `name.plist` with --dir is the suite `name`.
+        #expect(try await prefsWatchRun("write", "--dir", container.path, "named.plist", "k", "v").status == 0)
+        #expect(try readSuiteFile(container.appending(path: "named.plist")) == ["k": "v"])
+    }
+
+    @Test func aPathWithoutPlistThatDoesNotExistNeedsCreate() async throws {
+        let directory = try TemporaryDirectory()
+        let target = directory.file("settings.conf")
+        let refused = try await prefsWatchRun("write", target.path, "k", "v")
+        #expect(refused.status != 0 && refused.output.contains("--create"), "\(refused.output)")
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        #expect(try await prefsWatchRun("write", target.path, "k", "v", "--create").status == 0)
+        #expect(try readSuiteFile(target) == ["k": "v"])
+    }
+
+    @Test func writingASuiteKeepsItsFormatAndMode() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("kept.plist")
+        try Data(PropertyListFormat.xml.encode(["a": 1])).write(to: file)
+        chmod(file.path, 0o644)
+        #expect(try await prefsWatchRun("write", file.path, "b", "-int", "2").status == 0)
+        #expect(try String(contentsOf: file, encoding: .utf8).hasPrefix("<?xml"))
+        #expect(try readSuiteFile(file) == ["a": 1, "b": 2])
+        var st = stat()
+        #expect(stat(file.path, &st) == 0 && st.st_mode & 0o777 == 0o644)
+    }
+
     @Test func defaultsVerbsReadWriteAndRoundTrip() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("v.plist").path

@@ -11,7 +11,7 @@ public func fuzzDecode(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard (try? PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(suite))) == suite else {
         fatalError("binary round trip changed a decoded suite of \(suite.count) keys")
     }
-    guard (try? PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(suite))) == suite.mapValues(XMLPropertyList.storable) else {
+    guard (try? PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(suite))) == XMLPropertyList.storable(suite) else {
         fatalError("XML round trip changed a decoded suite of \(suite.count) keys")
     }
     return 0

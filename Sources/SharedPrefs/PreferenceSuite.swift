@@ -181,6 +181,7 @@ public final class PreferenceSuite: Sendable {
         switch value(forKey: key) {
         case .string(let v): v
         case .integer(let v): String(v)
+        case .unsignedInteger(let v): String(v)
         case .real(let v): String(v)
         default: nil
         }
@@ -190,6 +191,7 @@ public final class PreferenceSuite: Sendable {
     public func integer(forKey key: String) -> Int {
         switch value(forKey: key) {
         case .integer(let v): Int(v)
+        case .unsignedInteger(let v): Int(exactly: v) ?? 0
         case .real(let v): Int(exactly: v.rounded(.towardZero)) ?? 0
         case .bool(let v): v ? 1 : 0
         case .string(let v): Int(v) ?? Double(v).flatMap { Int(exactly: $0.rounded(.towardZero)) } ?? 0
@@ -202,6 +204,7 @@ public final class PreferenceSuite: Sendable {
         switch value(forKey: key) {
         case .real(let v): v
         case .integer(let v): Double(v)
+        case .unsignedInteger(let v): Double(v)
         case .bool(let v): v ? 1 : 0
         case .string(let v): Double(v) ?? 0
         default: 0
@@ -218,6 +221,7 @@ public final class PreferenceSuite: Sendable {
         switch value(forKey: key) {
         case .bool(let v): v
         case .integer(let v): v != 0
+        case .unsignedInteger(let v): v != 0
         case .real(let v): v != 0
         case .string(let v): ["yes", "true"].contains(v.lowercased()) || (Int(v) ?? 0) != 0
         default: false

@@ -67,6 +67,7 @@ extension PlistValue {
         switch self {
         case .string(let v): return JSON.quote(v)
         case .integer(let v): return String(v)
+        case .unsignedInteger(let v): return String(v)
         case .real(let v): return v.isFinite ? String(v) : JSON.quote(String(v))
         case .bool(let v): return v ? "true" : "false"
         case .date(let v): return JSON.quote(v.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
@@ -102,6 +103,7 @@ enum JSON {
             let container = try decoder.singleValueContainer()
             if let v = try? container.decode(Bool.self) { plist = .bool(v) }
             else if let v = try? container.decode(Int64.self) { plist = .integer(v) }
+            else if let v = try? container.decode(UInt64.self) { plist = .unsignedInteger(v) }
             else if let v = try? container.decode(Double.self) { plist = .real(v) }
             else if let v = try? container.decode(String.self) { plist = .string(v) }
             else if let v = try? container.decode([Value].self) { plist = .array(v.map(\.plist)) }

@@ -44,8 +44,11 @@ enum ValueParser {
         switch flag {
         case "-string": return .string(text)
         case "-int", "-integer":
-            guard let value = Int64(text) else { throw ValidationError("\(flag) \"\(text)\" is not a 64-bit integer.") }
-            return .integer(value)
+            if let value = Int64(text) { return .integer(value) }
+            guard let value = UInt64(text) else {
+                throw ValidationError("\(flag) \"\(text)\" is not an integer from \(Int64.min) to \(UInt64.max).")
+            }
+            return .unsignedInteger(value)
         case "-float":
             guard let value = Double(text) else { throw ValidationError("-float \"\(text)\" is not a number.") }
             return .real(value)

@@ -366,3 +366,64 @@ struct HardeningTests {
         #expect(outcome.0 >= 20 && outcome.1 >= 20, "written \(outcome.0), refused \(outcome.1)")
     }
 }
+
+/// Values a foreign writer stores keep their exact type and bytes through every write of ours.
+@Suite("Exact values from foreign writers")
+struct ExactValueTests {
+    /// Python's `2**64 - 1` (and a bit mask just above `Int64.max`) survive an unrelated write as
+    /// integers, in both formats.
+    @Test(arguments: ["FMT_BINARY", "FMT_XML"])
+    func integersAboveInt64MaxRoundTripWithTheirType(_ format: String) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("big.plist")
+        let write = try await python(
+            "import plistlib, sys; plistlib.dump({'max': 2**64 - 1, 'mask': 2**63, 'min': -2**63}, open(sys.argv[1], 'wb'), fmt=plistlib.\(format))",
+            file.path)
+        #expect(write.status == 0, "\(write.output)")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(format: format == "FMT_XML" ? .xml : .binary))
+        #expect(suite.value(forKey: "max") == .unsignedInteger(UInt64.max))
+        #expect(suite[PreferenceKey<UInt64>("mask", default: 0)] == 1 << 63)
+        suite.set("unrelated", forKey: "other")
+        try await suite.flush()
+        let check = try await python(
+            "import plistlib, sys; d = plistlib.load(open(sys.argv[1], 'rb')); print(type(d['max']).__name__, d['max'], d['mask'], d['min'], d['other'])",
+            file.path)
+        #expect(check.output.trimmingCharacters(in: .whitespacesAndNewlines) == "int 18446744073709551615 9223372036854775808 -9223372036854775808 unrelated", "\(check.output)")
+    }
+
+    /// XML cannot hold ESC, U+0001, NUL or U+FFFE at all: such a suite is written as a binary
+    /// property list, which every reader (plistlib included) accepts, never as broken XML. A
+    /// carriage return round-trips in XML as `&#13;`.
+    @Test func anXMLSuiteNeverBecomesBrokenXMLAndKeepsCarriageReturns() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("control.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(format: .xml))
+        suite.set("line\r\nbreak\rhere", forKey: "cr")
+        try await suite.flush()
+        #expect(try String(contentsOf: file, encoding: .utf8).contains("&#13;"))
+        let crBack = try await python("import plistlib, sys; print(repr(plistlib.load(open(sys.argv[1], 'rb'))['cr']))", file.path)
+        #expect(crBack.output.trimmingCharacters(in: .newlines) == "'line\\r\\nbreak\\rhere'", "\(crBack.output)")
+        let awkward = ["esc": "\u{1B}[31mred", "one": "a\u{01}b", "nul": "a\u{0}b", "fffe": "a\u{FFFE}b"]
+        for (key, value) in awkward { suite.set(value, forKey: key) }
+        try await suite.flush()
+        #expect(try Data(contentsOf: file).starts(with: Array("bplist00".utf8)))
+        let check = try await python(
+            "import plistlib, sys; d = plistlib.load(open(sys.argv[1], 'rb')); print(sorted((k, ord(v[1]) if k != 'esc' else ord(v[0])) for k, v in d.items() if k != 'cr'))",
+            file.path)
+        #expect(check.output.trimmingCharacters(in: .newlines) == "[('esc', 27), ('fffe', 65534), ('nul', 0), ('one', 1)]", "\(check.output)")
+        // Once the awkward strings are gone, the suite is XML again.
+        for key in awkward.keys { suite.removeObject(forKey: key) }
+        try await suite.flush()
+        #expect(try String(contentsOf: file, encoding: .utf8).hasPrefix("<?xml"))
+    }
+
+    @Test func unsignedAndSignedIntegersOfTheSameNumberAreEqual() throws {
+        #expect(PlistValue.unsignedInteger(5) == .integer(5))
+        #expect(Set([PlistValue.unsignedInteger(5), .integer(5)]).count == 1)
+        #expect(PlistValue.unsignedInteger(UInt64.max) != .integer(-1))
+        for format in [PropertyListFormat.binary, .xml] {
+            #expect(try PropertyListFormat.decode(format.encode(.unsignedInteger(UInt64.max))) == .unsignedInteger(UInt64.max))
+            #expect(try PropertyListFormat.decode(format.encode(.unsignedInteger(7))) == .integer(7))
+        }
+    }
+}

@@ -53,7 +53,9 @@ struct ValueTests {
         #expect(Theme.dark.plistValue == "dark")
         #expect(Level.high.plistValue == 2)
         #expect(Window(width: 1, title: "t", scale: 2).plistValue == ["width": 1, "title": "t", "scale": 2.0])
-        #expect(UInt64.max.plistValue == .string("18446744073709551615"))
+        #expect(UInt64.max.plistValue == .unsignedInteger(UInt64.max))
+        // Earlier versions stored it as its decimal string: still read.
+        #expect(UInt64(plistValue: .string("18446744073709551615")) == UInt64.max)
     }
 
     @Test func optionalNilRemovesTheKey() {

@@ -114,7 +114,7 @@ enum BinaryPropertyList {
                     let high = Self.uint(bytes, position, 8)
                     let low = Self.uint(bytes, position + 8, 8)
                     if high == 0 {
-                        return low <= UInt64(Int64.max) ? .integer(Int64(low)) : .string(String(low))
+                        return low <= UInt64(Int64.max) ? .integer(Int64(low)) : .unsignedInteger(low)
                     }
                     guard high == UInt64.max, low > UInt64(Int64.max) else {
                         throw PropertyListDecodingError("integer outside the 64-bit range")
@@ -206,6 +206,15 @@ enum BinaryPropertyList {
             switch value {
             case .bool(let v): out.append(v ? 0x09 : 0x08)
             case .integer(let v): appendInteger(v, to: &out)
+            case .unsignedInteger(let v):
+                if let small = Int64(exactly: v) {
+                    appendInteger(small, to: &out)
+                } else {
+                    // Above Int64.max: a 16-byte integer, as CFBinaryPList and plistlib write it.
+                    out.append(0x14)
+                    appendBigEndian(0, size: 8, to: &out)
+                    appendBigEndian(v, size: 8, to: &out)
+                }
             case .real(let v):
                 out.append(0x23)
                 appendBigEndian(v.bitPattern, size: 8, to: &out)

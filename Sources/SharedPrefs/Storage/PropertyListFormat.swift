@@ -9,10 +9,14 @@ public enum PropertyListFormat: Sendable, Hashable {
         encode(.dictionary(values))
     }
 
+    /// Encodes `root` in this format. XML cannot carry some strings at all (control characters
+    /// such as ESC or NUL, U+FFFE, U+FFFF): a value holding one is encoded as a binary property
+    /// list instead, never as XML that no parser accepts (either format is read).
     func encode(_ root: PlistValue) -> [UInt8] {
         switch self {
-        case .binary: BinaryPropertyList.encode(root)
-        case .xml: XMLPropertyList.encode(root)
+        case .binary: return BinaryPropertyList.encode(root)
+        case .xml:
+            return (try? XMLPropertyList.encode(root)) ?? BinaryPropertyList.encode(root)
         }
     }
 

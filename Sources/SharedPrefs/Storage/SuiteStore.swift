@@ -293,7 +293,11 @@ final class SuiteStore: Sendable {
                 mustWrite = mustWrite || tx.operations.contains { base[$0.key] != $0.value.value }
             }
             if mustWrite {
-                version = try file.write(file.options.format.encode(merged), in: dir)
+                let bytes = file.options.format.encode(merged)
+                if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
+                    logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
+                }
+                version = try file.write(bytes, in: dir)
                 state.withLock { $0.statistics.fileWrites += 1 }
             }
             adopt(disk: merged, version: version, localKeys: transactionKeys)

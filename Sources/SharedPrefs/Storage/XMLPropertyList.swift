@@ -8,23 +8,32 @@ import Foundation
 enum XMLPropertyList {
     // MARK: Encoding
 
-    static func encode(_ root: PlistValue) -> [UInt8] {
+    /// A string XML 1.0 cannot hold: control characters other than tab, line feed and carriage
+    /// return (not even as `&#1;`), and the non-characters U+FFFE and U+FFFF.
+    struct Uncarriable: Error {
+        var scalar: Unicode.Scalar
+    }
+
+    /// Encodes `root`, or throws when a string in it holds a character XML cannot carry: the
+    /// caller then writes a binary property list instead, never broken XML.
+    static func encode(_ root: PlistValue) throws(Uncarriable) -> [UInt8] {
         var out = """
             <?xml version="1.0" encoding="UTF-8"?>
             <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
             <plist version="1.0">
 
             """
-        write(root, indent: 0, to: &out)
+        try write(root, indent: 0, to: &out)
         out += "</plist>\n"
         return Array(out.utf8)
     }
 
-    private static func write(_ value: PlistValue, indent: Int, to out: inout String) {
+    private static func write(_ value: PlistValue, indent: Int, to out: inout String) throws(Uncarriable) {
         let pad = String(repeating: "\t", count: indent)
         switch value {
-        case .string(let v): out += "\(pad)<string>\(escape(v))</string>\n"
+        case .string(let v): out += "\(pad)<string>\(try escape(v))</string>\n"
         case .integer(let v): out += "\(pad)<integer>\(v)</integer>\n"
+        case .unsignedInteger(let v): out += "\(pad)<integer>\(v)</integer>\n"
         case .real(let v): out += "\(pad)<real>\(v.isNaN ? "nan" : "\(v)")</real>\n"
         case .bool(let v): out += "\(pad)<\(v)/>\n"
         case .date(let v): out += "\(pad)<date>\(iso8601(v))</date>\n"
@@ -32,29 +41,37 @@ enum XMLPropertyList {
         case .array(let items) where items.isEmpty: out += "\(pad)<array/>\n"
         case .array(let items):
             out += "\(pad)<array>\n"
-            for item in items { write(item, indent: indent + 1, to: &out) }
+            for item in items { try write(item, indent: indent + 1, to: &out) }
             out += "\(pad)</array>\n"
         case .dictionary(let items) where items.isEmpty: out += "\(pad)<dict/>\n"
         case .dictionary(let items):
             out += "\(pad)<dict>\n"
             for key in items.keys.sorted() {
-                out += "\(pad)\t<key>\(escape(key))</key>\n"
-                write(items[key]!, indent: indent + 1, to: &out)
+                out += "\(pad)\t<key>\(try escape(key))</key>\n"
+                try write(items[key]!, indent: indent + 1, to: &out)
             }
             out += "\(pad)</dict>\n"
         }
     }
 
-    /// Escapes `&`, `<` and `>` scalar by scalar: compared as Characters, a `<` followed by a
+    /// Escapes `&`, `<` and `>`, and a carriage return as `&#13;` (a raw one comes back from any
+    /// XML parser as a line feed), scalar by scalar: compared as Characters, a `<` followed by a
     /// combining mark is one grapheme that is not `"<"`, and would be written raw (found by the fuzzer).
-    private static func escape(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") }) else { return text }
+    /// - Throws: ``Uncarriable`` for a character no XML 1.0 document can hold.
+    private static func escape(_ text: String) throws(Uncarriable) -> String {
+        // Fast path: nothing to escape (no markup, no control character, no U+FFFE/U+FFFF, whose
+        // UTF-8 begins with 0xEF 0xBF).
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 < 0x20 || $0 == 0xEF })
+        else { return text }
         var escaped = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             switch scalar {
             case "&": escaped.append(contentsOf: "&amp;".unicodeScalars)
             case "<": escaped.append(contentsOf: "&lt;".unicodeScalars)
             case ">": escaped.append(contentsOf: "&gt;".unicodeScalars)
+            case "\r": escaped.append(contentsOf: "&#13;".unicodeScalars)
+            case "\t", "\n": escaped.append(scalar)
+            case "\u{0}"..."\u{1F}", "\u{FFFE}", "\u{FFFF}": throw Uncarriable(scalar: scalar)
             default: escaped.append(scalar)
             }
         }
@@ -80,6 +97,12 @@ enum XMLPropertyList {
         case .dictionary(let items): .dictionary(items.mapValues(storable))
         default: value
         }
+    }
+
+    /// A suite as writing it in the XML format keeps it: ``storable(_:)`` for each value, or the
+    /// suite unchanged when XML cannot carry it and it is written as a binary property list.
+    static func storable(_ suite: [String: PlistValue]) -> [String: PlistValue] {
+        (try? encode(.dictionary(suite))) == nil ? suite : suite.mapValues(storable)
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ`: whole seconds (rounded down), clamped to years 1 through 9999.
@@ -245,7 +268,7 @@ enum XMLPropertyList {
             case "integer":
                 let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
                 if let v = Int64(text) { return .integer(v) }
-                if let v = UInt64(text) { return .string(String(v)) }
+                if let v = UInt64(text) { return .unsignedInteger(v) }
                 let negative = text.hasPrefix("-")
                 let digits = text.dropFirst(negative ? 1 : 0)
                 if digits.lowercased().hasPrefix("0x"), let v = Int64(digits.dropFirst(2), radix: 16) { return .integer(negative ? -v : v) }

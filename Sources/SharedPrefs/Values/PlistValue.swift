@@ -15,6 +15,10 @@ import Foundation
 public enum PlistValue: Sendable {
     case string(String)
     case integer(Int64)
+    /// An integer above `Int64.max`, up to `UInt64.max`: property lists hold these as 128-bit
+    /// integers (Python's `2**64 - 1`, a `UInt64` bit mask). The decoders produce it only for such
+    /// values, and it equals ``integer(_:)`` of the same number.
+    case unsignedInteger(UInt64)
     case real(Double)
     case bool(Bool)
     case date(Date)
@@ -28,6 +32,8 @@ extension PlistValue: Hashable {
         switch (lhs, rhs) {
         case let (.string(a), .string(b)): a == b
         case let (.integer(a), .integer(b)): a == b
+        case let (.unsignedInteger(a), .unsignedInteger(b)): a == b
+        case let (.integer(a), .unsignedInteger(b)), let (.unsignedInteger(b), .integer(a)): a >= 0 && UInt64(a) == b
         case let (.real(a), .real(b)): a.bitPattern == b.bitPattern
         case let (.bool(a), .bool(b)): a == b
         case let (.date(a), .date(b)): a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
@@ -42,6 +48,8 @@ extension PlistValue: Hashable {
         switch self {
         case .string(let v): hasher.combine(0); hasher.combine(v)
         case .integer(let v): hasher.combine(1); hasher.combine(v)
+        // The same bits as `.integer` of the same number, so equal values hash alike.
+        case .unsignedInteger(let v): hasher.combine(1); hasher.combine(Int64(bitPattern: v))
         case .real(let v): hasher.combine(2); hasher.combine(v.bitPattern)
         case .bool(let v): hasher.combine(3); hasher.combine(v)
         case .date(let v): hasher.combine(4); hasher.combine(v.timeIntervalSinceReferenceDate.bitPattern)
@@ -57,7 +65,7 @@ extension PlistValue {
     public var typeName: String {
         switch self {
         case .string: "string"
-        case .integer: "integer"
+        case .integer, .unsignedInteger: "integer"
         case .real: "float"
         case .bool: "boolean"
         case .date: "date"
@@ -73,6 +81,7 @@ extension PlistValue {
         switch self {
         case .string(let v): v
         case .integer(let v): Int(v)
+        case .unsignedInteger(let v): v
         case .real(let v): v
         case .bool(let v): v
         case .date(let v): v
@@ -110,6 +119,7 @@ extension PlistValue: CustomStringConvertible {
         switch self {
         case .string(let v): return "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         case .integer(let v): return String(v)
+        case .unsignedInteger(let v): return String(v)
         case .real(let v): return String(v)
         case .bool(let v): return v ? "true" : "false"
         case .date(let v): return v.formatted(.iso8601)

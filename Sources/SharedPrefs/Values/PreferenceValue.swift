@@ -49,6 +49,7 @@ extension Double: PreferenceValue {
         switch plistValue {
         case .real(let v): self = v
         case .integer(let v): self = Double(v)
+        case .unsignedInteger(let v): self = Double(v)
         default: return nil
         }
     }
@@ -86,19 +87,23 @@ extension URL: PreferenceValue {
     }
 }
 
-/// Integers are stored as 64-bit property-list integers. Unsigned values above `Int64.max`
-/// (which a property list cannot hold as an integer) are stored as their decimal string.
+/// Integers are stored as property-list integers; unsigned values above `Int64.max` as
+/// ``PlistValue/unsignedInteger(_:)`` (a 128-bit integer in the file). A decimal string is read
+/// too, as earlier versions stored such values.
 /// (Refining `Codable` makes these defaults win over the `Codable` ones below.)
 public protocol PreferenceInteger: FixedWidthInteger, Codable, PreferenceValue {}
 
 extension PreferenceInteger {
     public var plistValue: PlistValue? {
         if let v = Int64(exactly: self) { return .integer(v) }
-        return .string(String(self))
+        return UInt64(exactly: self).map(PlistValue.unsignedInteger)
     }
     public init?(plistValue: PlistValue) {
         switch plistValue {
         case .integer(let v):
+            guard let exact = Self(exactly: v) else { return nil }
+            self = exact
+        case .unsignedInteger(let v):
             guard let exact = Self(exactly: v) else { return nil }
             self = exact
         case .string(let v) where !Self.isSigned:

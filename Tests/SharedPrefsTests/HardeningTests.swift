@@ -266,6 +266,32 @@ struct HardeningTests {
         #expect(seen[0].key == "published" && seen[0].newValue == "by link" && seen[0].origin == .external)
     }
 
+    /// `mv container container.old; mkdir -p container/Library/Preferences`: the watched directory
+    /// itself never moved, only its ancestor.
+    @Test func aContainerRenamedAwayAndRecreatedIsWatchedAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let container = directory.file("container")
+        let group = try AppGroup(identifier: "group.moved", containerURL: container)
+        let suite = try PreferenceSuite(suiteName: "settings", in: group)
+        suite.set(1, forKey: "a")
+        try await suite.flush()
+        let (all, token) = suite.record(.all)
+        defer { token.cancel() }
+        #expect(rename(container.path, directory.file("container.old").path) == 0)
+        let removal = try await all.wait(for: 1)
+        #expect(removal[0].key == "a" && removal[0].isRemoval && removal[0].origin == .external)
+        try FileManager.default.createDirectory(at: group.preferencesDirectory, withIntermediateDirectories: true)
+        let file = group.preferencesDirectory.appending(path: "settings.plist")
+        try await child("set", file.path, "b=int:2")
+        #expect(try await all.wait(for: 2)[1].newValue == 2)
+        // And it stays watched, while the old directory is not: writes there are not this suite.
+        try await child("set", directory.file("container.old/Library/Preferences/settings.plist").path, "old=int:9")
+        try await child("set", file.path, "b=int:3")
+        let changes = try await all.wait(for: 3)
+        #expect(changes[2].key == "b" && changes[2].newValue == 3)
+        #expect(suite.value(forKey: "old") == nil)
+    }
+
     @Test func newSuitesAreNoticedByPollingWhenInotifyCannotWatch() async throws {
         let directory = try TemporaryDirectory()
         let watcher = try Launched(childExecutable, ["additions", directory.url.path, "--fail-watches"])

@@ -2,6 +2,17 @@
 import Glibc
 #endif
 
+/// A file or directory as the kernel knows it, whatever its path.
+struct FileIdentity: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+
+    init(_ st: stat) {
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+    }
+}
+
 /// What `fstat` says of one suite file: enough to tell most new versions from the old at the
 /// cost of one `fstatat`.
 struct FileStamp: Equatable, Sendable {

@@ -31,6 +31,8 @@ final class InotifyWatcher: Sendable {
 
     private struct Directory {
         var location: DirectoryLocation
+        /// Device and inode of the directory watched, to tell when its path leads elsewhere.
+        var identity: FileIdentity?
         var path: String { location.path }
         var suites: [String: [WeakStore]] = [:]
         /// Told the name of every file written in or moved into the directory.
@@ -52,6 +54,9 @@ final class InotifyWatcher: Sendable {
         var listings: [String: Set<String>] = [:]
         /// Suites that could not be watched and are polled.
         var polled: [ObjectIdentifier: WeakStore] = [:]
+        /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
+        /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
+        var ancestors: [String: CInt] = [:]
         var nextListenerID: UInt64 = 0
     }
 
@@ -84,10 +89,13 @@ final class InotifyWatcher: Sendable {
         0x4750_4653: "GPFS", 0x0116_1970: "GFS2", 0x7461_636F: "OCFS2", 0x7375_7245: "Coda",
     ]
 
+    /// The mask of ancestor watches: added to whatever the inode is watched for already.
+    static let ancestorMask = UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF) | UInt32(IN_ONLYDIR) | UInt32(IN_MASK_ADD)
+
     /// Adds a watch on the directory at `location`, opened by the same link-refusing walk as
     /// every write, and watched through its descriptor: a link swapped in below the trusted
     /// directory is never watched.
-    private func addWatch(_ location: DirectoryLocation) -> Result<CInt, PreferenceError> {
+    private func addWatch(_ location: DirectoryLocation) -> Result<(CInt, FileIdentity?), PreferenceError> {
         guard fd >= 0 else {
             return .failure(PreferenceError(code: .watchFailed, message: "inotify is not available in this process.", path: location.path))
         }
@@ -101,9 +109,43 @@ final class InotifyWatcher: Sendable {
             return .failure(error)
         }
         defer { dir.close() }
-        return Syscall.inotifyAddWatch(fd, dir.procPath, Self.mask).mapError {
-            PreferenceError.system("inotify_add_watch", $0, path: location.path, doing: "watch")
+        let identity = (try? Syscall.fstat(dir.fd).get()).map(FileIdentity.init)
+        return Syscall.inotifyAddWatch(fd, dir.procPath, Self.mask)
+            .map { ($0, identity) }
+            .mapError { PreferenceError.system("inotify_add_watch", $0, path: location.path, doing: "watch") }
+    }
+
+    /// Watches every ancestor of `path` (up to `/`) for being moved or deleted. Under the state lock.
+    private func watchAncestors(of path: String, in s: inout State) {
+        var ancestor = (path as NSString).deletingLastPathComponent
+        while !ancestor.isEmpty, s.ancestors[ancestor] == nil {
+            if case .success(let wd) = Syscall.inotifyAddWatch(fd, ancestor, Self.ancestorMask) { s.ancestors[ancestor] = wd }
+            if ancestor == "/" { break }
+            ancestor = (ancestor as NSString).deletingLastPathComponent
         }
+    }
+
+    /// After an ancestor moved or vanished: every watched directory whose path no longer leads to
+    /// the directory watched is dropped and waits, like a vanished one, for its path to come back;
+    /// the ancestor watches are laid anew for the paths as they are now. Under the state lock.
+    private func revalidate(_ s: inout State, into batch: inout Batch) {
+        for (wd, var dir) in s.watched {
+            let now = (try? dir.location.open(creating: false)).flatMap { $0 }.map { opened in
+                defer { opened.close() }
+                return (try? Syscall.fstat(opened.fd).get()).map(FileIdentity.init)
+            }
+            guard now == nil || now! != dir.identity else { continue }
+            Syscall.inotifyRemoveWatch(fd, wd)
+            s.watched[wd] = nil
+            dir.identity = nil
+            if let existing = s.vanished[dir.path] { dir.merge(existing) }
+            s.vanished[dir.path] = dir
+            if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
+            batch.add(dir.stores)
+        }
+        for wd in Set(s.ancestors.values) where s.watched[wd] == nil { Syscall.inotifyRemoveWatch(fd, wd) }
+        s.ancestors = [:]
+        for dir in s.watched.values { watchAncestors(of: dir.path, in: &s) }
     }
 
     /// Starts watching `fileName` in the directory at `location` for `store`, or polls it when
@@ -114,9 +156,10 @@ final class InotifyWatcher: Sendable {
             logger.notice("\(directory) is on a \(name) file system, where inotify misses changes made by other machines; polling it every \(Self.pollInterval) ms.")
         } else {
             switch addWatch(location) {
-            case .success(let wd):
+            case .success(let (wd, identity)):
                 state.withLock { s in
-                    s.watched[wd, default: Directory(location: location)].suites[fileName, default: []].append(WeakStore(store: store))
+                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: []].append(WeakStore(store: store))
+                    watchAncestors(of: directory, in: &s)
                 }
                 return
             case .failure(let error):
@@ -172,7 +215,7 @@ final class InotifyWatcher: Sendable {
     /// - Returns: An identifier for ``removeListener(_:)``.
     func addListener(_ location: DirectoryLocation, _ listener: @escaping @Sendable (String) -> Void) -> UInt64 {
         let directory = location.path
-        var watch: Result<CInt, PreferenceError>
+        var watch: Result<(CInt, FileIdentity?), PreferenceError>
         if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
             watch = .failure(PreferenceError(code: .watchFailed, message: "\(directory) is on a \(name) file system, where inotify misses changes made by other machines.", path: directory))
         } else {
@@ -184,8 +227,9 @@ final class InotifyWatcher: Sendable {
         let id = state.withLock { s in
             s.nextListenerID += 1
             switch watch {
-            case .success(let wd):
-                s.watched[wd, default: Directory(location: location)].listeners[s.nextListenerID] = listener
+            case .success(let (wd, identity)):
+                s.watched[wd, default: Directory(location: location, identity: identity)].listeners[s.nextListenerID] = listener
+                watchAncestors(of: directory, in: &s)
             case .failure:
                 s.listings[directory] = s.listings[directory] ?? Self.listing(location)
                 s.vanished[directory, default: Directory(location: location)].listeners[s.nextListenerID] = listener
@@ -235,7 +279,8 @@ final class InotifyWatcher: Sendable {
             while _TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
             var batch = Batch()
             if ready { readEvents(buffer, bufferSize, into: &batch) }
-            if needsPolling { pollTick(into: &batch) }
+            if batch.revalidate { state.withLock { revalidate(&$0, into: &batch) } }
+            if needsPolling || batch.revalidate { pollTick(into: &batch) }
             for store in batch.reload.values {
                 if batch.overflowed {
                     store.report(PreferenceError(
@@ -254,6 +299,8 @@ final class InotifyWatcher: Sendable {
         var reload: [ObjectIdentifier: SuiteStore] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
+        /// An ancestor of a watched directory moved or vanished.
+        var revalidate = false
 
         mutating func add(_ stores: [SuiteStore]) {
             for store in stores { reload[ObjectIdentifier(store)] = store }
@@ -282,6 +329,9 @@ final class InotifyWatcher: Sendable {
                 batch.overflowed = true
                 for dir in s.watched.values { batch.add(dir.stores) }
                 return
+            }
+            if mask & (UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0, s.ancestors.values.contains(wd) {
+                batch.revalidate = true
             }
             guard var dir = s.watched[wd] else { return }
             if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
@@ -312,11 +362,12 @@ final class InotifyWatcher: Sendable {
         state.withLock { s in
             for (path, dir) in s.vanished {
                 let rearmed = addWatch(dir.location)
-                if case .success(let wd) = rearmed {
+                if case .success(let (wd, identity)) = rearmed {
                     s.vanished[path] = nil
-                    var merged = s.watched[wd] ?? Directory(location: dir.location)
+                    var merged = s.watched[wd] ?? Directory(location: dir.location, identity: identity)
                     merged.merge(dir)
                     s.watched[wd] = merged
+                    watchAncestors(of: path, in: &s)
                     batch.add(dir.stores)
                 }
                 // Listeners hear of what appeared while the directory was polled or gone.

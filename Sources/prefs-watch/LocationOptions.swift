@@ -18,6 +18,21 @@ struct LocationOptions: ParsableArguments {
         if group != nil && dir != nil { throw ValidationError("Give --group or --dir, not both.") }
     }
 
+    /// The directory named by `--group` or `--dir`, which must exist: a mistyped group is an
+    /// error, not an empty list. `nil` when neither is given.
+    func existingDirectory() throws -> SuiteDirectory? {
+        guard let directory = try directory() else { return nil }
+        var st = stat()
+        if stat(directory.url.path, &st) != 0 {
+            let reason = errno
+            let what = group.map { "The app group \($0) has no container (no \(directory.url.path))" } ?? "\(directory.url.path) does not exist"
+            throw reason == ENOENT || reason == ENOTDIR
+                ? failure("\(what); check the \(group == nil ? "directory" : "identifier, or \"prefs-watch list\" for the groups there are").")
+                : failure("Cannot reach \(directory.url.path): \(String(cString: strerror(reason))). Check the permissions of its directories (ls -ld).")
+        }
+        return directory
+    }
+
     /// The directory named by `--group` or `--dir`, if any.
     func directory() throws -> SuiteDirectory? {
         if let group { return SuiteDirectory(group: try AppGroup(identifier: group)) }
@@ -70,7 +85,7 @@ struct LocationOptions: ParsableArguments {
     /// Opens a suite that must already exist, for verbs that change it.
     func openExisting(_ spec: String) throws -> PreferenceSuite {
         let url = try fileURL(of: spec)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw missing(spec, url) }
+        try requireExisting(spec, url)
         try refuseUnlessPropertyList(url)
         return try PreferenceSuite(fileURL: url, options: options(keeping: url))
     }
@@ -116,9 +131,9 @@ struct LocationOptions: ParsableArguments {
     /// and a file that is not a property list is an error that says so.
     func readValues(_ spec: String) throws -> (url: URL, values: [String: PlistValue]) {
         let url = try fileURL(of: spec)
+        try requireExisting(spec, url)
         guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw FileManager.default.fileExists(atPath: url.path)
-                ? failure("Could not read \(url.path); check its permissions.") : missing(spec, url)
+            throw failure("Could not read \(url.path): permission denied. Check its owner and mode (ls -l).")
         }
         let root: PlistValue
         do { root = try PlistValue(propertyListData: data) } catch {
@@ -130,8 +145,14 @@ struct LocationOptions: ParsableArguments {
         return (url, values)
     }
 
-    private func missing(_ spec: String, _ url: URL) -> ExitCode {
-        failure("The suite \(spec) does not exist (no file at \(url.path)).")
+    /// Fails with "does not exist" only when it does not: a directory on the way that this user
+    /// may not search is "permission denied", naming it.
+    private func requireExisting(_ spec: String, _ url: URL) throws {
+        var st = stat()
+        guard stat(url.path, &st) != 0 else { return }
+        let reason = errno
+        if reason == ENOENT || reason == ENOTDIR { throw failure("The suite \(spec) does not exist (no file at \(url.path)).") }
+        throw failure("Cannot reach \(url.path): \(String(cString: strerror(reason))). Check the permissions of its directories (ls -ld).")
     }
 
     /// Refuses a name that could escape its directory before any directory is touched.

@@ -55,10 +55,20 @@ extension timespec {
     }
 }
 
+extension String {
+    /// As it is, or quoted and escaped like a string value's `description` when it holds a
+    /// control character (ESC, CR, NUL, …): what a terminal is shown never has a raw one, and a
+    /// `-0` record never holds a NUL.
+    var displayed: String {
+        unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } ? PlistValue.string(self).description : self
+    }
+}
+
 extension PlistValue {
-    /// Strings without quotes, everything else as `description`: for CSV and `--format`.
+    /// Strings without quotes (unless they hold a control character, see `displayed`), everything
+    /// else as `description`: for CSV and `--format`.
     var bare: String {
-        if case .string(let text) = self { return text }
+        if case .string(let text) = self { return text.displayed }
         return description
     }
 
@@ -70,7 +80,7 @@ extension PlistValue {
         case .unsignedInteger(let v): return String(v)
         case .real(let v): return v.isFinite ? String(v) : JSON.quote(String(v))
         case .bool(let v): return v ? "true" : "false"
-        case .date(let v): return JSON.quote(v.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        case .date: return JSON.quote(description)
         case .data(let v): return JSON.quote(v.base64EncodedString())
         case .array(let v): return "[" + v.map(\.json).joined(separator: ",") + "]"
         case .dictionary(let v):
@@ -94,6 +104,20 @@ enum JSON {
             }
         }
         return out + "\""
+    }
+
+    /// Where JSON text stops parsing, as "Invalid value around character 14: {"b": x⏎…"", or
+    /// `nil` when it parses (then the problem is a `null`, which has no property-list form).
+    static func problem(in text: String) -> String? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+        } catch {
+            let reason = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)").trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            guard let offset = reason.split(separator: " ").last.flatMap({ Int($0) }), offset <= text.utf8.count else { return reason }
+            let before = String(decoding: text.utf8.prefix(offset), as: UTF8.self)
+            return "\(reason), after \"\(before.suffix(20))\""
+        }
+        return "null has no property-list value"
     }
 
     /// A JSON value as a property-list value. `null` has no property-list form.
@@ -143,21 +167,23 @@ enum OutputStyle: Sendable {
         case .text: text(record)
         case .json: json(record)
         case .csv:
-            [record.time.iso8601, String(record.seq), record.suite, record.key ?? "", record.operation.rawValue,
-             record.old?.bare ?? "", record.new?.bare ?? "", record.message ?? ""].map(Self.csvField).joined(separator: ",")
+            [record.time.iso8601, String(record.seq), record.suite, record.key?.displayed ?? "", record.operation.rawValue,
+             record.old?.bare ?? "", record.new?.bare ?? "", record.message?.displayed ?? ""].map(Self.csvField).joined(separator: ",")
         case .format(let format): Self.expand(format, record)
         }
     }
 
     private func text(_ r: Record) -> String {
         let head = "\(r.time.clock) \(r.suite)"
+        let key = r.key?.displayed ?? ""
+        let message = r.message?.displayed ?? ""
         switch r.operation {
         case .set, .removed:
-            return "\(head) \(r.key ?? ""): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")"
-        case .initial: return "\(head) \(r.key ?? "") = \(r.new?.description ?? "(none)")"
-        case .resync: return "\(head) RESYNC \(r.message ?? "")"
-        case .error: return "\(head) ERROR \(r.message ?? "")"
-        case .raw: return "\(r.time.clock) RAW \(r.message ?? "")"
+            return "\(head) \(key): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")"
+        case .initial: return "\(head) \(key) = \(r.new?.description ?? "(none)")"
+        case .resync: return "\(head) RESYNC \(message)"
+        case .error: return "\(head) ERROR \(message)"
+        case .raw: return "\(r.time.clock) RAW \(message)"
         }
     }
 
@@ -190,12 +216,12 @@ enum OutputStyle: Sendable {
             case "t": out += r.time.clock
             case "q": out += String(r.seq)
             case "s": out += r.suite
-            case "w": out += r.path
-            case "k", "f": out += r.key ?? ""
+            case "w": out += r.path.displayed
+            case "k", "f": out += r.key?.displayed ?? ""
             case "e": out += r.operation.rawValue
             case "o": out += r.old?.bare ?? ""
             case "n": out += r.new?.bare ?? ""
-            case "m": out += r.message ?? ""
+            case "m": out += r.message?.displayed ?? ""
             case "%": out += "%"
             default: out += "%"; out.append(letter)
             }

@@ -86,7 +86,7 @@ struct Tail: AsyncParsableCommand {
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
         let session = TailSession(style: style, terminator: nulTerminated ? 0 : 10, filters: filters, count: count, timeout: timeout)
 
-        if suites.isEmpty, let directory = try location.directory() {
+        if suites.isEmpty, let directory = try location.existingDirectory() {
             // Listen for new suites before listing, so none falls in between.
             let additions = try directory.suiteAdditions()
             try openDirectory(directory, session)

@@ -10,7 +10,13 @@ enum ValueParser {
     static func one(_ words: ArraySlice<String>) throws -> (PlistValue, ArraySlice<String>) {
         var words = words
         guard let first = words.popFirst() else { throw ValidationError("Missing value.") }
-        guard typeFlags.contains(first) else { return (try literal(first), words) }
+        guard typeFlags.contains(first) else {
+            // `-intt`: a mistyped flag, not a string to store.
+            if first.count > 1, first.hasPrefix("-"), first.dropFirst().allSatisfy({ $0.isLetter || $0 == "-" }) {
+                throw ValidationError("Unknown type flag \(first). The flags are \(typeFlags.sorted().joined(separator: ", ")), -array, -array-add, -dict and -dict-add; to store the text \(first), write -string \(first).")
+            }
+            return (try literal(first), words)
+        }
         guard let text = words.popFirst() else { throw ValidationError("\(first) needs a value after it.") }
         return (try typed(first, text), words)
     }
@@ -86,7 +92,7 @@ enum ValueParser {
     static func literal(_ text: String) throws -> PlistValue {
         if text.hasPrefix("{") || text.hasPrefix("[") {
             do { return try JSONDecoder().decode(JSON.Value.self, from: Data(text.utf8)).plist } catch {
-                throw ValidationError("The value starts like JSON but does not parse: \(error). Use -string to store it as text.")
+                throw ValidationError("The value starts like JSON but does not parse: \(JSON.problem(in: text) ?? "\(error)"). Use -string to store it as text.")
             }
         }
         if text.hasPrefix("<") {

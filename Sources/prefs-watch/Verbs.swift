@@ -31,18 +31,25 @@ struct Read: ParsableCommand {
         let (url, values) = try location.readValues(suite)
         guard let key else {
             let all = PlistValue.dictionary(values)
-            return print(json ? all.json : String(decoding: all.propertyListData(format: .xml), as: UTF8.self), terminator: json ? "\n" : "")
+            return json ? print(all.json) : printDocument(all)
         }
         guard let value = values[key] else { throw noKey(key, suite, url) }
         if json { return print(value.json) }
         switch value {
-        case .string(let v): print(v)
+        case .string(let v): print(v.displayed)
         case .bool(let v): print(v ? 1 : 0)
-        case .date(let v): print(v.formatted(.iso8601))
         case .data(let v): print("<" + v.map { String(format: "%02x", $0) }.joined() + ">")
-        case .array, .dictionary: print(String(decoding: value.propertyListData(format: .xml), as: UTF8.self), terminator: "")
+        case .array, .dictionary: printDocument(value)
         default: print(value.description)
         }
+    }
+
+    /// An XML property list, or, for values XML cannot carry (control characters), the escaped
+    /// one-line rendering: never raw control characters or binary bytes on a terminal.
+    private func printDocument(_ value: PlistValue) {
+        let xml = value.propertyListData(format: .xml)
+        if xml.starts(with: Array("bplist".utf8)) { return print(value.description) }
+        print(String(decoding: xml, as: UTF8.self), terminator: "")
     }
 }
 
@@ -154,7 +161,7 @@ struct List: ParsableCommand {
     @OptionGroup var location: LocationOptions
 
     func run() throws {
-        if let directory = try location.directory() {
+        if let directory = try location.existingDirectory() {
             for name in try directory.suiteNames() { print(name) }
             return
         }

@@ -188,6 +188,38 @@ struct PrefsWatchTests {
         #expect(stat(file.path, &st) == 0 && st.st_mode & 0o777 == 0o644)
     }
 
+    @Test func datesAreRFC3339WithZoneAndFractionAndRoundTrip() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("dates.plist").path
+        #expect(try await prefsWatchRun("write", path, "when", "-date", "2026-11-21T12:00:00.123+02:00").status == 0)
+        let json = try await prefsWatchRun("read", path, "when", "--json")
+        #expect(json.output.trimmingCharacters(in: .newlines) == "\"2026-11-21T10:00:00.123Z\"", "\(json.output)")
+        let text = try await prefsWatchRun("read", path, "when")
+        #expect(text.output.contains("2026-11-21T10:00:00.123Z"), "\(text.output)")
+        // What read --json printed, written back, is the same date.
+        let printed = json.output.trimmingCharacters(in: CharacterSet(charactersIn: "\"\n"))
+        #expect(try await prefsWatchRun("write", path, "again", "-date", printed).status == 0)
+        let stored = try readSuiteFile(directory.file("dates.plist"))
+        #expect(stored["again"] == stored["when"])
+    }
+
+    @Test func controlCharactersNeverReachTheTerminalRaw() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("ctl.plist")
+        let made = try await python(
+            "import plistlib, sys; plistlib.dump({'k\\x1b[31m': 'a\\rb', 'nul\\x00key': 1}, open(sys.argv[1], 'wb'), fmt=plistlib.FMT_BINARY)", file.path)
+        #expect(made.status == 0, "\(made.output)")
+        let raw: (String) -> Bool = { $0.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\r" || $0 == "\0" } }
+        for arguments in [["read", file.path], ["tail", file.path, "--initial", "--count", "2"], ["tail", file.path, "--initial", "--count", "2", "--format", "%k=%n"]] {
+            let result = try await run(prefsWatch, arguments)
+            #expect(result.status == 0 && !raw(result.output) && result.output.contains("\\u{1B}[31m"), "\(arguments): \(result.output.debugDescription)")
+        }
+        // -0: exactly one NUL per record, the key's NUL escaped.
+        let framed = try await run(prefsWatch, ["tail", file.path, "--initial", "--count", "2", "-0"])
+        let records = framed.output.split(separator: "\0", omittingEmptySubsequences: false)
+        #expect(records.count == 3 && records.last == "" && records.contains { $0.contains("nul\\0key") }, "\(framed.output.debugDescription)")
+    }
+
     @Test func defaultsVerbsReadWriteAndRoundTrip() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("v.plist").path
@@ -230,7 +262,12 @@ struct PrefsWatchTests {
         (["tail", "x.plist", "--json", "--csv"], 64, "Choose one"),
         (["read", "..", "k"], 1, "not allowed"),
         (["read", "nosuch-suite-\(UUID().uuidString)"], 1, "does not exist"),
-        (["write", "/tmp/prefs-watch-bad.plist", "k", "-int", "x"], 64, "not a 64-bit integer"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "-int", "x"], 64, "is not an integer from"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "-intt", "5"], 64, "Unknown type flag -intt. The flags are -bool"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "-int"], 64, "-int needs a value"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "{\"a\": 1, \"b\": x}"], 64, "around character 14, after"),
+        (["list", "--group", "group.nosuch-\(UUID().uuidString)"], 1, "has no container"),
+        (["tail", "--group", "group.nosuch-\(UUID().uuidString)"], 1, "has no container"),
         (["write", "/tmp/prefs-watch-bad.plist", "k"], 64, "Missing value"),
         (["read", "/etc/hostname"], 1, "Not a property list"),
         (["--frobnicate"], 64, "Usage"),

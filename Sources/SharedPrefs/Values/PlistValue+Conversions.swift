@@ -38,7 +38,9 @@ extension PlistValue {
 
 extension PlistValue {
     /// The value as a property-list document, for export or for other tools.
-    /// - Parameter format: `.xml` (default) or `.binary`.
+    /// - Parameter format: `.xml` (default) or `.binary`. A value with a string XML cannot carry
+    ///   (a control character other than tab, line feed and carriage return, U+FFFE, U+FFFF) is
+    ///   always encoded as a binary property list.
     public func propertyListData(format: PropertyListFormat = .xml) -> Data {
         Data(format.encode(self))
     }

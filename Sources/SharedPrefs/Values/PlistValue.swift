@@ -114,22 +114,60 @@ extension PlistValue {
 }
 
 extension PlistValue: CustomStringConvertible {
-    /// A compact one-line rendering: strings quoted, dates in ISO 8601, data in hex (shortened).
+    /// A compact one-line rendering, safe to print on a terminal: strings quoted, with `\`, `"` and
+    /// control characters escaped (`\n`, `\r`, `\t`, `\0`, `\u{1B}`); dates in RFC 3339 UTC with
+    /// their fraction of a second (`2026-11-21T10:00:00.123Z`); data in hex (shortened).
     public var description: String {
         switch self {
-        case .string(let v): return "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        case .string(let v): return Self.quoted(v)
         case .integer(let v): return String(v)
         case .unsignedInteger(let v): return String(v)
         case .real(let v): return String(v)
         case .bool(let v): return v ? "true" : "false"
-        case .date(let v): return v.formatted(.iso8601)
+        case .date(let v): return Self.rfc3339(v)
         case .data(let v):
             let hex = v.prefix(32).map { String(format: "%02x", $0) }.joined()
             return "<" + hex + (v.count > 32 ? "… \(v.count) bytes" : "") + ">"
         case .array(let v): return "[" + v.map(\.description).joined(separator: ", ") + "]"
         case .dictionary(let v):
-            return "{" + v.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}"
+            return "{" + v.sorted { $0.key < $1.key }.map { "\(Self.quoted($0.key)): \($0.value)" }.joined(separator: ", ") + "}"
         }
+    }
+
+    /// `text` in double quotes, with `\`, `"` and control characters (C0, DEL, C1) escaped.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\0": out += "\\0"
+            case "\u{1}"..."\u{1F}", "\u{7F}"..."\u{9F}": out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// RFC 3339 in UTC, with the fraction of a second to the microsecond when there is one:
+    /// `2026-11-21T10:00:00Z`, `2026-11-21T10:00:00.123Z`.
+    static func rfc3339(_ date: Date) -> String {
+        let time = date.timeIntervalSince1970
+        guard time.isFinite, abs(time) < 1e14 else { return String(time) }
+        var seconds = time.rounded(.down)
+        var micros = Int(((time - seconds) * 1_000_000).rounded())
+        if micros == 1_000_000 { seconds += 1; micros = 0 }
+        var whole = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        var fraction = micros == 0 ? "" : String(format: ".%06d", micros)
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)) + fraction + "Z"
     }
 }
 

@@ -7,6 +7,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "SharedPrefs", targets: ["SharedPrefs"]),
+        // @ObservablePrefs: a product of its own, because macros need swift-syntax (minutes to
+        // build); the core library and prefs-watch never build it.
+        .library(name: "SharedPrefsObservation", targets: ["SharedPrefsObservation"]),
         .executable(name: "prefs-watch", targets: ["prefs-watch"]),
         .executable(name: "AppGroupDemo", targets: ["AppGroupDemo"]),
         .executable(name: "prefs-bench", targets: ["prefs-bench"]),
@@ -27,7 +30,6 @@ let package = Package(
         .target(
             name: "SharedPrefs",
             dependencies: [
-                "SharedPrefsMacros",
                 "CSharedPrefsShims",
                 "SharedPrefsLocking",
                 .product(name: "Logging", package: "swift-log"),
@@ -38,7 +40,17 @@ let package = Package(
         .target(name: "CSharedPrefsShims"),
         // `Lock`: Synchronization.Mutex made visible to ThreadSanitizer; every target's locks.
         .target(name: "SharedPrefsLocking", dependencies: ["CSharedPrefsShims"]),
-        // @ObservablePrefs and its attributes; declared in SharedPrefs, implemented here.
+        // @ObservablePrefs and its attributes and runtime; re-exports SharedPrefs.
+        .target(
+            name: "SharedPrefsObservation",
+            dependencies: [
+                "SharedPrefs",
+                "SharedPrefsMacros",
+                "SharedPrefsLocking",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The macros' implementation; declared in SharedPrefsObservation.
         .macro(
             name: "SharedPrefsMacros",
             dependencies: [
@@ -64,7 +76,7 @@ let package = Package(
         // The README's main job: a main process and helpers sharing one suite.
         .executableTarget(
             name: "AppGroupDemo",
-            dependencies: ["SharedPrefs", "SharedPrefsLocking", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["SharedPrefsObservation", "SharedPrefsLocking", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/AppGroupDemo"
         ),
         // The benchmark: SharedPrefs beside UserDefaults, dconf and the kernel floor (release build).
@@ -76,12 +88,12 @@ let package = Package(
         // A child process for the multi-process tests; the tests find it next to their bundle.
         .executableTarget(
             name: "prefs-test-child",
-            dependencies: ["SharedPrefs"],
+            dependencies: ["SharedPrefsObservation"],
             path: "Tests/prefs-test-child"
         ),
         .testTarget(
             name: "SharedPrefsTests",
-            dependencies: ["SharedPrefs", "SharedPrefsLocking"]
+            dependencies: ["SharedPrefs", "SharedPrefsObservation", "SharedPrefsLocking"]
         ),
         .testTarget(
             name: "SharedPrefsMacrosTests",

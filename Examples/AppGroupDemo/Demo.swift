@@ -1,5 +1,5 @@
 import Foundation
-import SharedPrefs
+import SharedPrefsObservation
 import Synchronization
 
 /// A helper process started by the main process, talking over its standard input and output.

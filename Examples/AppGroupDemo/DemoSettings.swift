@@ -1,4 +1,4 @@
-import SharedPrefs
+import SharedPrefsObservation
 
 enum Theme: String, PreferenceValue, Sendable {
     case system, light, dark

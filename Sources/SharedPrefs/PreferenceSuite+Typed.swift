@@ -35,7 +35,7 @@ extension PreferenceSuite {
     }
 
     /// Resolves stored → registered → declared default, reporting a stored value of the wrong type.
-    func typedValue<Value: PreferenceValue>(_ key: PreferenceKey<Value>, stored: PlistValue?) -> Value {
+    package func typedValue<Value: PreferenceValue>(_ key: PreferenceKey<Value>, stored: PlistValue?) -> Value {
         if let stored {
             if let value = Value(plistValue: stored) { return value }
             store.reportMismatch(key: key.name, stored: stored, expected: Value.self)

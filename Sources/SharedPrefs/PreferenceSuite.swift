@@ -272,6 +272,11 @@ public final class PreferenceSuite: Sendable {
         return registered.merging(values) { _, stored in stored }.mapValues(\.foundationValue)
     }
 
+    /// The stored value of one key (no registered default), for `@ObservablePrefs`' runtime.
+    package func storedValue(forKey key: String) -> PlistValue? {
+        store.storedValue(forKey: key)
+    }
+
     /// The stored values (without registered defaults), exactly as property-list values.
     public var storedValues: [String: PlistValue] {
         store.snapshot().values

@@ -62,7 +62,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             }
             """,
             """
-            private let _$prefs = SharedPrefs._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges))
+            private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges))
             """,
             """
             private func _$prefsDidChange(_ name: String) {

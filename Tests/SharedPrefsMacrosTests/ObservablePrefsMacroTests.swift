@@ -102,7 +102,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "app.", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "app.", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -181,7 +181,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: "group.com.example.app", prefix: "ui.", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.com.example.app", prefix: "ui.", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -275,7 +275,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: "group.x", prefix: "p.", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.x", prefix: "p.", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -364,7 +364,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -470,7 +470,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -553,7 +553,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "bad prefix!", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "bad prefix!", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -638,7 +638,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -706,7 +706,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -774,7 +774,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -842,7 +842,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {
@@ -902,7 +902,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                private let _$prefs = SharedPrefs._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+                private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
                 private func _$prefsDidChange(_ name: String) {
                     switch name {

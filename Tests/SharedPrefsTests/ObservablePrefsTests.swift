@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SharedPrefs
+import SharedPrefsObservation
 
 @ObservablePrefs(prefix: "app.")
 final class AppSettings {

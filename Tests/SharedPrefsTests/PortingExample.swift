@@ -1,5 +1,5 @@
 import Foundation
-import SharedPrefs
+import SharedPrefsObservation
 import Testing
 
 // The README's ObservableDefaults porting example, unchanged but for the import, kept here so

@@ -22,7 +22,7 @@
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
-import SharedPrefs
+import SharedPrefsObservation
 
 func parse(_ text: String) -> PlistValue? {
     let (kind, rest) = text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? ("str", text)

@@ -1,5 +1,9 @@
 import Dispatch
+import Logging
+import SharedPrefs
 import SharedPrefsLocking
+
+private let logger = Logger(label: "SharedPrefs")
 
 /// Runtime support for `@ObservablePrefs`: generated code calls it; you do not.
 ///
@@ -39,13 +43,13 @@ public final class _PrefsStorage: Sendable {
     public func value<Value: PreferenceValue>(_ name: String, default defaultValue: Value) -> Value {
         let (suite, prefix) = current
         let key = prefix + name
-        return suite.typedValue(PreferenceKey(key, default: defaultValue), stored: suite.store.storedValue(forKey: key))
+        return suite.typedValue(PreferenceKey(key, default: defaultValue), stored: suite.storedValue(forKey: key))
     }
 
     /// Whether setting `newValue` would change what is stored.
     public func willChange<Value: PreferenceValue>(_ name: String, to newValue: Value) -> Bool {
         let (suite, prefix) = current
-        return suite.store.storedValue(forKey: prefix + name) != newValue.plistValue
+        return suite.storedValue(forKey: prefix + name) != newValue.plistValue
     }
 
     /// Persists a property through the suite's coalesced writer.

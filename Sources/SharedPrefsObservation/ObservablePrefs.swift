@@ -1,4 +1,8 @@
+// The module of @ObservablePrefs: a separate product so that the core library and prefs-watch
+// never build swift-syntax, which macros need. It re-exports SharedPrefs and Observation, so one
+// `import SharedPrefsObservation` is all a settings class needs.
 @_exported import Observation
+@_exported import SharedPrefs
 
 /// Turns a class into an `Observable` whose stored properties live in a shared suite: reads come
 /// from the suite, writes persist to it, and when another process changes a key, exactly the

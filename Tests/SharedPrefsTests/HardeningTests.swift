@@ -240,8 +240,7 @@ struct HardeningTests {
     @Test func theDocumentedForeignWriterProtocolLosesNothing() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("protocol.plist")
-        let example = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appending(path: "docs/examples/foreign_writer.py")
+        let example = repositoryRoot.appending(path: "docs/examples/foreign_writer.py")
         async let first: Void = child("hammer", file.path, "a", "300")
         async let second: Void = child("hammer", file.path, "b", "300")
         async let foreign = run(URL(filePath: "/usr/bin/env"), ["python3", example.path, file.path, "counter", "300"])

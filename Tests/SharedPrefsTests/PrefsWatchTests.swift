@@ -278,6 +278,18 @@ struct PrefsWatchTests {
         #expect(result.output.contains(message), "\(result.output)")
     }
 
+    #if !InotifyTools
+    /// The completions in docs/ are what the default build generates (no `--raw`, which only
+    /// the InotifyTools trait has).
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func theCommittedCompletionsMatchTheDefaultBuild(_ shell: String) async throws {
+        let generated = try await prefsWatchRun("--generate-completion-script", shell)
+        let committed = repositoryRoot.appending(path: "docs/completions/prefs-watch.\(shell)")
+        #expect(generated.output == (try String(contentsOf: committed, encoding: .utf8)), "regenerate docs/completions (README)")
+        #expect(!generated.output.contains("--raw"))
+    }
+    #endif
+
     #if InotifyTools
     @Test func rawPrintsFileLevelEventsThroughLibinotifytools() async throws {
         let directory = try TemporaryDirectory()

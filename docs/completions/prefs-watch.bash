@@ -186,7 +186,7 @@ _prefs-watch() {
 
 _prefs-watch_tail() {
     repeating_flags=()
-    non_repeating_flags=(--json --csv -0 --initial --raw --version -h --help)
+    non_repeating_flags=(--json --csv -0 --initial --version -h --help)
     repeating_options=(--prefix --key)
     non_repeating_options=(--group --dir --format -c --count -t --timeout)
     __prefs-watch_offer_flags_options -1
@@ -255,7 +255,7 @@ _prefs-watch_read-type() {
 
 _prefs-watch_write() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options -1
@@ -331,7 +331,7 @@ _prefs-watch_export() {
 
 _prefs-watch_import() {
     repeating_flags=()
-    non_repeating_flags=(--merge --version -h --help)
+    non_repeating_flags=(--merge --create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2

@@ -90,7 +90,6 @@ _prefs-watch_tail() {
         '--initial[Print the current values first (operation initial).]'
         '(-c --count)'{-c,--count}'[Exit with 0 after this many records.]:count:'
         '(-t --timeout)'{-t,--timeout}'[Exit with 2 when no record arrives for this many seconds.]:timeout:'
-        '--raw[Also print file-level inotify events of the watched directories (libinotifytools).]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -137,6 +136,7 @@ _prefs-watch_write() {
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
         ':suite:'
         ':key:'
+        '--create[Create the suite at a path that does not end in .plist.]'
         '*:value:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -199,6 +199,7 @@ _prefs-watch_import() {
         ':suite:'
         ':source:'
         '--merge[Keep keys the file does not have.]'
+        '--create[Create the suite at a path that does not end in .plist.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

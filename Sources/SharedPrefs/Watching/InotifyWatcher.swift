@@ -57,6 +57,8 @@ final class InotifyWatcher: Sendable {
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
+        /// Ancestors that moved or vanished, whose descendants are checked at the next poll tick.
+        var movedAncestors: Set<String> = []
         var nextListenerID: UInt64 = 0
     }
 
@@ -125,11 +127,16 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// After an ancestor moved or vanished: every watched directory whose path no longer leads to
-    /// the directory watched is dropped and waits, like a vanished one, for its path to come back;
-    /// the ancestor watches are laid anew for the paths as they are now. Under the state lock.
+    /// After ancestors moved or vanished: every watched directory below one whose path no longer
+    /// leads to the directory watched is dropped and waits, like a vanished one, for its path to
+    /// come back; the ancestor watches below the moved ones are laid anew for the paths as they
+    /// are now. Under the state lock.
     private func revalidate(_ s: inout State, into batch: inout Batch) {
-        for (wd, var dir) in s.watched {
+        let moved = s.movedAncestors
+        s.movedAncestors = []
+        func isBelowMoved(_ path: String) -> Bool { moved.contains { path == $0 || path.hasPrefix($0 == "/" ? "/" : $0 + "/") } }
+        let affected = s.watched.filter { isBelowMoved($0.value.path) }
+        for (wd, var dir) in affected {
             let now = (try? dir.location.open(creating: false)).flatMap { $0 }.map { opened in
                 defer { opened.close() }
                 return (try? Syscall.fstat(opened.fd).get()).map(FileIdentity.init)
@@ -143,9 +150,11 @@ final class InotifyWatcher: Sendable {
             if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
             batch.add(dir.stores)
         }
-        for wd in Set(s.ancestors.values) where s.watched[wd] == nil { Syscall.inotifyRemoveWatch(fd, wd) }
-        s.ancestors = [:]
-        for dir in s.watched.values { watchAncestors(of: dir.path, in: &s) }
+        for (path, wd) in s.ancestors where isBelowMoved(path) {
+            if s.watched[wd] == nil { Syscall.inotifyRemoveWatch(fd, wd) }
+            s.ancestors[path] = nil
+        }
+        for dir in affected.values { watchAncestors(of: dir.path, in: &s) }
     }
 
     /// Starts watching `fileName` in the directory at `location` for `store`, or polls it when
@@ -261,8 +270,9 @@ final class InotifyWatcher: Sendable {
     private func run() {
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
+        var lastTick = ContinuousClock.now - .seconds(1)
         while true {
-            let needsPolling = state.withLock { !$0.vanished.isEmpty || !$0.polled.isEmpty }
+            let needsPolling = state.withLock { !$0.vanished.isEmpty || !$0.polled.isEmpty || !$0.movedAncestors.isEmpty }
             var ready = false
             if fd >= 0 {
                 var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
@@ -279,8 +289,12 @@ final class InotifyWatcher: Sendable {
             while _TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
             var batch = Batch()
             if ready { readEvents(buffer, bufferSize, into: &batch) }
-            if batch.revalidate { state.withLock { revalidate(&$0, into: &batch) } }
-            if needsPolling || batch.revalidate { pollTick(into: &batch) }
+            // At most once per poll interval, however many events arrive: a neighbour renaming
+            // directories in a loop must not keep this thread from delivering changes.
+            if needsPolling, ContinuousClock.now - lastTick >= .milliseconds(Int(Self.pollInterval)) {
+                lastTick = ContinuousClock.now
+                pollTick(into: &batch)
+            }
             for store in batch.reload.values {
                 if batch.overflowed {
                     store.report(PreferenceError(
@@ -299,8 +313,6 @@ final class InotifyWatcher: Sendable {
         var reload: [ObjectIdentifier: SuiteStore] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
-        /// An ancestor of a watched directory moved or vanished.
-        var revalidate = false
 
         mutating func add(_ stores: [SuiteStore]) {
             for store in stores { reload[ObjectIdentifier(store)] = store }
@@ -330,8 +342,8 @@ final class InotifyWatcher: Sendable {
                 for dir in s.watched.values { batch.add(dir.stores) }
                 return
             }
-            if mask & (UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0, s.ancestors.values.contains(wd) {
-                batch.revalidate = true
+            if mask & (UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
+                for (path, ancestor) in s.ancestors where ancestor == wd { s.movedAncestors.insert(path) }
             }
             guard var dir = s.watched[wd] else { return }
             if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
@@ -360,6 +372,7 @@ final class InotifyWatcher: Sendable {
     /// files, and re-reads polled suites (a re-read only stats the file unless it changed).
     private func pollTick(into batch: inout Batch) {
         state.withLock { s in
+            if !s.movedAncestors.isEmpty { revalidate(&s, into: &batch) }
             for (path, dir) in s.vanished {
                 let rearmed = addWatch(dir.location)
                 if case .success(let (wd, identity)) = rearmed {

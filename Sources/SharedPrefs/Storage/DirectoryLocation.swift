@@ -7,9 +7,6 @@ import Foundation
 struct OpenDirectory {
     let fd: CInt
     let mode: mode_t
-    /// The group of the trusted directory the walk started from, when that directory lets its
-    /// group write (a shared container): files owned by other members of that group are theirs to have.
-    let sharedGroup: gid_t?
 
     /// A set-group-ID directory is a group container: new files get exactly the suite's
     /// `filePermissions`, whatever the umask, so every member of the group can use them.
@@ -70,6 +67,7 @@ struct DirectoryLocation: Sendable, Hashable {
         do throws(PreferenceError) {
             var st = try Syscall.fstat(fd).get("fstat", path: trusted, doing: "inspect the directory")
             try Self.checkWritable(st, path: trusted)
+            // A container its group may write is shared with that group: what its members made is theirs to have.
             let sharedGroup = st.st_mode & S_IWGRP != 0 ? st.st_gid : nil
             var path = trusted == "/" ? "" : trusted
             for (index, component) in components.enumerated() {
@@ -90,7 +88,7 @@ struct DirectoryLocation: Sendable, Hashable {
                         path: path)
                 }
             }
-            return OpenDirectory(fd: fd, mode: st.st_mode, sharedGroup: sharedGroup)
+            return OpenDirectory(fd: fd, mode: st.st_mode)
         } catch {
             Syscall.close(fd)
             throw error

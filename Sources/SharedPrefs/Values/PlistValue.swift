@@ -100,6 +100,10 @@ extension PlistValue {
     /// Whether the value nests more than `limit` levels (a scalar is one level, an array of
     /// scalars two). Iterative, and stops at the limit, so any value can be checked.
     func isNested(deeperThan limit: Int) -> Bool {
+        switch self {
+        case .array, .dictionary: break
+        default: return limit < 1  // a scalar: no allocation on the path of every set
+        }
         var stack: [(PlistValue, Int)] = [(self, 1)]
         while let (value, depth) = stack.popLast() {
             if depth > limit { return true }

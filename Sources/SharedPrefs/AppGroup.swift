@@ -24,6 +24,12 @@ public struct AppGroup: Sendable, Hashable {
         containerURL.appending(path: "Library/Preferences", directoryHint: .isDirectory)
     }
 
+    /// Where its suites are: `Library/Preferences` walked from the container without links, made
+    /// `02770` when missing.
+    var location: DirectoryLocation {
+        DirectoryLocation(trusted: containerURL.path(percentEncoded: false), components: ["Library", "Preferences"], mode: 0o2770)
+    }
+
     /// A group whose container lives under ``rootDirectory`` as `containers/<identifier>`.
     /// - Throws: ``PreferenceError/Code/invalidName`` if the identifier is not a valid name.
     public init(identifier: String) throws(PreferenceError) {
@@ -41,7 +47,9 @@ public struct AppGroup: Sendable, Hashable {
     }
 
     /// Where containers and ungrouped suites live: `$SHAREDPREFS_ROOT`, else
-    /// `$XDG_DATA_HOME/sharedprefs`, else `~/.local/share/sharedprefs`.
+    /// `$XDG_DATA_HOME/sharedprefs` (when it is an absolute path, as the XDG specification asks),
+    /// else `$HOME/.local/share/sharedprefs` (the home directory of the user's passwd entry only
+    /// when `HOME` is unset or not absolute).
     public static var rootDirectory: URL {
         let environment = ProcessInfo.processInfo.environment
         if let root = environment["SHAREDPREFS_ROOT"], !root.isEmpty {
@@ -50,7 +58,9 @@ public struct AppGroup: Sendable, Hashable {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
             return URL(filePath: data, directoryHint: .isDirectory).appending(path: "sharedprefs", directoryHint: .isDirectory)
         }
-        return FileManager.default.homeDirectoryForCurrentUser.appending(path: ".local/share/sharedprefs", directoryHint: .isDirectory)
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? URL(filePath: $0, directoryHint: .isDirectory) : nil }
+            ?? FileManager.default.homeDirectoryForCurrentUser
+        return home.appending(path: ".local/share/sharedprefs", directoryHint: .isDirectory)
     }
 }
 

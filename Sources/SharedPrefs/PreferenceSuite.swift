@@ -115,12 +115,16 @@ public final class PreferenceSuite: Sendable {
         let ownGroup: AppGroup? = suiteName.hasPrefix("group.") ? try AppGroup(identifier: suiteName) : nil
         if let group = group ?? ownGroup {
             // The container is trusted as given; Library/Preferences below it is walked without links.
-            location = DirectoryLocation(trusted: group.containerURL.path(percentEncoded: false), components: ["Library", "Preferences"], mode: 0o2770)
+            location = group.location
         } else {
             location = DirectoryLocation(trusted: AppGroup.rootDirectory.path(percentEncoded: false), components: ["Preferences"], mode: 0o700)
         }
-        let file = SuiteFile(location: location, fileName: suiteName + ".plist", options: options)
-        self.init(store: try StoreRegistry.store(name: suiteName, file: file))
+        try self.init(name: suiteName, file: SuiteFile(location: location, fileName: suiteName + ".plist", options: options))
+    }
+
+    /// Opens the suite stored in `file`, sharing the live store of every other object for it.
+    convenience init(name: String, file: SuiteFile) throws(PreferenceError) {
+        self.init(store: try StoreRegistry.store(name: name, file: file))
     }
 
     /// Checks a suite name without opening anything: letters, digits, `.`, `-`, `_`; no leading

@@ -11,15 +11,19 @@ import Foundation
 public struct SuiteDirectory: Sendable, Hashable {
     /// The directory that holds the `.plist` files.
     public let url: URL
+    /// How it is opened: a group's `Library/Preferences` from its container, without following links.
+    let location: DirectoryLocation
 
     /// The suites of any directory.
     public init(url: URL) {
         self.url = url.standardizedFileURL
+        location = DirectoryLocation(trusted: self.url.path(percentEncoded: false))
     }
 
     /// The suites of an app group: its container's `Library/Preferences`.
     public init(group: AppGroup) {
-        self.init(url: group.preferencesDirectory)
+        url = group.preferencesDirectory.standardizedFileURL
+        location = group.location
     }
 
     /// The suites that belong to no group: `<root>/Preferences`.
@@ -54,7 +58,7 @@ public struct SuiteDirectory: Sendable, Hashable {
     /// - Throws: ``PreferenceError`` when the name is invalid or the directory unusable.
     public func suite(named name: String, options: PreferenceSuite.Options = .init()) throws(PreferenceError) -> PreferenceSuite {
         try SuiteName.validate(name, what: "suite name")
-        return try PreferenceSuite(fileURL: URL(filePath: path).appending(path: name + ".plist"), options: options)
+        return try PreferenceSuite(name: name, file: SuiteFile(location: location, fileName: name + ".plist", options: options))
     }
 
     /// The names of suites created in (or moved or linked into) the directory from now on, as they
@@ -62,7 +66,6 @@ public struct SuiteDirectory: Sendable, Hashable {
     /// a logged warning. The sequence ends when the task iterating it is cancelled.
     /// - Throws: ``PreferenceError`` when the directory does not exist or is unusable.
     public func suiteAdditions() throws(PreferenceError) -> some AsyncSequence<String, Never> {
-        let location = DirectoryLocation(trusted: path)
         guard let dir = try location.open(creating: false) else {
             throw PreferenceError(code: .ioFailure, message: "Cannot watch \(path) for new suites: it does not exist. Create it, or check the group identifier or directory.", path: path, systemCall: "open", errno: .noSuchFileOrDirectory)
         }

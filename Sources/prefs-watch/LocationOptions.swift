@@ -79,7 +79,20 @@ struct LocationOptions: ParsableArguments {
             throw ValidationError("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
         }
         try refuseUnlessPropertyList(url)
-        return try PreferenceSuite(fileURL: url, options: options(keeping: url))
+        return try suite(spec, url)
+    }
+
+    /// The suite behind a suite argument: a group's suite through the library's group path (the
+    /// container walked without links, a new one made 02770 with files 0660, as every app makes
+    /// it), anything else through its file.
+    func suite(_ spec: String, _ url: URL) throws -> PreferenceSuite {
+        let options = options(keeping: url)
+        if !isPath(spec) {
+            let name = spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
+            if let group { return try PreferenceSuite(suiteName: name, in: AppGroup(identifier: group), options: options) }
+            if dir == nil, name.hasPrefix("group.") { return try PreferenceSuite(suiteName: name, in: nil, options: options) }
+        }
+        return try PreferenceSuite(fileURL: url, options: options)
     }
 
     /// Opens a suite that must already exist, for verbs that change it.
@@ -87,7 +100,7 @@ struct LocationOptions: ParsableArguments {
         let url = try fileURL(of: spec)
         try requireExisting(spec, url)
         try refuseUnlessPropertyList(url)
-        return try PreferenceSuite(fileURL: url, options: options(keeping: url))
+        return try suite(spec, url)
     }
 
     /// Refuses an existing file that is not a property list with a dictionary at its root, before

@@ -104,7 +104,7 @@ struct Tail: AsyncParsableCommand {
                     // Not an error (the suite may be created later), but a typo should not go unnoticed.
                     FileHandle.standardError.write(Data("prefs-watch: \(spec) does not exist yet (\(url.path)); waiting for it.\n".utf8))
                 }
-                session.attach(try PreferenceSuite(fileURL: url), announce: initial ? .initial : .none)
+                session.attach(try location.suite(spec, url), announce: initial ? .initial : .none)
             }
             #if InotifyTools
             if raw { try RawEvents.start(directories: suites.map { try location.fileURL(of: $0).deletingLastPathComponent().path }, session) }

@@ -166,6 +166,41 @@ struct PrefsWatchTests {
         #expect(try readSuiteFile(container.appending(path: "named.plist")) == ["k": "v"])
     }
 
+    /// A container the CLI creates first can be shared with the group, as one an app creates.
+    @Test func aGroupContainerTheCLICreatesGetsTheLibrarysModes() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(URL(filePath: "/usr/bin/env"), [
+            "SHAREDPREFS_ROOT=\(directory.url.path)", prefsWatch.path, "write", "--group", "group.cli", "settings", "k", "v",
+        ])
+        #expect(result.status == 0, "\(result.output)")
+        let preferences = directory.file("containers/group.cli/Library/Preferences")
+        var st = stat()
+        #expect(stat(preferences.path, &st) == 0 && st.st_mode & 0o7777 == 0o2770, "\(String(st.st_mode & 0o7777, radix: 8))")
+        #expect(stat(preferences.appending(path: "settings.plist").path, &st) == 0 && st.st_mode & 0o777 == 0o660, "\(String(st.st_mode & 0o777, radix: 8))")
+    }
+
+    @Test func homeAndXDGDataHomeAreHonouredAsXDGSays() async throws {
+        let directory = try TemporaryDirectory()
+        let home = directory.file("home")
+        let viaHome = try await run(URL(filePath: "/usr/bin/env"), [
+            "-u", "SHAREDPREFS_ROOT", "-u", "XDG_DATA_HOME", "HOME=\(home.path)", prefsWatch.path, "write", "settings", "k", "v",
+        ])
+        #expect(viaHome.status == 0, "\(viaHome.output)")
+        #expect(try readSuiteFile(home.appending(path: ".local/share/sharedprefs/Preferences/settings.plist")) == ["k": "v"])
+        let data = directory.file("data")
+        let viaXDG = try await run(URL(filePath: "/usr/bin/env"), [
+            "-u", "SHAREDPREFS_ROOT", "XDG_DATA_HOME=\(data.path)", "HOME=\(home.path)", prefsWatch.path, "write", "settings", "k", "w",
+        ])
+        #expect(viaXDG.status == 0, "\(viaXDG.output)")
+        #expect(try readSuiteFile(data.appending(path: "sharedprefs/Preferences/settings.plist")) == ["k": "w"])
+        // A relative XDG_DATA_HOME is ignored, as the specification says.
+        let relative = try await run(URL(filePath: "/usr/bin/env"), [
+            "-u", "SHAREDPREFS_ROOT", "XDG_DATA_HOME=relative", "HOME=\(home.path)", prefsWatch.path, "write", "settings", "k", "x",
+        ])
+        #expect(relative.status == 0)
+        #expect(try readSuiteFile(home.appending(path: ".local/share/sharedprefs/Preferences/settings.plist")) == ["k": "x"])
+    }
+
     @Test func aPathWithoutPlistThatDoesNotExistNeedsCreate() async throws {
         let directory = try TemporaryDirectory()
         let target = directory.file("settings.conf")

@@ -145,16 +145,17 @@ enum Syscall {
 
     /// Reads until end of file, or until more than `limit` bytes were read (then it returns
     /// `limit + 1` bytes, so the caller can tell). `sizeHint` (the file's size as `fstat` said) only
-    /// sizes the first buffer, never beyond `limit + 1`: a sparse or lying file allocates nothing
-    /// it does not really hold. The corresponding C function is `read`.
+    /// sizes the first buffer, never beyond `limit + 1`: whatever size a file claims, no more than
+    /// the limit is ever allocated. The corresponding C function is `read`.
     static func readAll(_ fd: CInt, sizeHint: Int, limit: Int) -> Result<[UInt8], Errno> {
         let cap = limit + 1
-        var bytes = [UInt8](repeating: 0, count: min(max(sizeHint, 0) + 1, cap, 1 << 24))
+        var bytes = [UInt8](repeating: 0, count: min(max(sizeHint, 0) + 1, cap))
         var count = 0
         while true {
             if count == bytes.count {
                 if count >= cap { return .success(bytes) }
-                bytes.append(contentsOf: repeatElement(0, count: min(max(bytes.count, 4096), cap - count)))
+                // A contiguous append (a memcpy, even in a debug build), doubling up to the cap.
+                bytes += [UInt8](repeating: 0, count: min(max(bytes.count, 4096), cap - count))
             }
             let result = bytes.withUnsafeMutableBytes { buffer in
                 valueOrErrno { Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count) }

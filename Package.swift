@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
+        // `swift package generate-documentation` (README); a plugin, built only when asked for.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         .target(

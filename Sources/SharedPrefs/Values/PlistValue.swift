@@ -13,17 +13,25 @@ import Foundation
 ///
 /// Reals compare by bit pattern, so a stored NaN equals itself and never looks like a change.
 public enum PlistValue: Sendable {
+    /// Text (`<string>`), any Unicode, kept scalar for scalar.
     case string(String)
+    /// An integer from `Int64.min` to `Int64.max` (`<integer>`).
     case integer(Int64)
     /// An integer above `Int64.max`, up to `UInt64.max`: property lists hold these as 128-bit
     /// integers (Python's `2**64 - 1`, a `UInt64` bit mask). The decoders produce it only for such
     /// values, and it equals ``integer(_:)`` of the same number.
     case unsignedInteger(UInt64)
+    /// A floating-point number (`<real>`), NaN and infinities included; 32-bit reals read as `Double`.
     case real(Double)
+    /// `<true/>` or `<false/>`.
     case bool(Bool)
+    /// A moment (`<date>`): to the sub-microsecond in binary files, whole seconds in XML ones.
     case date(Date)
+    /// Bytes (`<data>`).
     case data(Data)
+    /// An ordered list of values (`<array>`).
     case array([PlistValue])
+    /// Values by string key (`<dict>`); a suite is one of these at its root.
     case dictionary([String: PlistValue])
 }
 

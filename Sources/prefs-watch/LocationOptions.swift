@@ -22,14 +22,10 @@ struct LocationOptions: ParsableArguments {
     /// error, not an empty list. `nil` when neither is given.
     func existingDirectory() throws -> SuiteDirectory? {
         guard let directory = try directory() else { return nil }
-        var st = stat()
-        if stat(directory.url.path, &st) != 0 {
-            let reason = errno
-            let what = group.map { "The app group \($0) has no container (no \(directory.url.path))" } ?? "\(directory.url.path) does not exist"
-            throw reason == ENOENT || reason == ENOTDIR
-                ? failure("\(what); check the \(group == nil ? "directory" : "identifier, or \"prefs-watch list\" for the groups there are").")
-                : failure("Cannot reach \(directory.url.path): \(String(cString: strerror(reason))). Check the permissions of its directories (ls -ld).")
-        }
+        let path = directory.url.path
+        let missing = group.map { "The app group \($0) has no container (no \(path)); check the identifier, or \"prefs-watch list\" for the groups there are." }
+            ?? "\(path) does not exist; check the directory."
+        try requireExisting(path, missing: missing)
         return directory
     }
 
@@ -98,7 +94,7 @@ struct LocationOptions: ParsableArguments {
     /// Opens a suite that must already exist, for verbs that change it.
     func openExisting(_ spec: String) throws -> PreferenceSuite {
         let url = try fileURL(of: spec)
-        try requireExisting(spec, url)
+        try requireExisting(url.path, missing: missingSuite(spec, url))
         try refuseUnlessPropertyList(url)
         return try suite(spec, url)
     }
@@ -144,7 +140,7 @@ struct LocationOptions: ParsableArguments {
     /// and a file that is not a property list is an error that says so.
     func readValues(_ spec: String) throws -> (url: URL, values: [String: PlistValue]) {
         let url = try fileURL(of: spec)
-        try requireExisting(spec, url)
+        try requireExisting(url.path, missing: missingSuite(spec, url))
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw failure("Could not read \(url.path): permission denied. Check its owner and mode (ls -l).")
         }
@@ -158,14 +154,18 @@ struct LocationOptions: ParsableArguments {
         return (url, values)
     }
 
-    /// Fails with "does not exist" only when it does not: a directory on the way that this user
-    /// may not search is "permission denied", naming it.
-    private func requireExisting(_ spec: String, _ url: URL) throws {
+    private func missingSuite(_ spec: String, _ url: URL) -> String {
+        "The suite \(spec) does not exist (no file at \(url.path))."
+    }
+
+    /// Fails with `missing` only when `path` does not exist: a directory on the way that this
+    /// user may not search is "permission denied", naming the path.
+    private func requireExisting(_ path: String, missing: String) throws {
         var st = stat()
-        guard stat(url.path, &st) != 0 else { return }
+        guard stat(path, &st) != 0 else { return }
         let reason = errno
-        if reason == ENOENT || reason == ENOTDIR { throw failure("The suite \(spec) does not exist (no file at \(url.path)).") }
-        throw failure("Cannot reach \(url.path): \(String(cString: strerror(reason))). Check the permissions of its directories (ls -ld).")
+        if reason == ENOENT || reason == ENOTDIR { throw failure(missing) }
+        throw failure("Cannot reach \(path): \(String(cString: strerror(reason))). Check the permissions of its directories (ls -ld).")
     }
 
     /// Refuses a name that could escape its directory before any directory is touched.

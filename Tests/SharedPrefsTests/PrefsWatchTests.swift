@@ -313,6 +313,17 @@ struct PrefsWatchTests {
         #expect(result.output.contains(message), "\(result.output)")
     }
 
+    /// The man page has ENVIRONMENT and FILES, the current rules, and renders without a warning.
+    @Test func theManPageSaysWhereSuitesLiveAndRendersCleanly() async throws {
+        let page = try String(contentsOf: repositoryRoot.appending(path: "docs/man/prefs-watch.1"), encoding: .utf8)
+        for expected in [".Sh ENVIRONMENT", "Ev SHAREDPREFS_ROOT", "Ev XDG_DATA_HOME", ".Sh FILES", ".<suite>.plist.lock", "--create"] {
+            #expect(page.contains(expected), "docs/man/prefs-watch.1 lacks \(expected): run docs/man/generate")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/groff") else { return }
+        let render = try await run(URL(filePath: "/usr/bin/groff"), ["-mdoc", "-ww", "-z", repositoryRoot.appending(path: "docs/man/prefs-watch.1").path])
+        #expect(render.status == 0 && render.output.isEmpty, "\(render.output)")
+    }
+
     #if !InotifyTools
     /// The completions in docs/ are what the default build generates (no `--raw`, which only
     /// the InotifyTools trait has).

@@ -228,7 +228,7 @@ struct Measures {
         let count = 100
         let dir = directory.appending(path: "memory")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        var values: [String: PlistValue] = [:]
+        var values = PlistDictionary()
         for i in 0..<100 { values["key.\(i)"] = .string("value \(i)") }
         let data = PlistValue.dictionary(values).propertyListData(format: .binary)
         for i in 0..<count { try data.write(to: dir.appending(path: "s\(i).plist")) }

@@ -37,6 +37,20 @@ public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
     /// `true` when the key was removed.
     public var isRemoval: Bool { newValue == nil }
 
+    /// Equal when every field is, the key compared by its exact Unicode scalars.
+    public static func == (lhs: PreferenceChange, rhs: PreferenceChange) -> Bool {
+        lhs.suite == rhs.suite && lhs.key.isExactly(rhs.key) && lhs.oldValue == rhs.oldValue
+            && lhs.newValue == rhs.newValue && lhs.origin == rhs.origin
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(suite)
+        hasher.combine(PlistKey(key))
+        hasher.combine(oldValue)
+        hasher.combine(newValue)
+        hasher.combine(origin)
+    }
+
     public var description: String {
         "\(suite) \(key): \(oldValue?.description ?? "(none)") -> \(newValue?.description ?? "(removed)") [\(origin)]"
     }
@@ -45,7 +59,9 @@ public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
 /// Which keys an observer hears about.
 ///
 /// Keys may contain dots; a prefix is a plain string prefix (`"window."` matches `window.width`,
-/// not `windows`). Observers of other keys hear nothing.
+/// not `windows`). Observers of other keys hear nothing. Keys and prefixes match by their exact
+/// Unicode scalars, as property lists tell keys apart: `"caf\u{E9}"` does not match a change
+/// of `"cafe\u{301}"`.
 public enum KeyFilter: Sendable, Hashable {
     /// Every key.
     case all
@@ -60,9 +76,10 @@ public enum KeyFilter: Sendable, Hashable {
     public func matches(_ key: String) -> Bool {
         switch self {
         case .all: true
-        case .key(let name): key == name
-        case .keys(let names): names.contains(key)
-        case .prefix(let prefix): key.hasPrefix(prefix)
+        case .key(let name): key.isExactly(name)
+        // `contains` compares by canonical equivalence; the spelling must match exactly too.
+        case .keys(let names): names.contains(key) && names.contains { $0.isExactly(key) }
+        case .prefix(let prefix): key.utf8.starts(with: prefix.utf8)
         }
     }
 }

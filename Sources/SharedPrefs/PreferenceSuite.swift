@@ -258,9 +258,10 @@ public final class PreferenceSuite: Sendable {
         return nil
     }
 
-    /// A dictionary, as Foundation types.
+    /// A dictionary, as Foundation types (see ``PlistValue/foundationValue`` for keys that differ
+    /// only in Unicode normalization).
     public func dictionary(forKey key: String) -> [String: Any]? {
-        if case .dictionary(let v)? = value(forKey: key) { return v.mapValues(\.foundationValue) }
+        if case .dictionary(let v)? = value(forKey: key) { return v.swiftDictionary.mapValues(\.foundationValue) }
         return nil
     }
 
@@ -270,10 +271,11 @@ public final class PreferenceSuite: Sendable {
         return [String](plistValue: .array(v))
     }
 
-    /// Registered defaults overlaid with the stored values, as Foundation types.
+    /// Registered defaults overlaid with the stored values, as Foundation types (see
+    /// ``PlistValue/foundationValue`` for keys that differ only in Unicode normalization).
     public func dictionaryRepresentation() -> [String: Any] {
         let (values, registered) = store.snapshot()
-        return registered.merging(values) { _, stored in stored }.mapValues(\.foundationValue)
+        return registered.merging(values) { _, stored in stored }.swiftDictionary.mapValues(\.foundationValue)
     }
 
     /// The stored value of one key (no registered default), for `@ObservablePrefs`' runtime.
@@ -281,8 +283,9 @@ public final class PreferenceSuite: Sendable {
         store.storedValue(forKey: key)
     }
 
-    /// The stored values (without registered defaults), exactly as property-list values.
-    public var storedValues: [String: PlistValue] {
+    /// The stored values (without registered defaults), exactly as property-list values, keys
+    /// compared by their exact Unicode scalars.
+    public var storedValues: PlistDictionary {
         store.snapshot().values
     }
 
@@ -318,18 +321,18 @@ public final class PreferenceSuite: Sendable {
 
     /// Removes every stored key.
     public func removeAll() {
-        store.apply(Dictionary(uniqueKeysWithValues: storedValues.keys.map { ($0, .remove) }))
+        store.apply(storedValues.storage.mapValues { _ in .remove })
     }
 
-    /// Removes every stored key that starts with `prefix`.
+    /// Removes every stored key that starts with `prefix` (matched as ``KeyFilter/prefix(_:)`` matches).
     public func removeValues(withPrefix prefix: String) {
-        store.apply(Dictionary(uniqueKeysWithValues: storedValues.keys.filter { $0.hasPrefix(prefix) }.map { ($0, .remove) }))
+        store.apply(storedValues.storage.filter { KeyFilter.prefix(prefix).matches($0.key.string) }.mapValues { _ in .remove })
     }
 
     /// Sets values that reads return when a key is not stored. They live in this process only.
     /// Values a property list cannot hold are skipped and logged.
     public func register(defaults: [String: Any]) {
-        var converted: [String: PlistValue] = [:]
+        var converted = PlistDictionary()
         for (key, value) in defaults {
             if let plist = PlistValue(foundationValue: value) {
                 converted[key] = plist

@@ -9,11 +9,11 @@
 /// ```
 public struct PreferenceTransaction {
     /// The stored values, with this transaction's changes applied.
-    public private(set) var values: [String: PlistValue]
-    private let registered: [String: PlistValue]
-    private(set) var operations: [String: PendingOperation] = [:]
+    public private(set) var values: PlistDictionary
+    private let registered: PlistDictionary
+    private(set) var operations: Operations = [:]
 
-    init(values: [String: PlistValue], registered: [String: PlistValue]) {
+    init(values: PlistDictionary, registered: PlistDictionary) {
         self.values = values
         self.registered = registered
     }
@@ -23,7 +23,7 @@ public struct PreferenceTransaction {
         get { values[key] }
         set {
             values[key] = newValue
-            operations[key] = newValue.map { .set($0) } ?? .remove
+            operations[PlistKey(key)] = newValue.map { .set($0) } ?? .remove
         }
     }
 

@@ -138,7 +138,7 @@ struct LocationOptions: ParsableArguments {
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,
     /// and a file that is not a property list is an error that says so.
-    func readValues(_ spec: String) throws -> (url: URL, values: [String: PlistValue]) {
+    func readValues(_ spec: String) throws -> (url: URL, values: PlistDictionary) {
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         guard let data = FileManager.default.contents(atPath: url.path) else {

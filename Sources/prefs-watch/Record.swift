@@ -84,7 +84,7 @@ extension PlistValue {
         case .data(let v): return JSON.quote(v.base64EncodedString())
         case .array(let v): return "[" + v.map(\.json).joined(separator: ",") + "]"
         case .dictionary(let v):
-            return "{" + v.keys.sorted().map { JSON.quote($0) + ":" + v[$0]!.json }.joined(separator: ",") + "}"
+            return "{" + v.sortedByKey.map { JSON.quote($0.key) + ":" + $0.value.json }.joined(separator: ",") + "}"
         }
     }
 }
@@ -131,7 +131,7 @@ enum JSON {
             else if let v = try? container.decode(Double.self) { plist = .real(v) }
             else if let v = try? container.decode(String.self) { plist = .string(v) }
             else if let v = try? container.decode([Value].self) { plist = .array(v.map(\.plist)) }
-            else if let v = try? container.decode([String: Value].self) { plist = .dictionary(v.mapValues(\.plist)) }
+            else if let v = try? container.decode([String: Value].self) { plist = .dictionary(PlistDictionary(v.mapValues(\.plist))) }
             else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "null has no property-list form")
             }

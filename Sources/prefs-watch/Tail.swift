@@ -197,7 +197,7 @@ final class TailSession: Sendable {
         state.withLock { $0.attached[suite.name] = (suite, token, task) }
         guard announce != .none else { return }
         queue.async { [self] in
-            for (key, value) in suite.storedValues.sorted(by: { $0.key < $1.key }) where passes(key) {
+            for (key, value) in suite.storedValues.sortedByKey where passes(key) {
                 emit(Record(
                     suite: suite.name, path: path, key: key, operation: announce == .initial ? .initial : .set, new: value))
             }

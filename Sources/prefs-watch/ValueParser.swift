@@ -36,7 +36,7 @@ enum ValueParser {
     /// Pairs of `-dict`: a key, then a typed pair or a string.
     static func dictionary(_ words: ArraySlice<String>) throws -> PlistValue {
         var words = words
-        var entries: [String: PlistValue] = [:]
+        var entries = PlistDictionary()
         while let key = words.popFirst() {
             guard !words.isEmpty else { throw ValidationError("-dict: the key \"\(key)\" has no value.") }
             let (value, rest) = try one(words)

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Property-list codecs")
 struct CodecTests {
-    static let sample: [String: PlistValue] = [
+    static let sample: PlistDictionary = [
         "string": "héllo <&> wörld 🎉",
         "ascii": "plain",
         "empty": "",
@@ -33,19 +33,19 @@ struct CodecTests {
 
     @Test(arguments: [PropertyListFormat.binary, .xml])
     func everyValueTypeRoundTrips(format: PropertyListFormat) throws {
-        let bytes = format.encode(Self.sample)
+        let bytes = format.encode(.dictionary(Self.sample))
         #expect(try PropertyListFormat.decodeSuite(bytes) == Self.sample)
     }
 
     @Test func binaryHandlesMoreThan255ObjectsAndWideOffsets() throws {
-        var values: [String: PlistValue] = [:]
+        var values: PlistDictionary = [:]
         for i in 0..<70_000 { values["key.\(i)"] = .integer(Int64(i)) }
         #expect(try PropertyListFormat.decodeSuite(BinaryPropertyList.encode(.dictionary(values))) == values)
     }
 
     @Test func nanEqualsItselfSoItNeverLooksLikeAChange() throws {
-        let values: [String: PlistValue] = ["nan": .real(.nan), "inf": .real(-.infinity)]
-        #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(values)) == values)
+        let values: PlistDictionary = ["nan": .real(.nan), "inf": .real(-.infinity)]
+        #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(.dictionary(values))) == values)
         #expect(Diff.changes(from: values, to: values).isEmpty)
     }
 
@@ -55,9 +55,9 @@ struct CodecTests {
             var array: [Double]
             var dict: [String: Int]
         }
-        let values: [String: PlistValue] = ["string": "x", "array": [1.5, 2.5], "dict": ["a": 1]]
+        let values: PlistDictionary = ["string": "x", "array": [1.5, 2.5], "dict": ["a": 1]]
         for format in [PropertyListFormat.binary, .xml] {
-            let decoded = try PropertyListDecoder().decode(Settings.self, from: Data(format.encode(values)))
+            let decoded = try PropertyListDecoder().decode(Settings.self, from: Data(format.encode(.dictionary(values))))
             #expect(decoded == Settings(string: "x", array: [1.5, 2.5], dict: ["a": 1]))
         }
     }
@@ -66,13 +66,13 @@ struct CodecTests {
         let directory = try TemporaryDirectory()
         let ours = directory.file("ours.plist")
         let theirs = directory.file("theirs.plist")
-        let values: [String: PlistValue] = [
+        let values: PlistDictionary = [
             "s": "ünïcode", "i": -5, "big": .integer(1 << 40), "r": 0.5, "b": true,
             "d": .date(Date(timeIntervalSince1970: 1_600_000_000)), "data": .data(Data([1, 2, 3])),
             "a": [1, "x"], "n": ["k": ["deep": false]],
         ]
         for format in [PropertyListFormat.binary, .xml] {
-            try Data(format.encode(values)).write(to: ours)
+            try Data(format.encode(.dictionary(values))).write(to: ours)
             // Python decodes our file and writes it back in the other format.
             let result = try await python(
                 """
@@ -105,11 +105,11 @@ struct CodecTests {
     @Test func whatTheFuzzerFoundStaysFixed() throws {
         // "<" or "&" followed by a combining mark is one Character, which is not "<": it was written raw.
         // A NaN with a sign or payload came back as another NaN. Dates beyond year 9999 trapped.
-        let tricky: [String: PlistValue] = [
+        let tricky: PlistDictionary = [
             "s": "a<\u{0616}b>\u{0301}&\u{0301}", "nan": .real(-Double(nan: 3, signaling: false)),
             "far": .date(Date(timeIntervalSince1970: 1e300)), "past": .date(Date(timeIntervalSince1970: -1e300)),
         ]
-        let back = try PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(tricky))
+        let back = try PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(.dictionary(tricky)))
         #expect(back == tricky.mapValues(XMLPropertyList.storable))
         #expect(back["s"] == tricky["s"])
         // A date that is not a finite number is not a value.

@@ -442,6 +442,80 @@ struct ExactValueTests {
         #expect(try String(contentsOf: file, encoding: .utf8).hasPrefix("<?xml"))
     }
 
+    /// `café` spelled with U+00E9 and `café` spelled `e` + U+0301 are two keys to every property
+    /// list reader; Swift `String` equality would make them one. Both survive, with their own
+    /// values, at the top level and nested, through reads, writes, observers and the CLI.
+    @Test(arguments: ["FMT_BINARY", "FMT_XML"])
+    func keysDifferingOnlyInNormalizationStayApart(_ format: String) async throws {
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)  // to Swift; not to a property list
+        let directory = try TemporaryDirectory()
+        let file = directory.file("accents.plist")
+        let write = try await python(
+            "import plistlib, sys; plistlib.dump({'caf\\u00e9': 1, 'cafe\\u0301': 2, 'nested': {'caf\\u00e9': 'c', 'cafe\\u0301': 'd'}}, open(sys.argv[1], 'wb'), fmt=plistlib.\(format))",
+            file.path)
+        #expect(write.status == 0, "\(write.output)")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(format: format == "FMT_XML" ? .xml : .binary))
+        #expect(suite.storedValues.count == 3)
+        #expect(suite.value(forKey: composed) == .integer(1))
+        #expect(suite.value(forKey: decomposed) == .integer(2))
+        guard case .dictionary(let nested)? = suite.value(forKey: "nested") else { Issue.record("no nested dictionary"); return }
+        #expect(nested.count == 2 && nested[composed] == "c" && nested[decomposed] == "d")
+
+        // Observers hear exactly their spelling: the first change the decomposed observer hears
+        // is its own key's, though the composed key changed before it.
+        let (heard, token) = suite.record(.key(decomposed))
+        defer { token.cancel() }
+        let (all, allToken) = suite.record(.all)
+        defer { allToken.cancel() }
+        let changeComposed = try await python(
+            "import plistlib, sys, os; d = plistlib.load(open(sys.argv[1], 'rb')); d['caf\\u00e9'] = 10; plistlib.dump(d, open(sys.argv[1] + '.new', 'wb'), fmt=plistlib.\(format)); os.replace(sys.argv[1] + '.new', sys.argv[1])",
+            file.path)
+        #expect(changeComposed.status == 0, "\(changeComposed.output)")
+        let first = try await all.wait(for: 1)
+        #expect(first.map(\.key.unicodeScalars.count) == [4] && first.first?.oldValue == 1 && first.first?.newValue == 10)
+        suite.set(20, forKey: decomposed)
+        let own = try await heard.wait(for: 1)
+        #expect(own.first.map { Array($0.key.unicodeScalars) } == Array(decomposed.unicodeScalars))
+        #expect(own.first?.oldValue == 2 && own.first?.newValue == 20)
+        #expect(suite.value(forKey: composed) == .integer(10))
+
+        // An unrelated write keeps both keys, byte for byte; so does the CLI writing one of them.
+        suite.set("unrelated", forKey: "other")
+        try await suite.flush()
+        let cli = try await prefsWatchRun("write", file.path, composed, "-int", "11")
+        #expect(cli.status == 0, "\(cli.output)")
+        let read = try await prefsWatchRun("read", file.path, decomposed)
+        #expect(read.output == "20\n", "\(read.output)")
+        let check = try await python(
+            "import plistlib, sys, json; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb')), sort_keys=True))", file.path)
+        #expect(
+            check.output == #"{"cafe\u0301": 20, "caf\u00e9": 11, "nested": {"cafe\u0301": "d", "caf\u00e9": "c"}, "other": "unrelated"}"# + "\n",
+            "\(check.output)")
+    }
+
+    @Test func keysDifferingOnlyInNormalizationAreTwoKeysInMemoryToo() throws {
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        let value: PlistValue = [composed: 1, decomposed: 2]
+        guard case .dictionary(let items) = value else { Issue.record("not a dictionary"); return }
+        #expect(items.count == 2)
+        #expect(value != [composed: 1, composed: 2] as PlistValue)
+        for format in [PropertyListFormat.binary, .xml] {
+            #expect(try PropertyListFormat.decode(format.encode(value)) == value)
+        }
+        let suite = PreferenceSuite.inMemory()
+        suite.set(1, forKey: composed)
+        suite.set(2, forKey: decomposed)
+        #expect(suite.storedValues.count == 2 && suite.value(forKey: composed) == .integer(1))
+        try suite.update { $0[composed] = 3 }
+        #expect(suite.value(forKey: composed) == .integer(3) && suite.value(forKey: decomposed) == .integer(2))
+        suite.removeObject(forKey: decomposed)
+        #expect(suite.storedValues.count == 1 && suite.value(forKey: composed) == .integer(3))
+        #expect(KeyFilter.key(composed).matches(decomposed) == false)
+        #expect(KeyFilter.keys([composed]).matches(decomposed) == false)
+        #expect(KeyFilter.prefix("cafe").matches(decomposed) && !KeyFilter.prefix("cafe").matches(composed))
+    }
+
     @Test func unsignedAndSignedIntegersOfTheSameNumberAreEqual() throws {
         #expect(PlistValue.unsignedInteger(5) == .integer(5))
         #expect(Set([PlistValue.unsignedInteger(5), .integer(5)]).count == 1)

@@ -269,7 +269,7 @@ struct PrefsWatchTests {
             let result = try await run(prefsWatch, arguments)
             #expect(result.status == 0, "\(arguments): \(result.output)")
         }
-        let expected: [String: PlistValue] = [
+        let expected: PlistDictionary = [
             "s": "text", "i": -5, "f": 1.5, "b": true, "d": .date(Date(timeIntervalSince1970: 1_767_323_045)),
             "x": .data(Data([0, 255, 16])), "a": ["one", 2, "three"], "m": ["k": "v", "n": false, "k2": 3],
             "j": ["nested": [1, true, "x"]], "new": "gone",

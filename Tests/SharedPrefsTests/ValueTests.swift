@@ -145,8 +145,8 @@ struct ValueTests {
     }
 
     @Test func perKeyDiffReportsOnlyRealChanges() {
-        let old: [String: PlistValue] = ["same": 1, "changed": "a", "removed": true, "nested": ["x": [1]]]
-        let new: [String: PlistValue] = ["same": 1, "changed": "b", "added": 2.5, "nested": ["x": [1]]]
+        let old: PlistDictionary = ["same": 1, "changed": "a", "removed": true, "nested": ["x": [1]]]
+        let new: PlistDictionary = ["same": 1, "changed": "b", "added": 2.5, "nested": ["x": [1]]]
         let changes = Diff.changes(from: old, to: new).sorted { $0.key < $1.key }
         #expect(changes.map(\.key) == ["added", "changed", "removed"])
         #expect(changes[0].old == nil && changes[0].new == 2.5)

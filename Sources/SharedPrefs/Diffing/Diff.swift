@@ -9,18 +9,21 @@ enum PendingOperation: Sendable, Equatable {
     }
 }
 
-extension Dictionary where Key == String, Value == PlistValue {
+/// Pending operations by exact key.
+typealias Operations = [PlistKey: PendingOperation]
+
+extension PlistDictionary {
     /// Applies operations key by key: the per-key merge that keeps other writers' keys.
-    mutating func apply(_ operations: [String: PendingOperation]) {
+    mutating func apply(_ operations: Operations) {
         for (key, operation) in operations {
             switch operation {
-            case .set(let value): self[key] = value
-            case .remove: removeValue(forKey: key)
+            case .set(let value): storage[key] = value
+            case .remove: storage.removeValue(forKey: key)
             }
         }
     }
 
-    func applying(_ operations: [String: PendingOperation]) -> Self {
+    func applying(_ operations: Operations) -> Self {
         if operations.isEmpty { return self }
         var copy = self
         copy.apply(operations)
@@ -31,18 +34,18 @@ extension Dictionary where Key == String, Value == PlistValue {
 enum Diff {
     /// The keys whose value differs between two snapshots, with old and new values.
     static func changes(
-        from old: [String: PlistValue], to new: [String: PlistValue]
+        from old: PlistDictionary, to new: PlistDictionary
     ) -> [(key: String, old: PlistValue?, new: PlistValue?)] {
         var result: [(key: String, old: PlistValue?, new: PlistValue?)] = []
         var kept = 0
-        for (key, newValue) in new {
-            let oldValue = old[key]
+        for (key, newValue) in new.storage {
+            let oldValue = old.storage[key]
             if oldValue != nil { kept += 1 }
-            if oldValue != newValue { result.append((key, oldValue, newValue)) }
+            if oldValue != newValue { result.append((key.string, oldValue, newValue)) }
         }
         // Only when some old key was not found in `new` can anything have been removed.
         if kept < old.count {
-            for (key, oldValue) in old where new[key] == nil { result.append((key, oldValue, nil)) }
+            for (key, oldValue) in old.storage where new.storage[key] == nil { result.append((key.string, oldValue, nil)) }
         }
         return result
     }

@@ -4,12 +4,12 @@ import Synchronization
 /// Entry points for `prefs-bench` into internals it measures. Not API: may change at any time.
 public enum _BenchmarkHooks {
     /// Decodes a suite file's bytes (either format).
-    public static func decodeSuite(_ bytes: [UInt8]) throws -> [String: PlistValue] {
+    public static func decodeSuite(_ bytes: [UInt8]) throws -> PlistDictionary {
         try PropertyListFormat.decodeSuite(bytes)
     }
 
     /// The number of keys whose value differs between two snapshots.
-    public static func diffCount(_ old: [String: PlistValue], _ new: [String: PlistValue]) -> Int {
+    public static func diffCount(_ old: PlistDictionary, _ new: PlistDictionary) -> Int {
         Diff.changes(from: old, to: new).count
     }
 }

@@ -168,8 +168,8 @@ enum BinaryPropertyList {
                 let count = try length(marker, at: &position)
                 guard count <= Int.max / (2 * refSize) else { throw PropertyListDecodingError("dictionary length overflows") }
                 try checked(position, count * 2 * refSize)
-                var items: [String: PlistValue] = [:]
-                items.reserveCapacity(count)
+                var items = PlistDictionary()
+                items.storage.reserveCapacity(count)
                 for i in 0..<count {
                     guard case .string(let key) = try object(try self.ref(position + i * refSize), depth: depth + 1) else {
                         throw PropertyListDecodingError("dictionary key is not a string")
@@ -240,8 +240,8 @@ enum BinaryPropertyList {
             case .dictionary(let items):
                 appendMarker(0xD0, count: items.count, to: &out)
                 for i in 0..<(2 * items.count) { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
-                queue.append(contentsOf: items.keys.lazy.map { PlistValue.string($0) })
-                queue.append(contentsOf: items.values)
+                queue.append(contentsOf: items.storage.keys.lazy.map { PlistValue.string($0.string) })
+                queue.append(contentsOf: items.storage.values)
             }
         }
         let tableOffset = out.count

@@ -5,10 +5,6 @@ public enum PropertyListFormat: Sendable, Hashable {
     /// XML (`PropertyList-1.0.dtd`), for suites people read and edit by hand. Dates keep whole seconds.
     case xml
 
-    func encode(_ values: [String: PlistValue]) -> [UInt8] {
-        encode(.dictionary(values))
-    }
-
     /// Encodes `root` in this format. XML cannot carry some strings at all (control characters
     /// such as ESC or NUL, U+FFFE, U+FFFF): a value holding one is encoded as a binary property
     /// list instead, never as XML that no parser accepts (either format is read).
@@ -28,7 +24,7 @@ public enum PropertyListFormat: Sendable, Hashable {
     }
 
     /// Decodes a suite file in either format; its root must be a dictionary.
-    static func decodeSuite(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> [String: PlistValue] {
+    static func decodeSuite(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistDictionary {
         let root = try decode(bytes)
         guard case .dictionary(let values) = root else {
             throw PropertyListDecodingError("the root is \(root.typeName == "array" ? "an" : "a") \(root.typeName), not a dictionary")

@@ -10,7 +10,7 @@ enum SuiteFileContents {
     /// No file: the suite is empty.
     case missing
     /// A good file.
-    case loaded([String: PlistValue], FileVersion)
+    case loaded(PlistDictionary, FileVersion)
     /// A file that does not parse: a foreign writer mid-write, or garbage. `looksLikePropertyList`
     /// is `false` for a file that is plainly something else, which is never moved aside.
     case corrupt(PreferenceError, looksLikePropertyList: Bool, stamp: FileStamp)

@@ -31,14 +31,14 @@ final class SuiteStore: Sendable {
 
     struct State {
         /// What this process sees: `disk` with `inFlight` and `pending` applied.
-        var values: [String: PlistValue] = [:]
+        var values = PlistDictionary()
         /// The suite file as last read or written.
-        var disk: [String: PlistValue] = [:]
+        var disk = PlistDictionary()
         /// Local operations not yet taken by the writer.
-        var pending: [String: PendingOperation] = [:]
+        var pending: Operations = [:]
         /// Local operations the writer is persisting right now.
-        var inFlight: [String: PendingOperation] = [:]
-        var registered: [String: PlistValue] = [:]
+        var inFlight: Operations = [:]
+        var registered = PlistDictionary()
         /// The suite file as last read or written.
         var version = FileVersion.missing
         var flushScheduled = false
@@ -81,11 +81,11 @@ final class SuiteStore: Sendable {
 
     var statistics: PreferenceSuite.Statistics { state.withLock { $0.statistics } }
 
-    func snapshot() -> (values: [String: PlistValue], registered: [String: PlistValue]) {
+    func snapshot() -> (values: PlistDictionary, registered: PlistDictionary) {
         state.withLock { ($0.values, $0.registered) }
     }
 
-    func register(_ defaults: [String: PlistValue]) {
+    func register(_ defaults: PlistDictionary) {
         state.withLock { $0.registered.merge(defaults) { _, new in new } }
     }
 
@@ -104,10 +104,10 @@ final class SuiteStore: Sendable {
     /// Applies local operations: visible at once, observers told at once, persisted in the background.
     /// A value no reader would accept (see ``refusal(of:forKey:)``) is not stored; it is logged and
     /// reported to failure observers.
-    func apply(_ operations: [String: PendingOperation], forceFlush: Bool = false) {
+    func apply(_ operations: Operations, forceFlush: Bool = false) {
         var operations = operations
         for (key, operation) in operations {
-            if let error = refusal(of: operation, forKey: key) {
+            if let error = refusal(of: operation, forKey: key.string) {
                 operations[key] = nil
                 logger.error("\(error)")
                 report(error)
@@ -124,7 +124,7 @@ final class SuiteStore: Sendable {
             logger.error("\(error)")
             return report(error)
         }
-        applyLocked(forceFlush: false) { s, changes in record(operation, forKey: key, in: &s, changes: &changes) }
+        applyLocked(forceFlush: false) { s, changes in record(operation, forKey: PlistKey(key), in: &s, changes: &changes) }
     }
 
     /// Why `operation` must not be written, if it must not: a value nested deeper than the
@@ -150,13 +150,13 @@ final class SuiteStore: Sendable {
         if scheduleFlush { scheduleBackgroundFlush() }
     }
 
-    private func record(_ operation: PendingOperation, forKey key: String, in s: inout State, changes: inout [PreferenceChange]) {
+    private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
         let new = operation.value
         let old: PlistValue?
-        if let new { old = s.values.updateValue(new, forKey: key) } else { old = s.values.removeValue(forKey: key) }
+        if let new { old = s.values.storage.updateValue(new, forKey: key) } else { old = s.values.storage.removeValue(forKey: key) }
         if file != nil { s.pending[key] = operation }
         if old != new, !s.observers.isEmpty {
-            changes.append(PreferenceChange(suite: name, key: key, oldValue: old, newValue: new, origin: .local))
+            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: .local))
         }
     }
 
@@ -190,7 +190,7 @@ final class SuiteStore: Sendable {
     }
 
     /// The keys written by the next flush, for messages.
-    var pendingKeys: [String] { state.withLock { $0.pending.keys.sorted() } }
+    var pendingKeys: [String] { state.withLock { $0.pending.keys.map(\.string).sorted() } }
 
     /// Throws when called from a transaction body of this store (the only code of users that
     /// runs on its I/O queue): whatever would wait for the store's I/O would wait for itself.
@@ -279,21 +279,21 @@ final class SuiteStore: Sendable {
             }
             var merged = base
             merged.apply(operations)
-            mustWrite = mustWrite || operations.contains { base[$0.key] != $0.value.value }
+            mustWrite = mustWrite || operations.contains { base.storage[$0.key] != $0.value.value }
             var result: R? = nil
-            var transactionKeys: Set<String> = []
+            var transactionKeys: Set<PlistKey> = []
             if let transaction {
                 var tx = PreferenceTransaction(values: merged, registered: registered)
                 result = try transaction(&tx)
                 for (key, operation) in tx.operations {
-                    if let error = refusal(of: operation, forKey: key) { throw error }
+                    if let error = refusal(of: operation, forKey: key.string) { throw error }
                 }
                 merged.apply(tx.operations)
                 transactionKeys = Set(tx.operations.keys)
-                mustWrite = mustWrite || tx.operations.contains { base[$0.key] != $0.value.value }
+                mustWrite = mustWrite || tx.operations.contains { base.storage[$0.key] != $0.value.value }
             }
             if mustWrite {
-                let bytes = file.options.format.encode(merged)
+                let bytes = file.options.format.encode(.dictionary(merged))
                 if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
                     logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
                 }
@@ -397,14 +397,14 @@ final class SuiteStore: Sendable {
     }
 
     /// Makes `disk` the new file state, recomputes what this process sees, and tells observers.
-    private func adopt(disk: [String: PlistValue], version: FileVersion, localKeys: Set<String>) {
+    private func adopt(disk: PlistDictionary, version: FileVersion, localKeys: Set<PlistKey>) {
         state.withLock { s in
             s.version = version
             s.disk = disk
             s.inFlight = [:]
             let values = disk.applying(s.pending)
             let changes = Diff.changes(from: s.values, to: values).map {
-                PreferenceChange(suite: name, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: localKeys.contains($0.key) ? .local : .external)
+                PreferenceChange(suite: name, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: localKeys.contains(PlistKey($0.key)) ? .local : .external)
             }
             s.values = values
             publish(changes, in: s)

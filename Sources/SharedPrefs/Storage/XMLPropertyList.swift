@@ -46,9 +46,9 @@ enum XMLPropertyList {
         case .dictionary(let items) where items.isEmpty: out += "\(pad)<dict/>\n"
         case .dictionary(let items):
             out += "\(pad)<dict>\n"
-            for key in items.keys.sorted() {
+            for (key, value) in items.sortedByKey {
                 out += "\(pad)\t<key>\(try escape(key))</key>\n"
-                try write(items[key]!, indent: indent + 1, to: &out)
+                try write(value, indent: indent + 1, to: &out)
             }
             out += "\(pad)</dict>\n"
         }
@@ -101,7 +101,7 @@ enum XMLPropertyList {
 
     /// A suite as writing it in the XML format keeps it: ``storable(_:)`` for each value, or the
     /// suite unchanged when XML cannot carry it and it is written as a binary property list.
-    static func storable(_ suite: [String: PlistValue]) -> [String: PlistValue] {
+    static func storable(_ suite: PlistDictionary) -> PlistDictionary {
         (try? encode(.dictionary(suite))) == nil ? suite : suite.mapValues(storable)
     }
 
@@ -299,7 +299,7 @@ enum XMLPropertyList {
                     items.append(try element(depth: depth + 1))
                 }
             case "dict":
-                var items: [String: PlistValue] = [:]
+                var items = PlistDictionary()
                 if empty { return .dictionary(items) }
                 while true {
                     try skipMisc()

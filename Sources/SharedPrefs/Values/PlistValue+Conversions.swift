@@ -21,8 +21,8 @@ extension PlistValue {
             }
             self = .array(items)
         case let v as [String: Any]:
-            var items: [String: PlistValue] = [:]
-            items.reserveCapacity(v.count)
+            var items = PlistDictionary()
+            items.storage.reserveCapacity(v.count)
             for (key, item) in v {
                 guard let converted = PlistValue(foundationValue: item) else { return nil }
                 items[key] = converted

@@ -31,8 +31,9 @@ public enum PlistValue: Sendable {
     case data(Data)
     /// An ordered list of values (`<array>`).
     case array([PlistValue])
-    /// Values by string key (`<dict>`); a suite is one of these at its root.
-    case dictionary([String: PlistValue])
+    /// Values by string key (`<dict>`), keys compared by their exact Unicode scalars; a suite is
+    /// one of these at its root.
+    case dictionary(PlistDictionary)
 }
 
 extension PlistValue: Hashable {
@@ -84,7 +85,8 @@ extension PlistValue {
     }
 
     /// The value as Foundation types, the way `UserDefaults.object(forKey:)` returns them:
-    /// `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, `[Any]`, `[String: Any]`.
+    /// `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, `[Any]`, `[String: Any]`. In a
+    /// `[String: Any]`, keys that differ only in Unicode normalization become one.
     public var foundationValue: Any {
         switch self {
         case .string(let v): v
@@ -95,7 +97,7 @@ extension PlistValue {
         case .date(let v): v
         case .data(let v): v
         case .array(let v): v.map(\.foundationValue)
-        case .dictionary(let v): v.mapValues(\.foundationValue)
+        case .dictionary(let v): v.swiftDictionary.mapValues(\.foundationValue)
         }
     }
 }
@@ -142,7 +144,7 @@ extension PlistValue: CustomStringConvertible {
             return "<" + hex + (v.count > 32 ? "… \(v.count) bytes" : "") + ">"
         case .array(let v): return "[" + v.map(\.description).joined(separator: ", ") + "]"
         case .dictionary(let v):
-            return "{" + v.sorted { $0.key < $1.key }.map { "\(Self.quoted($0.key)): \($0.value)" }.joined(separator: ", ") + "}"
+            return "{" + v.sortedByKey.map { "\(Self.quoted($0.key)): \($0.value)" }.joined(separator: ", ") + "}"
         }
     }
 
@@ -192,6 +194,6 @@ extension PlistValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, E
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(arrayLiteral elements: PlistValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, PlistValue)...) {
-        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        self = .dictionary(PlistDictionary(elements))
     }
 }

@@ -140,7 +140,7 @@ extension Array: PreferenceValue where Element: PreferenceValue {
 }
 
 extension Dictionary: PreferenceValue where Key == String, Value: PreferenceValue {
-    public var plistValue: PlistValue? { .dictionary(compactMapValues(\.plistValue)) }
+    public var plistValue: PlistValue? { .dictionary(PlistDictionary(compactMapValues(\.plistValue))) }
     public init?(plistValue: PlistValue) {
         guard case .dictionary(let items) = plistValue else { return nil }
         var result: [String: Value] = [:]

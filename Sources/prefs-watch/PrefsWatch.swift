@@ -19,7 +19,7 @@ struct PrefsWatch: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Export.self, Import.self,
-            Rename.self,
+            Rename.self, Edit.self,
         ],
         defaultSubcommand: Tail.self
     )

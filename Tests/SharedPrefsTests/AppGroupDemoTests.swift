@@ -26,3 +26,25 @@ struct AppGroupDemoTests {
         #expect(result.output.contains("demo.volume = 42"))
     }
 }
+
+extension AppGroupDemoTests {
+    /// The README's transcript is what the demo prints today, but for the numbers (times, PIDs).
+    @Test func theReadmeTranscriptMatchesTheDemosOutput() async throws {
+        let readme = try String(contentsOf: repositoryRoot.appending(path: "README.md"), encoding: .utf8)
+        let opening = try #require(readme.range(of: "A real run on this machine (debug build):\n\n```text\n"))
+        let closing = try #require(readme.range(of: "```", range: opening.upperBound..<readme.endIndex))
+        let result = try await run(demo, [])
+        #expect(result.status == 0, "\(result.output)")
+        /// Lines with every run of digits as `#` and of spaces as one space.
+        func shape(_ text: some StringProtocol) -> [String] {
+            text.split(separator: "\n").map { line in
+                var out = ""
+                for character in line where !(character.isWholeNumber && out.last == "#") && !(character == " " && out.last == " ") {
+                    out.append(character.isWholeNumber ? "#" : character)
+                }
+                return out
+            }
+        }
+        #expect(shape(readme[opening.upperBound..<closing.lowerBound]) == shape(result.output))
+    }
+}

@@ -86,7 +86,7 @@ struct PermissionTests {
 
         // A lock file planted by someone else: nothing is written.
         let lock = shared.appending(path: ".locked.plist.lock")
-        FileManager.default.createFile(atPath: lock.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: lock.path, contents: nil)
         chown(lock.path, Self.alice, Self.sharedGroup)
         let suite = try PreferenceSuite(fileURL: shared.appending(path: "locked.plist"))
         suite.set(1, forKey: "k")

@@ -354,3 +354,124 @@ struct PrefsWatchTests {
     }
     #endif
 }
+
+/// `prefs-watch edit`, driven by scripted editors: Python programs given as `$EDITOR`.
+@Suite("prefs-watch edit")
+struct PrefsWatchEditTests {
+    /// An `$EDITOR` that loads the file it is given with plistlib, runs `body` (with `d` the
+    /// dictionary and `path` the file), and saves `d` back as XML, as a user's editor would.
+    func editor(_ body: String, in directory: borrowing TemporaryDirectory) throws -> [String: String] {
+        let script = directory.file("editor-\(UUID().uuidString).py")
+        try """
+            import os, plistlib, subprocess, sys
+            path = sys.argv[1]
+            text = open(path).read()
+            d = plistlib.loads(text.encode())
+            \(body)
+            plistlib.dump(d, open(path, 'wb'))
+            """.write(to: script, atomically: true, encoding: .utf8)
+        return ["EDITOR": "python3 \(script.path)", "VISUAL": "", "PREFS_WATCH": prefsWatch.path]
+    }
+
+    func edit(_ arguments: [String], _ environment: [String: String]) async throws -> ProcessResult {
+        try await run(prefsWatch, ["edit"] + arguments, environment: environment)
+    }
+
+    /// The path `prefs-watch` says it kept the edited file at.
+    func keptFile(in output: String) -> String? {
+        output.range(of: "kept in ").map { String(output[$0.upperBound...].prefix { $0 != "\n" }).trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
+    }
+
+    @Test func editWritesOnlyTheKeysTheUserChanged() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let moment = Date(timeIntervalSince1970: 1_700_000_000.25)
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("dark", forKey: "theme")
+        suite.set(3, forKey: "volume")
+        suite.set(true, forKey: "old")
+        suite.set(moment, forKey: "when")  // XML shows whole seconds: untouched, the fraction stays
+        suite.set("\u{1B}[1mbold", forKey: "esc")  // XML cannot show it: not in the document, never removed
+        try await suite.flush()
+
+        let result = try await edit([file.path], try editor("""
+            assert 'prefs-watch edit' in text and 'Not shown' in text and 'esc' not in d, text
+            d['theme'] = 'light'; del d['old']; d['new'] = 5
+            """, in: directory))
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains(#"Set "new", "theme"."#) && result.output.contains(#"Removed "old"."#), "\(result.output)")
+        #expect(try readSuiteFile(file) == ["theme": "light", "volume": 3, "new": 5, "when": .date(moment), "esc": "\u{1B}[1mbold"])
+
+        // One key: only it is shown and changed; another key in the edit is refused, nothing changed.
+        let one = try await edit([file.path, "volume"], try editor("assert list(d) == ['volume'], d; d['volume'] = 9", in: directory))
+        #expect(one.status == 0 && one.output.contains(#"Set "volume"."#), "\(one.output)")
+        #expect(try readSuiteFile(file)["volume"] == 9)
+        let other = try await edit([file.path, "volume"], try editor("d['theme'] = 'x'", in: directory))
+        #expect(other.status == 1 && other.output.contains("only \"volume\" is edited here"), "\(other.output)")
+        #expect(try readSuiteFile(file)["theme"] == "light")
+        if let kept = keptFile(in: other.output) { try FileManager.default.removeItem(atPath: URL(filePath: kept).deletingLastPathComponent().path) }
+    }
+
+    @Test func aKeyChangedMeanwhileIsAConflictShownNotOverwritten() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("dark", forKey: "theme")
+        suite.set(3, forKey: "volume")
+        try await suite.flush()
+
+        // While the editor is open, another process writes theme; the user changes theme and volume.
+        let result = try await edit([file.path], try editor("""
+            subprocess.run([os.environ['PREFS_WATCH'], 'write', \(String(reflecting: file.path)), 'theme', 'blue'], check=True)
+            d['theme'] = 'light'; d['volume'] = 4
+            """, in: directory))
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.output.contains(#"Set "volume"."#), "\(result.output)")
+        #expect(result.output.contains(#"Conflict: "theme" changed in another process while you edited: it was "dark", it is now "blue"; you wrote "light". It was not overwritten."#), "\(result.output)")
+        #expect(try readSuiteFile(file) == ["theme": "blue", "volume": 4])
+        let kept = try #require(keptFile(in: result.output))
+        #expect(try String(contentsOfFile: kept, encoding: .utf8).contains("<string>light</string>"))
+        try FileManager.default.removeItem(atPath: URL(filePath: kept).deletingLastPathComponent().path)
+    }
+
+    @Test func anEditThatFailsChangesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set("dark", forKey: "theme")
+        try await suite.flush()
+        let before = try Data(contentsOf: file)
+
+        let failing = try await edit([file.path], ["VISUAL": "false"])
+        #expect(failing.status == 1 && failing.output.contains("The editor (false) exited with status 1; nothing was changed"), "\(failing.output)")
+        let untouched = try await edit([file.path], ["VISUAL": "true"])
+        #expect(untouched.status == 0 && untouched.output.contains("No key was changed"), "\(untouched.output)")
+        let emptied = try await edit([file.path], ["VISUAL": "truncate -s 0"])
+        #expect(emptied.status == 0 && emptied.output.contains("The file was empty; nothing was changed"), "\(emptied.output)")
+        // Not a property list any more: with no terminal to ask on, the edit is kept, nothing applied.
+        let broken = try await edit([file.path], ["VISUAL": "sed -i s/dict/dcit/"])
+        #expect(broken.status == 1 && broken.output.contains("The edited file is not a property list"), "\(broken.output)")
+        let kept = try #require(keptFile(in: broken.output))
+        #expect(try String(contentsOfFile: kept, encoding: .utf8).contains("<dcit>"))
+        try FileManager.default.removeItem(atPath: URL(filePath: kept).deletingLastPathComponent().path)
+        #expect(try Data(contentsOf: file) == before)
+
+        // On a terminal, a broken edit is offered again; the second save is applied.
+        let twice = directory.file("twice.sh")
+        try "#!/bin/sh\nif [ -e \"$1.once\" ]; then sed -i 's/dcit/dict/; s/dark/light/' \"$1\"; else touch \"$1.once\"; sed -i s/dict/dcit/ \"$1\"; fi\n"
+            .write(to: twice, atomically: true, encoding: .utf8)
+        chmod(twice.path, 0o755)
+        let again = try await run(
+            URL(filePath: "/bin/sh"), ["-c", "printf 'y\\n' | script -qec \"$PW edit \(file.path)\" /dev/null"],
+            environment: ["VISUAL": twice.path, "PW": prefsWatch.path])
+        #expect(again.status == 0 && again.output.contains("Edit again? [Y/n]") && again.output.contains(#"Set "theme"."#), "\(again.output)")
+        #expect(try readSuiteFile(file) == ["theme": "light"])
+
+        // A file that is no property list is refused before any editor runs, and left as it was.
+        let passwd = directory.file("passwd")
+        try Data("root:x:0:0:root:/root:/bin/sh\n".utf8).write(to: passwd)
+        let refused = try await edit([passwd.path], ["VISUAL": "touch /nonexistent/never-run"])
+        #expect(refused.status == 1 && refused.output.contains("is not a property list"), "\(refused.output)")
+        #expect(try Data(contentsOf: passwd) == Data("root:x:0:0:root:/root:/bin/sh\n".utf8))
+    }
+}

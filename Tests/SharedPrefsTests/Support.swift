@@ -111,11 +111,14 @@ struct ProcessResult {
     var output: String
 }
 
-/// Runs a program to completion without blocking a thread of the cooperative pool.
-func run(_ executable: URL, _ arguments: [String]) async throws -> ProcessResult {
+/// Runs a program to completion without blocking a thread of the cooperative pool, with
+/// `environment` added to this process's and standard input at `/dev/null`.
+func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    process.standardInput = FileHandle.nullDevice
     let log = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-child-\(UUID().uuidString).log")
     _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     let handle = try FileHandle(forWritingTo: log)

@@ -173,13 +173,13 @@ _prefs-watch() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    tail|read|read-type|write|delete|list|export|import|rename|help)
+    tail|read|read-type|write|delete|list|export|import|rename|edit|help)
         # Offer subcommand argument completions
         "_prefs-watch_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'tail read read-type write delete list export import rename help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'tail read read-type write delete list export import rename edit help' -- "${cur}"))
         ;;
     esac
 }
@@ -353,6 +353,24 @@ _prefs-watch_rename() {
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 3
+
+    # Offer option value completions
+    case "${prev}" in
+    '--group')
+        return
+        ;;
+    '--dir')
+        return
+        ;;
+    esac
+}
+
+_prefs-watch_edit() {
+    repeating_flags=()
+    non_repeating_flags=(--create --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--group --dir)
+    __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
     case "${prev}" in

@@ -59,13 +59,14 @@ _prefs-watch() {
             'export:Write a suite to a property-list file, or to standard output with -.'
             'import:Replace a suite'\''s values with those of a property-list file (- reads standard input).'
             'rename:Rename a key, atomically.'
+            'edit:Edit a suite (or one key) in $VISUAL or $EDITOR; only the keys you change are written.'
             'help:Show subcommand help information.'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        tail|read|read-type|write|delete|list|export|import|rename|help)
+        tail|read|read-type|write|delete|list|export|import|rename|edit|help)
             "_prefs-watch_${words[1]}" && ret=0
             ;;
         esac
@@ -216,6 +217,22 @@ _prefs-watch_rename() {
         ':suite:'
         ':old:'
         ':new:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_edit() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        ':suite:'
+        ':key:'
+        '--create[Create the suite at a path that does not end in .plist.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

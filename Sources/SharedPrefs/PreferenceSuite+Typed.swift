@@ -36,13 +36,18 @@ extension PreferenceSuite {
 
     /// Resolves stored → registered → declared default, reporting a stored value of the wrong type.
     package func typedValue<Value: PreferenceValue>(_ key: PreferenceKey<Value>, stored: PlistValue?) -> Value {
+        typedValue(forKey: key.name, default: key.defaultValue, stored: stored, decode: Value.init(plistValue:))
+    }
+
+    /// ``typedValue(_:stored:)`` for any type, with the decoding given.
+    package func typedValue<Value>(forKey key: String, default defaultValue: Value, stored: PlistValue?, decode: (PlistValue) -> Value?) -> Value {
         if let stored {
-            if let value = Value(plistValue: stored) { return value }
-            store.reportMismatch(key: key.name, stored: stored, expected: Value.self)
+            if let value = decode(stored) { return value }
+            store.reportMismatch(key: key, stored: stored, expected: Value.self)
         }
-        if let registered = store.registeredValue(forKey: key.name), let value = Value(plistValue: registered) {
+        if let registered = store.registeredValue(forKey: key), let value = decode(registered) {
             return value
         }
-        return key.defaultValue
+        return defaultValue
     }
 }

@@ -81,6 +81,15 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             }
             """,
         ]
+        if node.attributeName.trimmedDescription.hasSuffix("ObservableDefaults") {
+            members.append(
+                """
+                /// ObservableDefaults' name for `startObservingPrefs()`: call it from your own `init` when `autoInit` is `false`.
+                func observerStarter() {
+                    startObservingPrefs()
+                }
+                """)
+        }
         if options.autoInit {
             members.append(
                 """

@@ -14,14 +14,15 @@ public struct PrefsPropertyMacro: AccessorMacro, PeerMacro {
             """
             get {
                 access(keyPath: \\.\(name))
-                return _$prefs.value(\(literal: key), default: _\(name))
+                return _$prefs.value(\(literal: key), default: _\(name), _PrefsStorage.codec(_\(name)))
             }
             """,
             """
             set {
-                guard _$prefs.willChange(\(literal: key), to: newValue) else { return }
+                let codec = _PrefsStorage.codec(_\(name))
+                guard _$prefs.willChange(\(literal: key), to: newValue, default: _\(name), codec) else { return }
                 withMutation(keyPath: \\.\(name)) {
-                    _$prefs.set(newValue, \(literal: key))
+                    _$prefs.set(newValue, \(literal: key), codec)
                 }
             }
             """,
@@ -73,6 +74,10 @@ public struct ObservableOnlyMacro: AccessorMacro, PeerMacro {
             """,
             """
             set {
+                guard _PrefsStorage.shouldNotify(_\(name), newValue) else {
+                    _\(name) = newValue
+                    return
+                }
                 withMutation(keyPath: \\.\(name)) {
                     _\(name) = newValue
                 }

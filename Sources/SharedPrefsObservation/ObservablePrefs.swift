@@ -53,7 +53,7 @@ public macro ObservablePrefs(
 @attached(
     member,
     names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
-    named(startObservingPrefs), named(init))
+    named(startObservingPrefs), named(observerStarter), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
 public macro ObservableDefaults(
@@ -91,3 +91,11 @@ public macro DefaultsBacked(userDefaultsKey: String? = nil) = #externalMacro(mod
 @attached(accessor, names: named(get), named(set))
 @attached(peer, names: prefixed(_))
 public macro _PrefsProperty(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "PrefsPropertyMacro")
+
+/// ObservableDefaults' marker for types a property may have: here, ``PreferenceValue``. (Plain
+/// `RawRepresentable` and `Codable` types need no marker at all in `@ObservablePrefs` classes.)
+public typealias UserDefaultsPropertyListValue = PreferenceValue
+
+/// ObservableDefaults' marker for `Codable` types: here, `Codable & PreferenceValue`, stored as a
+/// nested property list.
+public typealias CodableUserDefaultsPropertyListValue = Codable & PreferenceValue

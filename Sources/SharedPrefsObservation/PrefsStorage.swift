@@ -11,27 +11,40 @@ private let logger = Logger(label: "SharedPrefs")
 /// of the instance's keys to it.
 public final class _PrefsStorage: Sendable {
     private struct Configuration {
-        var suite: PreferenceSuite
+        /// `nil` until first used: an instance given its suite at `init` never opens the macro's.
+        var openedSuite: PreferenceSuite?
+        let suiteName: String?
         var prefix: String
         var ignoreExternalChanges: Bool
         var observation: PreferenceObservation?
         /// Values this instance wrote and has not yet heard back as local changes.
         var ownWrites: [String: [PlistValue?]] = [:]
+
+        /// The suite, opened now if nothing was configured.
+        var suite: PreferenceSuite {
+            mutating get {
+                if let openedSuite { return openedSuite }
+                let suite = suiteName.map { name in
+                    PreferenceSuite(suiteName: name) ?? {
+                        logger.error("@ObservablePrefs could not open suite \(name); values are kept in memory only")
+                        return PreferenceSuite.inMemory(name: name)
+                    }()
+                } ?? PreferenceSuite.standard
+                openedSuite = suite
+                return suite
+            }
+        }
     }
 
     private let configuration: Lock<Configuration>
 
     /// - Parameters:
-    ///   - suiteName: As `PreferenceSuite(suiteName:)`; `nil` is ``PreferenceSuite/standard``. A
-    ///     suite that cannot be opened is logged and replaced by an in-memory one.
+    ///   - suiteName: As `PreferenceSuite(suiteName:)`; `nil` is ``PreferenceSuite/standard``. It
+    ///     is opened when first used, unless ``configure(suite:prefix:ignoreExternalChanges:)``
+    ///     gave another suite first. A suite that cannot be opened is logged and replaced by an
+    ///     in-memory one.
     public init(suiteName: String?, prefix: String, ignoreExternalChanges: Bool) {
-        let suite = suiteName.map { name in
-            PreferenceSuite(suiteName: name) ?? {
-                logger.error("@ObservablePrefs could not open suite \(name); values are kept in memory only")
-                return PreferenceSuite.inMemory(name: name)
-            }()
-        } ?? PreferenceSuite.standard
-        configuration = Lock(Configuration(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
+        configuration = Lock(Configuration(suiteName: suiteName, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
     }
 
     /// The suite and the prefix, read together.
@@ -40,32 +53,33 @@ public final class _PrefsStorage: Sendable {
     }
 
     /// The value of a property: stored → registered → the declared default.
-    public func value<Value: PreferenceValue>(_ name: String, default defaultValue: Value) -> Value {
+    public func value<Value>(_ name: String, default defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Value {
         let (suite, prefix) = current
         let key = prefix + name
-        return suite.typedValue(PreferenceKey(key, default: defaultValue), stored: suite.storedValue(forKey: key))
+        return suite.typedValue(forKey: key, default: defaultValue, stored: suite.storedValue(forKey: key), decode: codec.decode)
     }
 
-    /// Whether setting `newValue` would change what is stored.
-    public func willChange<Value: PreferenceValue>(_ name: String, to newValue: Value) -> Bool {
-        let (suite, prefix) = current
-        return suite.storedValue(forKey: prefix + name) != newValue.plistValue
+    /// Whether setting `newValue` would change the property's value: what it reads as (stored,
+    /// registered or the default), not only what is stored.
+    public func willChange<Value>(_ name: String, to newValue: Value, default defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Bool {
+        codec.encode(value(name, default: defaultValue, codec)) != codec.encode(newValue)
     }
 
     /// Persists a property through the suite's coalesced writer.
-    public func set<Value: PreferenceValue>(_ newValue: Value, _ name: String) {
+    public func set<Value>(_ newValue: Value, _ name: String, _ codec: _PrefsCodec<Value>) {
+        let stored = codec.encode(newValue)
         let (suite, key) = configuration.withLock { c in
             let key = c.prefix + name
-            c.ownWrites[key, default: []].append(newValue.plistValue)
+            c.ownWrites[key, default: []].append(stored)
             return (c.suite, key)
         }
-        suite.set(newValue, forKey: key)
+        suite.set(stored, forKey: key)
     }
 
     /// Points the instance at another suite, prefix or mode; `nil` keeps the current one.
     public func configure(suite: PreferenceSuite?, prefix: String?, ignoreExternalChanges: Bool?) {
         configuration.withLock { c in
-            if let suite { c.suite = suite }
+            if let suite { c.openedSuite = suite }
             if let prefix { c.prefix = prefix }
             if let ignoreExternalChanges { c.ignoreExternalChanges = ignoreExternalChanges }
         }
@@ -88,7 +102,7 @@ public final class _PrefsStorage: Sendable {
             let box = WeakBox(object)
             observation = suite.observe(.keys(Set(names.map { prefix + $0 })), queue: onMain ? .main : nil) { [weak self] change in
                 guard let self, !self.isOwnWrite(change), let object = box.object else { return }
-                notify(object, String(change.key.dropFirst(prefix.count)))
+                notify(object, String(decoding: change.key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self))
             }
         }
         configuration.withLock { $0.observation = observation }
@@ -111,4 +125,71 @@ public final class _PrefsStorage: Sendable {
 private final class WeakBox<Object: AnyObject>: @unchecked Sendable {
     weak var object: Object?
     init(_ object: Object) { self.object = object }
+}
+
+/// How `@ObservablePrefs` stores a property's type: generated code picks one with
+/// `_PrefsStorage.codec(_:)`; you do not.
+///
+/// `PreferenceValue` types store their ``PreferenceValue/plistValue``. So that ObservableDefaults
+/// models compile unchanged, a plain `RawRepresentable` (`enum Theme: String`) stores its raw
+/// value and a plain `Codable` (`struct People: Codable`) a nested property list, without
+/// declaring `PreferenceValue`; `Optional`s of either store nothing for `nil`.
+public struct _PrefsCodec<Value> {
+    let encode: (Value) -> PlistValue?
+    let decode: (PlistValue) -> Value?
+}
+
+extension _PrefsStorage {
+    public static func codec<Value: PreferenceValue>(_: Value) -> _PrefsCodec<Value> {
+        _PrefsCodec(encode: \.plistValue, decode: Value.init(plistValue:))
+    }
+
+    public static func codec<Value: RawRepresentable>(_: Value) -> _PrefsCodec<Value> where Value.RawValue: PreferenceValue {
+        rawCodec()
+    }
+
+    /// Both `PreferenceValue` and `RawRepresentable`: the type's own conformance decides.
+    public static func codec<Value: RawRepresentable & PreferenceValue>(_: Value) -> _PrefsCodec<Value> where Value.RawValue: PreferenceValue {
+        _PrefsCodec(encode: \.plistValue, decode: Value.init(plistValue:))
+    }
+
+    @_disfavoredOverload
+    public static func codec<Value: Codable>(_: Value) -> _PrefsCodec<Value> {
+        codableCodec()
+    }
+
+    public static func codec<Wrapped: RawRepresentable>(_: Wrapped?) -> _PrefsCodec<Wrapped?> where Wrapped.RawValue: PreferenceValue {
+        optional(rawCodec())
+    }
+
+    public static func codec<Wrapped: RawRepresentable & PreferenceValue>(_: Wrapped?) -> _PrefsCodec<Wrapped?> where Wrapped.RawValue: PreferenceValue {
+        _PrefsCodec(encode: \.plistValue, decode: Wrapped?.init(plistValue:))
+    }
+
+    @_disfavoredOverload
+    public static func codec<Wrapped: Codable>(_: Wrapped?) -> _PrefsCodec<Wrapped?> {
+        optional(codableCodec())
+    }
+
+    private static func rawCodec<Value: RawRepresentable>() -> _PrefsCodec<Value> where Value.RawValue: PreferenceValue {
+        _PrefsCodec(encode: { $0.rawValue.plistValue }, decode: { Value.RawValue(plistValue: $0).flatMap(Value.init(rawValue:)) })
+    }
+
+    private static func codableCodec<Value: Codable>() -> _PrefsCodec<Value> {
+        _PrefsCodec(encode: { try? PlistCoding.encode($0) }, decode: { try? PlistCoding.decode(Value.self, from: $0) })
+    }
+
+    /// `nil` stores nothing (the key is removed); a stored value decodes as `some`.
+    private static func optional<Wrapped>(_ codec: _PrefsCodec<Wrapped>) -> _PrefsCodec<Wrapped?> {
+        _PrefsCodec(encode: { $0.flatMap(codec.encode) }, decode: { codec.decode($0).map(Optional.some) })
+    }
+}
+
+extension _PrefsStorage {
+    /// Whether an `@ObservableOnly` property's observers hear of a set: not when an `Equatable`
+    /// value or the same object is set again, as Observation's own `@Observable` decides.
+    public static func shouldNotify<Value>(_ old: Value, _ new: Value) -> Bool { true }
+    public static func shouldNotify<Value: Equatable>(_ old: Value, _ new: Value) -> Bool { old != new }
+    public static func shouldNotify<Value: AnyObject>(_ old: Value, _ new: Value) -> Bool { old !== new }
+    public static func shouldNotify<Value: Equatable & AnyObject>(_ old: Value, _ new: Value) -> Bool { old != new }
 }

@@ -40,14 +40,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var volume {
                     get {
                         access(keyPath: \.volume)
-                        return _$prefs.value("volume", default: _volume)
+                        return _$prefs.value("volume", default: _volume, _PrefsStorage.codec(_volume))
                     }
                     set {
-                        guard _$prefs.willChange("volume", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_volume)
+                        guard _$prefs.willChange("volume", to: newValue, default: _volume, codec) else {
                             return
                         }
                         withMutation(keyPath: \.volume) {
-                            _$prefs.set(newValue, "volume")
+                            _$prefs.set(newValue, "volume", codec)
                         }
                     }
                 }
@@ -56,14 +57,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var name: String? {
                     get {
                         access(keyPath: \.name)
-                        return _$prefs.value("user_name", default: _name)
+                        return _$prefs.value("user_name", default: _name, _PrefsStorage.codec(_name))
                     }
                     set {
-                        guard _$prefs.willChange("user_name", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_name)
+                        guard _$prefs.willChange("user_name", to: newValue, default: _name, codec) else {
                             return
                         }
                         withMutation(keyPath: \.name) {
-                            _$prefs.set(newValue, "user_name")
+                            _$prefs.set(newValue, "user_name", codec)
                         }
                     }
                 }
@@ -77,6 +79,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     }
 
                     set {
+                        guard _PrefsStorage.shouldNotify(_edits, newValue) else {
+                            _edits = newValue
+                            return
+                        }
                         withMutation(keyPath: \.edits) {
                             _edits = newValue
                         }
@@ -155,14 +161,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var count {
                     get {
                         access(keyPath: \.count)
-                        return _$prefs.value("count", default: _count)
+                        return _$prefs.value("count", default: _count, _PrefsStorage.codec(_count))
                     }
                     set {
-                        guard _$prefs.willChange("count", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_count)
+                        guard _$prefs.willChange("count", to: newValue, default: _count, codec) else {
                             return
                         }
                         withMutation(keyPath: \.count) {
-                            _$prefs.set(newValue, "count")
+                            _$prefs.set(newValue, "count", codec)
                         }
                     }
                 }
@@ -233,14 +240,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var a {
                     get {
                         access(keyPath: \.a)
-                        return _$prefs.value("custom", default: _a)
+                        return _$prefs.value("custom", default: _a, _PrefsStorage.codec(_a))
                     }
                     set {
-                        guard _$prefs.willChange("custom", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_a)
+                        guard _$prefs.willChange("custom", to: newValue, default: _a, codec) else {
                             return
                         }
                         withMutation(keyPath: \.a) {
-                            _$prefs.set(newValue, "custom")
+                            _$prefs.set(newValue, "custom", codec)
                         }
                     }
                 }
@@ -249,14 +257,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var b {
                     get {
                         access(keyPath: \.b)
-                        return _$prefs.value("other", default: _b)
+                        return _$prefs.value("other", default: _b, _PrefsStorage.codec(_b))
                     }
                     set {
-                        guard _$prefs.willChange("other", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_b)
+                        guard _$prefs.willChange("other", to: newValue, default: _b, codec) else {
                             return
                         }
                         withMutation(keyPath: \.b) {
-                            _$prefs.set(newValue, "other")
+                            _$prefs.set(newValue, "other", codec)
                         }
                     }
                 }
@@ -298,6 +307,11 @@ final class ObservablePrefsMacroTests: XCTestCase {
                         object._$prefsDidChange(name)
                     }
                 }
+
+                /// ObservableDefaults' name for `startObservingPrefs()`: call it from your own `init` when `autoInit` is `false`.
+                func observerStarter() {
+                    startObservingPrefs()
+                }
             }
 
             extension Ported: Observation.Observable {
@@ -327,6 +341,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
                         return _transient
                     }
                     set {
+                        guard _PrefsStorage.shouldNotify(_transient, newValue) else {
+                            _transient = newValue
+                            return
+                        }
                         withMutation(keyPath: \.transient) {
                             _transient = newValue
                         }
@@ -337,14 +355,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var kept {
                     get {
                         access(keyPath: \.kept)
-                        return _$prefs.value("kept", default: _kept)
+                        return _$prefs.value("kept", default: _kept, _PrefsStorage.codec(_kept))
                     }
                     set {
-                        guard _$prefs.willChange("kept", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_kept)
+                        guard _$prefs.willChange("kept", to: newValue, default: _kept, codec) else {
                             return
                         }
                         withMutation(keyPath: \.kept) {
-                            _$prefs.set(newValue, "kept")
+                            _$prefs.set(newValue, "kept", codec)
                         }
                     }
                 }
@@ -427,14 +446,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var a {
                     get {
                         access(keyPath: \.a)
-                        return _$prefs.value("a", default: _a)
+                        return _$prefs.value("a", default: _a, _PrefsStorage.codec(_a))
                     }
                     set {
-                        guard _$prefs.willChange("a", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_a)
+                        guard _$prefs.willChange("a", to: newValue, default: _a, codec) else {
                             return
                         }
                         withMutation(keyPath: \.a) {
-                            _$prefs.set(newValue, "a")
+                            _$prefs.set(newValue, "a", codec)
                         }
                     }
                 }
@@ -443,14 +463,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var b {
                     get {
                         access(keyPath: \.b)
-                        return _$prefs.value("a", default: _b)
+                        return _$prefs.value("a", default: _b, _PrefsStorage.codec(_b))
                     }
                     set {
-                        guard _$prefs.willChange("a", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_b)
+                        guard _$prefs.willChange("a", to: newValue, default: _b, codec) else {
                             return
                         }
                         withMutation(keyPath: \.b) {
-                            _$prefs.set(newValue, "a")
+                            _$prefs.set(newValue, "a", codec)
                         }
                     }
                 }
@@ -527,14 +548,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 var a {
                     get {
                         access(keyPath: \.a)
-                        return _$prefs.value("a", default: _a)
+                        return _$prefs.value("a", default: _a, _PrefsStorage.codec(_a))
                     }
                     set {
-                        guard _$prefs.willChange("a", to: newValue) else {
+                        let codec = _PrefsStorage.codec(_a)
+                        guard _$prefs.willChange("a", to: newValue, default: _a, codec) else {
                             return
                         }
                         withMutation(keyPath: \.a) {
-                            _$prefs.set(newValue, "a")
+                            _$prefs.set(newValue, "a", codec)
                         }
                     }
                 }

@@ -155,8 +155,13 @@ struct SuiteFile: Sendable {
         // Read-only: flock needs no write access, and closing a descriptor opened for writing
         // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
         // FIFO planted here must not hang the open.
-        let fd = try Syscall.openat(dir.fd, lockName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, lockMode)
-            .get("openat", path: lockPath, doing: "open the lock file")
+        let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+        var opened = Syscall.openat(dir.fd, lockName, flags)
+        if case .failure(let errno) = opened, errno == .noSuchFileOrDirectory {
+            createLockFile(in: dir)
+            opened = Syscall.openat(dir.fd, lockName, flags | O_CREAT, lockMode)
+        }
+        let fd = try opened.get("openat", path: lockPath, doing: "open the lock file")
         do throws(PreferenceError) {
             let st = try Syscall.fstat(fd).get("fstat", path: lockPath, doing: "inspect the lock file")
             guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: lockPath) }
@@ -171,6 +176,19 @@ struct SuiteFile: Sendable {
             Syscall.close(fd)
             throw error
         }
+    }
+
+    /// Creates the lock file with its final mode in one step: unnamed, given its mode, then linked
+    /// in (a lost race with another creator is `EEXIST`, and fine). Created by `open`, it would
+    /// have the umask's mode (`0600` under `umask 077`) until the `fchmod` after it, and a group
+    /// member opening it then would get `EACCES`. Where unnamed files are not available, `open`
+    /// creates it.
+    private func createLockFile(in dir: OpenDirectory) {
+        guard Self.canLinkUnnamedFiles,
+            case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, lockMode)
+        else { return }
+        defer { Syscall.close(fd) }
+        if case .success = Syscall.fchmod(fd, lockMode) { _ = Syscall.linkUnnamed(fd, dir.fd, lockName) }
     }
 
     /// Takes the lock on `fd`, waiting at most the lock timeout (see ``LockWait``).

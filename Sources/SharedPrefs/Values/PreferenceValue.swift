@@ -190,10 +190,10 @@ extension PreferenceValue where Self: RawRepresentable & Codable, RawValue: Pref
 
 /// Bridges `Codable` through Foundation's property-list coders, boxed in a one-key dictionary
 /// because those coders refuse top-level scalars.
-enum PlistCoding {
+package enum PlistCoding {
     private struct Box<T: Codable>: Codable { var v: T }
 
-    static func encode<T: Codable>(_ value: T) throws -> PlistValue? {
+    package static func encode<T: Codable>(_ value: T) throws -> PlistValue? {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .binary
         let bytes = try encoder.encode(Box(v: value))
@@ -201,7 +201,7 @@ enum PlistCoding {
         return box["v"]
     }
 
-    static func decode<T: Codable>(_ type: T.Type, from value: PlistValue) throws -> T {
+    package static func decode<T: Codable>(_ type: T.Type, from value: PlistValue) throws -> T {
         let bytes = BinaryPropertyList.encode(.dictionary(["v": value]))
         return try PropertyListDecoder().decode(Box<T>.self, from: Data(bytes)).v
     }

@@ -1,0 +1,135 @@
+import Foundation
+import SharedPrefsObservation
+import Testing
+
+/// ObservableDefaults' README examples, unchanged but for the import (and a namespace, so that
+/// their names do not collide with this target's): a plain `enum Theme: String`, a plain
+/// `struct People: Codable` and the marker-protocol spelling all compile and store what they hold.
+enum ObservableDefaultsReadme {
+    @ObservableDefaults
+    class Settings {
+        var name: String = "Fatbobman"
+        var age: Int = 20
+    }
+
+    @ObservableDefaults
+    public class LocalSettings {
+        @DefaultsKey(userDefaultsKey: "firstName")
+        public var name: String = "fat"
+
+        public var age = 109  // Automatically backed by UserDefaults
+
+        @ObservableOnly
+        public var height = 190  // Observable only, not persisted
+
+        @Ignore
+        public var weight = 10  // Neither observable nor persisted
+    }
+
+    @ObservableDefaults(autoInit: false, ignoreExternalChanges: true, prefix: "myApp_")
+    class PrefixedSettings {
+        @DefaultsKey(userDefaultsKey: "fullName")
+        var name: String = "Fatbobman"
+
+        init() {
+            observerStarter()  // Start listening for UserDefaults changes
+        }
+    }
+
+    @ObservableDefaults(observeFirst: true)
+    public class ObserveFirstSettings {
+        public var name: String = "fat"  // Observable only
+        public var age = 109  // Observable only
+
+        @DefaultsBacked(userDefaultsKey: "myHeight")
+        public var height = 190  // Observable and persisted to UserDefaults
+
+        @Ignore
+        public var weight = 10  // Neither observable nor persisted
+    }
+
+    @ObservableDefaults
+    class LocalStore {
+        var people: People = .init(name: "fat", age: 10)
+    }
+
+    struct People: CodableUserDefaultsPropertyListValue {
+        var name: String
+        var age: Int
+    }
+
+    // The same, with no marker at all.
+    enum Theme: String { case light, dark }
+    struct Person: Codable, Equatable { var name: String; var age: Int }
+
+    @ObservableDefaults
+    class PlainTypes {
+        var theme: Theme = .light
+        var person: Person = .init(name: "fat", age: 10)
+        var lastTheme: Theme? = nil
+        var lastPerson: Person? = nil
+    }
+}
+
+@Suite("ObservableDefaults README examples")
+struct ObservableDefaultsReadmeTests {
+    @Test func plainRawRepresentableAndCodableTypesStoreTheirRawValueAndANestedPropertyList() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("plain.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let plain = ObservableDefaultsReadme.PlainTypes(suite: suite)
+        #expect(plain.theme == .light && plain.person == .init(name: "fat", age: 10) && plain.lastTheme == nil)
+        plain.theme = .dark
+        plain.person.age = 11
+        plain.lastTheme = .light
+        plain.lastPerson = .init(name: "ada", age: 36)
+        try await suite.flush()
+        #expect(
+            try readSuiteFile(file) == [
+                "theme": "dark", "person": ["name": "fat", "age": 11], "lastTheme": "light", "lastPerson": ["name": "ada", "age": 36],
+            ])
+        // Another process's value reaches the property; nil removes the key.
+        try await child("set", file.path, "theme=light")
+        let otherSuite = try PreferenceSuite(fileURL: file)
+        let again = ObservableDefaultsReadme.PlainTypes(suite: otherSuite)
+        #expect(again.theme == .light && again.person.age == 11 && again.lastPerson?.name == "ada")
+        again.lastTheme = nil
+        try await otherSuite.flush()
+        #expect(again.lastTheme == nil)
+        #expect(try readSuiteFile(file)["lastTheme"] == nil)
+    }
+
+    @Test func theREADMEModelsStoreUnderTheirKeys() {
+        let suite = PreferenceSuite.inMemory()
+        let local = ObservableDefaultsReadme.LocalSettings(suite: suite)
+        local.name = "Ada"
+        local.height = 180
+        let store = ObservableDefaultsReadme.LocalStore(suite: suite)
+        store.people.age = 11
+        let first = ObservableDefaultsReadme.ObserveFirstSettings(suite: suite)
+        first.name = "x"
+        first.height = 200
+        // PrefixedSettings (autoInit: false, its own init calling observerStarter()) is only
+        // compiled: it uses the standard suite, outside this test's temporary directories.
+        #expect(suite.storedValues == ["firstName": "Ada", "people": ["name": "fat", "age": 11], "myHeight": 200])
+    }
+
+    @Test func settingAPropertyToTheValueItReadsAsStoresNothing() {
+        let suite = PreferenceSuite.inMemory()
+        let settings = ObservableDefaultsReadme.Settings(suite: suite)
+        settings.name = "Fatbobman"  // the default, never stored
+        #expect(suite.storedValues.isEmpty)
+        settings.age = 21
+        #expect(suite.storedValues == ["age": 21])
+    }
+
+    @Test func settingAnObservableOnlyPropertyToItsValueNotifiesNobody() {
+        let settings = ObservableDefaultsReadme.LocalSettings(suite: .inMemory())
+        let fired = Recorder<String>()
+        withObservationTracking { _ = settings.height } onChange: { fired.record("height") }
+        settings.height = 190  // what it holds
+        #expect(fired.items.isEmpty)
+        settings.height = 191
+        #expect(fired.items == ["height"])
+    }
+}

@@ -1,3 +1,4 @@
+import Foundation
 import SwiftDiagnostics
 import SwiftSyntax
 
@@ -25,7 +26,7 @@ struct ClassOptions {
                     diagnostics.append(Diagnostic(.invalidPrefix, at: argument.expression, "The prefix must be a string literal, so that keys are known at compile time."))
                     break
                 }
-                prefix = literal
+                prefix = literal.trimmingCharacters(in: .whitespaces)
             case "ignoreExternalChanges": ignoreExternalChanges = text
             case "autoInit", "observeFirst":
                 guard let value = argument.expression.as(BooleanLiteralExprSyntax.self)?.literal.tokenKind == .keyword(.true) ? true
@@ -107,21 +108,11 @@ struct PropertyAnalysis {
             role = .addObservableOnly
             return
         }
-        if binding.initializer == nil {
-            let optional = binding.typeAnnotation.map { $0.type.is(OptionalTypeSyntax.self) || $0.type.is(ImplicitlyUnwrappedOptionalTypeSyntax.self) } ?? false
-            var withDefault = binding
-            withDefault.initializer = InitializerClauseSyntax(equal: .equalToken(leadingTrivia: .space, trailingTrivia: .space), value: NilLiteralExprSyntax())
+        // An optional without initializer defaults to nil, as Swift gives it.
+        if binding.initializer == nil, binding.typeAnnotation?.type.isOptional != true {
             diagnostics.append(Diagnostic(
                 .missingDefault, at: binding,
-                "'\(name)' needs a default value: it is what reads return when the suite has no value for the key.",
-                fixIt: optional ? FixIt(message: PrefsFixIt(message: "Default to nil"), changes: [.replace(oldNode: Syntax(binding), newNode: Syntax(withDefault))]) : nil))
-            role = .invalid
-            return
-        }
-        if binding.accessorBlock != nil {
-            diagnostics.append(Diagnostic(
-                .observersOnPersisted, at: binding.accessorBlock!,
-                "willSet/didSet cannot run when another process changes '\(name)'; observe the suite instead, or mark the property @ObservableOnly."))
+                "'\(name)' needs a default value: it is what reads return when the suite has no value for the key."))
             role = .invalid
             return
         }

@@ -10,7 +10,6 @@ enum PrefsDiagnostic: String, DiagnosticMessage {
     case invalidPrefix
     case duplicateKey
     case keyNotLiteral
-    case observersOnPersisted
     case multipleBindings
     case flagNotLiteral
 

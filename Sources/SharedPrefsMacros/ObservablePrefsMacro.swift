@@ -43,10 +43,19 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
         let type = classDecl.name.trimmed
         let onMain = declaration.isMainActorIsolated
         let names = persisted.map { "\"\($0.key)\"" }.joined(separator: ", ")
-        let cases = persisted.map { "case \"\($0.key)\": withMutation(keyPath: \\.\($0.name)) {}" }.joined(separator: "\n")
+        // A change that leaves what the property reads as unchanged (a stored default, say), or of
+        // a property the instance was told to ignore, mutates nothing.
+        let cases = persisted.map {
+            """
+            case "\($0.key)":
+                if _$prefs.changesValue(change, default: _\($0.name), _PrefsStorage.codec(_\($0.name))), !_$ignoredKeyPaths.contains(\\.\($0.name)) {
+                    withMutation(keyPath: \\.\($0.name)) {}
+                }
+            """
+        }.joined(separator: "\n")
         let notify = onMain
-            ? "{ object, name in MainActor.assumeIsolated { object._$prefsDidChange(name) } }"
-            : "{ object, name in object._$prefsDidChange(name) }"
+            ? "{ object, name, change in MainActor.assumeIsolated { object._$prefsDidChange(name, change) } }"
+            : "{ object, name, change in object._$prefsDidChange(name, change) }"
         var members: [DeclSyntax] = [
             "private let _$observationRegistrar = Observation.ObservationRegistrar()",
             """
@@ -64,8 +73,9 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             """
             private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges))
             """,
+            "private var _$ignoredKeyPaths: [PartialKeyPath<\(type)>] = []",
             """
-            private func _$prefsDidChange(_ name: String) {
+            private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                 switch name {
                 \(raw: cases)
                 default: break
@@ -93,8 +103,13 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
         if options.autoInit {
             members.append(
                 """
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<\(type)>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
                 """)

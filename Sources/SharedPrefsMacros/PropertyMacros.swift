@@ -10,6 +10,12 @@ public struct PrefsPropertyMacro: AccessorMacro, PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
         guard let (name, key) = target(node, declaration) else { return [] }
+        // willSet and didSet run around a local set, as on a stored property; their bodies are
+        // closures applied at once, so that a `return` in one ends only it.
+        let observer = declaration.as(VariableDeclSyntax.self)?.bindings.first?.observers ?? [:]
+        let willSet = observer["willSet"].map { "\n_ = { (\($0.parameter)) in\n\($0.body)\n}(newValue)" } ?? ""
+        let oldValue = observer["didSet"] == nil ? "" : "\nlet oldValue = _$prefs.value(\(key.debugDescription), default: _\(name), codec)"
+        let didSet = observer["didSet"].map { "\n_ = { (\($0.parameter)) in\n\($0.body)\n}(oldValue)" } ?? ""
         return [
             """
             get {
@@ -20,10 +26,10 @@ public struct PrefsPropertyMacro: AccessorMacro, PeerMacro {
             """
             set {
                 let codec = _PrefsStorage.codec(_\(name))
-                guard _$prefs.willChange(\(literal: key), to: newValue, default: _\(name), codec) else { return }
+                guard _$prefs.willChange(\(literal: key), to: newValue, default: _\(name), codec) else { return }\(raw: willSet)\(raw: oldValue)
                 withMutation(keyPath: \\.\(name)) {
                     _$prefs.set(newValue, \(literal: key), codec)
-                }
+                }\(raw: didSet)
             }
             """,
         ]
@@ -34,7 +40,7 @@ public struct PrefsPropertyMacro: AccessorMacro, PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         guard let property = declaration.as(VariableDeclSyntax.self), target(node, declaration) != nil else { return [] }
-        return [DeclSyntax(property.storage(prefix: "_", specifier: .let, keepingAccessors: false))]
+        return [DeclSyntax(property.storage(prefix: "_", specifier: .let, keepingAccessors: false, defaultingToNil: true))]
     }
 
     private static func target(_ node: AttributeSyntax, _ declaration: some DeclSyntaxProtocol) -> (TokenSyntax, String)? {
@@ -109,15 +115,34 @@ public struct MarkerMacro: PeerMacro {
     }
 }
 
+extension PatternBindingSyntax {
+    /// The `willSet` and `didSet` of a stored property: the parameter's name and the body's statements.
+    var observers: [String: (parameter: String, body: String)] {
+        guard case .accessors(let accessors) = accessorBlock?.accessors else { return [:] }
+        var found: [String: (parameter: String, body: String)] = [:]
+        for accessor in accessors {
+            let kind = accessor.accessorSpecifier.text
+            guard kind == "willSet" || kind == "didSet", let body = accessor.body else { continue }
+            let parameter = accessor.parameters?.name.text ?? (kind == "willSet" ? "newValue" : "oldValue")
+            found[kind] = (parameter, body.statements.trimmedDescription)
+        }
+        return found
+    }
+}
+
 extension VariableDeclSyntax {
     var singleName: TokenSyntax? {
         guard bindings.count == 1 else { return nil }
         return bindings.first?.pattern.as(IdentifierPatternSyntax.self)?.identifier.trimmed
     }
 
-    /// `private let|var _name: Type = initializer`, without this package's attributes.
-    func storage(prefix: String, specifier: Keyword, keepingAccessors: Bool) -> VariableDeclSyntax {
+    /// `private let|var _name: Type = initializer`, without this package's attributes; with
+    /// `defaultingToNil`, an optional without initializer gets `= nil`, as Swift gives a `var`.
+    func storage(prefix: String, specifier: Keyword, keepingAccessors: Bool, defaultingToNil: Bool = false) -> VariableDeclSyntax {
         var binding = bindings.first!
+        if defaultingToNil, binding.initializer == nil, binding.typeAnnotation?.type.isOptional == true {
+            binding.initializer = InitializerClauseSyntax(equal: .equalToken(leadingTrivia: .space, trailingTrivia: .space), value: NilLiteralExprSyntax())
+        }
         let identifier = binding.pattern.as(IdentifierPatternSyntax.self)!.identifier
         binding.pattern = PatternSyntax(IdentifierPatternSyntax(identifier: .identifier(prefix + identifier.text.filter { $0 != "`" })))
         if !keepingAccessors { binding.accessorBlock = nil }
@@ -125,5 +150,13 @@ extension VariableDeclSyntax {
             modifiers: [DeclModifierSyntax(name: .keyword(.private))],
             bindingSpecifier: .keyword(specifier),
             bindings: [binding.trimmed])
+    }
+}
+
+extension TypeSyntax {
+    /// `T?` or `T!`: Swift gives such a `var` without initializer `nil`.
+    var isOptional: Bool {
+        self.is(OptionalTypeSyntax.self) || self.is(ImplicitlyUnwrappedOptionalTypeSyntax.self)
+            || self.as(IdentifierTypeSyntax.self)?.name.text == "Optional"
     }
 }

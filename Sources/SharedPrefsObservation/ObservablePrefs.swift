@@ -24,12 +24,17 @@
 ///
 /// - Parameters:
 ///   - suiteName: The suite (as `PreferenceSuite(suiteName:)` reads it); `nil` is ``PreferenceSuite/standard``.
-///   - prefix: Put before every key. Letters, digits, `.`, `-`, `_`.
+///   - prefix: Put before every key. Letters, digits, `.`, `-`, `_`; white space around it is trimmed.
 ///   - ignoreExternalChanges: When `true`, changes made by other processes (and by other instances)
 ///     do not update this instance's properties until they are read again.
-///   - autoInit: Generates `init(suite:prefix:ignoreExternalChanges:)` (each `nil` means the value
-///     given to the macro). When `false`, call `startObservingPrefs()` at the end of your own init.
+///   - autoInit: Generates `init(suite:prefix:ignoreExternalChanges:ignoredKeyPathsForExternalUpdates:)`
+///     (each `nil` means the value given to the macro; the key paths name properties that do not
+///     hear other processes' changes). When `false`, call `startObservingPrefs()` at the end of
+///     your own init.
 ///   - observeFirst: Properties are observable only, and just those marked ``PrefsBacked()`` persist.
+///
+/// `willSet`/`didSet` on a persisted property run around this instance's own sets, not when
+/// another process changes the key. An optional without a default defaults to `nil`.
 ///
 /// Every persisted property needs a default value, which is captured once: reads fall back
 /// stored → registered → declared default, so a key removed by another process reverts the
@@ -38,7 +43,7 @@
 /// thread-safe). No flag is needed for either.
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),
     named(startObservingPrefs), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
@@ -52,7 +57,7 @@ public macro ObservablePrefs(
 /// here, and an instance hears only its own keys (never a mere prefix convention).
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),
     named(startObservingPrefs), named(observerStarter), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)

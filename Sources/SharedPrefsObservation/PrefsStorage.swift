@@ -65,6 +65,15 @@ public final class _PrefsStorage: Sendable {
         codec.encode(value(name, default: defaultValue, codec)) != codec.encode(newValue)
     }
 
+    /// Whether `change` changes what the property reads as (stored → registered → default).
+    public func changesValue<Value>(_ change: PreferenceChange, default defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Bool {
+        let suite = current.suite
+        func reading(_ stored: PlistValue?) -> PlistValue? {
+            codec.encode(suite.typedValue(forKey: change.key, default: defaultValue, stored: stored, decode: codec.decode))
+        }
+        return reading(change.oldValue) != reading(change.newValue)
+    }
+
     /// Persists a property through the suite's coalesced writer.
     public func set<Value>(_ newValue: Value, _ name: String, _ codec: _PrefsCodec<Value>) {
         let stored = codec.encode(newValue)
@@ -92,7 +101,7 @@ public final class _PrefsStorage: Sendable {
     ///   - notify: Called with the object and the property's name; it only tells the observation
     ///     registrar, which is thread-safe.
     public func observe<Object: AnyObject>(
-        _ object: Object, names: Set<String>, onMain: Bool, notify: @escaping @Sendable (Object, String) -> Void
+        _ object: Object, names: Set<String>, onMain: Bool, notify: @escaping @Sendable (Object, String, PreferenceChange) -> Void
     ) {
         let (suite, prefix, ignore) = configuration.withLock { ($0.suite, $0.prefix, $0.ignoreExternalChanges) }
         let observation: PreferenceObservation?
@@ -102,7 +111,7 @@ public final class _PrefsStorage: Sendable {
             let box = WeakBox(object)
             observation = suite.observe(.keys(Set(names.map { prefix + $0 })), queue: onMain ? .main : nil) { [weak self] change in
                 guard let self, !self.isOwnWrite(change), let object = box.object else { return }
-                notify(object, String(decoding: change.key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self))
+                notify(object, String(decoding: change.key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self), change)
             }
         }
         configuration.withLock { $0.observation = observation }

@@ -110,13 +110,19 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "app.", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<Settings>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "volume":
+                    if _$prefs.changesValue(change, default: _volume, _PrefsStorage.codec(_volume)), !_$ignoredKeyPaths.contains(\.volume) {
                         withMutation(keyPath: \.volume) {
                         }
+                    }
                     case "user_name":
-                        withMutation(keyPath: \.name) {
+                        if _$prefs.changesValue(change, default: _name, _PrefsStorage.codec(_name)), !_$ignoredKeyPaths.contains(\.name) {
+                            withMutation(keyPath: \.name) {
+                        }
                         }
                     default:
                         break
@@ -127,13 +133,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["volume", "user_name"], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: ["volume", "user_name"], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Settings>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -156,6 +167,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
+
             @MainActor
             final class UI {
                 var count {
@@ -190,11 +202,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.com.example.app", prefix: "ui.", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<UI>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "count":
+                    if _$prefs.changesValue(change, default: _count, _PrefsStorage.codec(_count)), !_$ignoredKeyPaths.contains(\.count) {
                         withMutation(keyPath: \.count) {
                         }
+                    }
                     default:
                         break
                     }
@@ -204,15 +220,20 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["count"], onMain: true) { object, name in
+                    _$prefs.observe(self, names: ["count"], onMain: true) { object, name, change in
                         MainActor.assumeIsolated {
-                            object._$prefsDidChange(name)
+                            object._$prefsDidChange(name, change)
                         }
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<UI>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -286,13 +307,19 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.x", prefix: "p.", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<Ported>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "custom":
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
                         withMutation(keyPath: \.a) {
                         }
+                    }
                     case "other":
-                        withMutation(keyPath: \.b) {
+                        if _$prefs.changesValue(change, default: _b, _PrefsStorage.codec(_b)), !_$ignoredKeyPaths.contains(\.b) {
+                            withMutation(keyPath: \.b) {
+                        }
                         }
                     default:
                         break
@@ -303,8 +330,8 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["custom", "other"], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: ["custom", "other"], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
@@ -385,11 +412,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<First>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "kept":
+                    if _$prefs.changesValue(change, default: _kept, _PrefsStorage.codec(_kept)), !_$ignoredKeyPaths.contains(\.kept) {
                         withMutation(keyPath: \.kept) {
                         }
+                    }
                     default:
                         break
                     }
@@ -399,13 +430,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["kept"], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: ["kept"], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<First>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -417,18 +453,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
         )
     }
 
-    /// A persisted let, a missing default, a computed @PrefsBacked, observers on a persisted property, a duplicate key and a non-literal key.
+    /// A persisted let, a missing default, a computed @PrefsBacked, a duplicate key and a non-literal key.
     func testEveryPropertyDiagnostic() {
         assertMacroExpansion(
             #"""
             @ObservablePrefs
             final class Bad {
                 let fixed = 1
-                var noDefault: String?
+                var noDefault: String
                 @PrefsBacked var computed: Int { 1 }
-                var observed = 1 {
-                    didSet {}
-                }
                 var a = 1
                 @PrefsKey("a") var b = 2
                 @PrefsKey(key) var c = 3
@@ -438,11 +471,8 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
             final class Bad {
                 let fixed = 1
-                var noDefault: String?
+                var noDefault: String
                 var computed: Int { 1 }
-                var observed = 1 {
-                    didSet {}
-                }
                 var a {
                     get {
                         access(keyPath: \.a)
@@ -493,11 +523,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<Bad>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
                         withMutation(keyPath: \.a) {
                         }
+                    }
                     default:
                         break
                     }
@@ -507,13 +541,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Bad>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -523,11 +562,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
             """#,
             diagnostics: [
                 DiagnosticSpec(message: "'fixed' is a let constant and cannot be persisted; make it a var, or mark it @Ignore.", line: 3, column: 5, fixIts: [FixItSpec(message: "Make it a var")]),
-                DiagnosticSpec(message: "'noDefault' needs a default value: it is what reads return when the suite has no value for the key.", line: 4, column: 9, fixIts: [FixItSpec(message: "Default to nil")]),
+                DiagnosticSpec(message: "'noDefault' needs a default value: it is what reads return when the suite has no value for the key.", line: 4, column: 9),
                 DiagnosticSpec(message: "'computed' is a computed property; only stored properties can be persisted.", line: 5, column: 5, fixIts: [FixItSpec(message: "Remove @PrefsBacked")]),
-                DiagnosticSpec(message: "willSet/didSet cannot run when another process changes 'observed'; observe the suite instead, or mark the property @ObservableOnly.", line: 6, column: 22),
-                DiagnosticSpec(message: "'b' uses the key \"a\", which 'a' uses already; give one of them another @PrefsKey.", line: 10, column: 15),
-                DiagnosticSpec(message: "The key of 'c' must be a non-empty string literal.", line: 11, column: 15),
+                DiagnosticSpec(message: "'b' uses the key \"a\", which 'a' uses already; give one of them another @PrefsKey.", line: 7, column: 15),
+                DiagnosticSpec(message: "The key of 'c' must be a non-empty string literal.", line: 8, column: 15),
             ],
             macroSpecs: macroSpecs
         )
@@ -577,11 +615,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "bad prefix!", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<BadPrefix>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
                         withMutation(keyPath: \.a) {
                         }
+                    }
                     default:
                         break
                     }
@@ -591,13 +633,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<BadPrefix>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -662,7 +709,9 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<A>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
                     default:
@@ -674,13 +723,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -702,8 +756,8 @@ final class ObservablePrefsMacroTests: XCTestCase {
         )
     }
 
-    /// Fix-it: an optional without a default gets nil.
-    func testFixItDefaultsAnOptionalToNil() {
+    /// An optional without initializer is persisted with the default nil, as Swift gives a var.
+    func testAnOptionalWithoutInitializerDefaultsToNil() {
         assertMacroExpansion(
             #"""
             @ObservablePrefs
@@ -714,7 +768,23 @@ final class ObservablePrefsMacroTests: XCTestCase {
             expandedSource: #"""
 
             final class A {
-                var a: Int?
+                var a: Int? {
+                    get {
+                        access(keyPath: \.a)
+                        return _$prefs.value("a", default: _a, _PrefsStorage.codec(_a))
+                    }
+                    set {
+                        let codec = _PrefsStorage.codec(_a)
+                        guard _$prefs.willChange("a", to: newValue, default: _a, codec) else {
+                            return
+                        }
+                        withMutation(keyPath: \.a) {
+                            _$prefs.set(newValue, "a", codec)
+                        }
+                    }
+                }
+
+                private let _a: Int? = nil
 
                 private let _$observationRegistrar = Observation.ObservationRegistrar()
 
@@ -730,9 +800,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
-                    switch name {
+                private var _$ignoredKeyPaths: [PartialKeyPath<A>] = []
 
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
+                    switch name {
+                    case "a":
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
+                        withMutation(keyPath: \.a) {
+                        }
+                    }
                     default:
                         break
                     }
@@ -742,13 +818,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -756,17 +837,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
             extension A: Observation.Observable {
             }
             """#,
-            diagnostics: [
-                DiagnosticSpec(message: "'a' needs a default value: it is what reads return when the suite has no value for the key.", line: 3, column: 9, fixIts: [FixItSpec(message: "Default to nil")]),
-            ],
-            macroSpecs: macroSpecs,
-            applyFixIts: ["Default to nil"],
-            fixedSource: #"""
-            @ObservablePrefs
-            final class A {
-                var a: Int? = nil
-            }
-            """#
+            macroSpecs: macroSpecs
         )
     }
 
@@ -798,7 +869,9 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<A>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
                     default:
@@ -810,13 +883,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -866,7 +944,9 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<Pair>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
                     default:
@@ -878,13 +958,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Pair>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }
@@ -926,7 +1011,9 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private func _$prefsDidChange(_ name: String) {
+                private var _$ignoredKeyPaths: [PartialKeyPath<Flag>] = []
+
+                private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
                     default:
@@ -938,13 +1025,18 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 /// starts updating its properties when other processes change their keys.
                 func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name in
-                        object._$prefsDidChange(name)
+                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                        object._$prefsDidChange(name, change)
                     }
                 }
 
-                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the macro).
-                init(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
+                /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Flag>] = []
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
             }

@@ -71,6 +71,24 @@ enum ObservableDefaultsReadme {
     }
 }
 
+/// What ObservableDefaults' test models declare and this macro used to refuse: observers on a
+/// persisted property, an optional without `= nil`, a prefix with white space around it.
+@ObservableDefaults(prefix: " compat. ")
+final class CompatibilityModel {
+    var theme: String = "light" {
+        willSet { log.append("will \(theme) -> \(newValue)") }
+        didSet(previous) {
+            log.append("did \(previous) -> \(theme)")
+            if theme == "forbidden" { theme = previous }  // a didSet may set the property again
+        }
+    }
+    var nickname: String?
+    @Ignore var log: [String] = []
+}
+
+// Safe in these tests: one task touches the model at a time.
+extension CompatibilityModel: @unchecked Sendable {}
+
 @Suite("ObservableDefaults README examples")
 struct ObservableDefaultsReadmeTests {
     @Test func plainRawRepresentableAndCodableTypesStoreTheirRawValueAndANestedPropertyList() async throws {
@@ -131,5 +149,38 @@ struct ObservableDefaultsReadmeTests {
         #expect(fired.items.isEmpty)
         settings.height = 191
         #expect(fired.items == ["height"])
+    }
+
+    @Test func willSetAndDidSetRunOnLocalSetsNotOnAnotherProcesssChange() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("compat.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let model = CompatibilityModel(suite: suite)
+        #expect(model.nickname == nil)
+        model.nickname = "ada"
+        model.theme = "dark"
+        model.theme = "forbidden"
+        #expect(model.log == ["will light -> dark", "did light -> dark", "will dark -> forbidden", "did dark -> forbidden", "will forbidden -> dark", "did forbidden -> dark"])
+        #expect(model.theme == "dark" && suite.storedValues == ["compat.theme": "dark", "compat.nickname": "ada"])
+        // Another process's change reaches the property, and runs no observer.
+        let tracker = Tracker("theme") { _ = model.theme }
+        try await child("set", file.path, "compat.theme=blue")
+        _ = try await tracker.fired.wait(for: 1)
+        #expect(model.theme == "blue" && model.log.count == 6)
+    }
+
+    /// Other processes' changes of an ignored property, and changes that leave what a property
+    /// reads as unchanged (its default written out), mutate nothing.
+    @Test func ignoredPropertiesAndUnchangedValuesHearNothingFromOtherProcesses() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("ignored.plist")
+        let model = CompatibilityModel(suite: try PreferenceSuite(fileURL: file), ignoredKeyPathsForExternalUpdates: [\.nickname])
+        let nickname = Tracker("nickname") { _ = model.nickname }
+        let seen = Recorder<String>()
+        withObservationTracking { _ = model.theme } onChange: { seen.record(model.theme) }
+        try await child("set", file.path, "compat.nickname=x", "compat.theme=light")  // ignored; the default
+        try await child("set", file.path, "compat.theme=dark")
+        #expect(try await seen.wait(for: 1) == ["dark"])
+        #expect(nickname.fired.items.isEmpty && model.nickname == "x")
     }
 }

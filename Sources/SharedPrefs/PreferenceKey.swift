@@ -15,11 +15,34 @@
 /// Reads look up the stored value, then the value given to ``PreferenceSuite/register(defaults:)``,
 /// then `defaultValue`. A stored value of another type is reported once in the log and reads as the
 /// default; it is never a crash.
+///
+/// Once a key with a fixed default is used with a suite, its default is that suite's registered
+/// value for the name (unless one was registered already), so untyped reads (`string(forKey:)`,
+/// `dictionaryRepresentation()`) see it too, as sindresorhus/Defaults registers its keys' defaults.
+/// Keys compare by name.
 public struct PreferenceKey<Value: PreferenceValue> {
     /// The key in the suite. Keys may contain dots (`window.width`); prefixes are plain string prefixes.
     public let name: String
+    fileprivate let makeDefault: Default
+
+    fileprivate enum Default {
+        case fixed(Value)
+        case dynamic(@Sendable () -> Value)
+    }
+
     /// The value read when neither a stored nor a registered value of the right type exists.
-    public let defaultValue: Value
+    public var defaultValue: Value {
+        switch makeDefault {
+        case .fixed(let value): value
+        case .dynamic(let make): make()
+        }
+    }
+
+    /// The default as a property-list value to register, when it is fixed.
+    var registrableDefault: PlistValue? {
+        if case .fixed(let value) = makeDefault { return value.plistValue }
+        return nil
+    }
 
     /// Creates a key with a declared default.
     /// - Parameters:
@@ -27,8 +50,20 @@ public struct PreferenceKey<Value: PreferenceValue> {
     ///   - defaultValue: Returned when nothing usable is stored or registered.
     public init(_ name: String, default defaultValue: Value) {
         self.name = name
-        self.defaultValue = defaultValue
+        self.makeDefault = .fixed(defaultValue)
     }
+
+    /// Creates a key whose default is computed at each read that needs it (a date, say). Such a
+    /// default is never registered.
+    public init(_ name: String, default makeDefault: @escaping @Sendable () -> Value) {
+        self.name = name
+        self.makeDefault = .dynamic(makeDefault)
+    }
+}
+
+extension PreferenceKey: Equatable, Hashable {
+    public static func == (lhs: PreferenceKey, rhs: PreferenceKey) -> Bool { lhs.name.isExactly(rhs.name) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(PlistKey(name)) }
 }
 
 extension PreferenceKey where Value: ExpressibleByNilLiteral {
@@ -39,3 +74,4 @@ extension PreferenceKey where Value: ExpressibleByNilLiteral {
 }
 
 extension PreferenceKey: Sendable where Value: Sendable {}
+extension PreferenceKey.Default: Sendable where Value: Sendable {}

@@ -15,7 +15,22 @@ extension PreferenceSuite {
             if let stored = _storedValue(forKey: key.name), let value = Value(plistValue: stored) { return value }
             return _resolve(key)
         }
-        set { set(newValue, forKey: key.name) }
+        set {
+            _registerDefault(of: key)
+            set(newValue, forKey: key.name)
+        }
+    }
+
+    /// Registers the key's fixed default under its name, unless something is registered there.
+    @usableFromInline
+    func _registerDefault<Value: PreferenceValue>(of key: PreferenceKey<Value>) {
+        guard let value = key.registrableDefault else { return }
+        store.registerIfAbsent(key.name, value)
+    }
+
+    /// Whether the key reads as its declared default (compared as stored: no `Equatable` needed).
+    public func isDefaultValue<Value: PreferenceValue>(_ key: PreferenceKey<Value>) -> Bool {
+        self[key].plistValue == key.defaultValue.plistValue
     }
 
     @usableFromInline
@@ -26,7 +41,8 @@ extension PreferenceSuite {
     /// The slow path of the subscript: no stored value, or one of the wrong type.
     @usableFromInline
     func _resolve<Value: PreferenceValue>(_ key: PreferenceKey<Value>) -> Value {
-        typedValue(key, stored: store.storedValue(forKey: key.name))
+        _registerDefault(of: key)
+        return typedValue(key, stored: store.storedValue(forKey: key.name))
     }
 
     /// Removes the key, so reads return the registered or declared default.

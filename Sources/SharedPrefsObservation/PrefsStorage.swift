@@ -172,7 +172,7 @@ extension _PrefsStorage {
     }
 
     public static func codec<Wrapped: RawRepresentable & PreferenceValue>(_: Wrapped?) -> _PrefsCodec<Wrapped?> where Wrapped.RawValue: PreferenceValue {
-        _PrefsCodec(encode: \.plistValue, decode: Wrapped?.init(plistValue:))
+        _PrefsCodec(encode: \.plistValue, decode: { Wrapped?(plistValue: $0) })
     }
 
     @_disfavoredOverload

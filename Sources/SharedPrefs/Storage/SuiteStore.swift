@@ -89,6 +89,12 @@ final class SuiteStore: Sendable {
         state.withLock { $0.registered.merge(defaults) { _, new in new } }
     }
 
+    func registerIfAbsent(_ key: String, _ value: PlistValue) {
+        state.withLock { s in
+            if s.registered[key] == nil { s.registered[key] = value }
+        }
+    }
+
     /// Logs (once per key and type) and reports a stored value that does not decode as `type`.
     func reportMismatch(key: String, stored: PlistValue, expected type: Any.Type) {
         let message = "The suite \(name) holds a \(stored.typeName) for key \"\(key)\", not a \(type); the default is used instead. Write a \(type) to the key, or reset it."

@@ -3,8 +3,10 @@ import Foundation
 /// A type that a suite can store.
 ///
 /// The property-list types conform already: `String`, every integer width, `Double`, `Float`,
-/// `Bool`, `Date`, `Data`, `URL` (stored as its absolute string), arrays and `[String: …]`
-/// dictionaries of conforming types, `Optional` (where `nil` removes the key) and ``PlistValue``.
+/// `Bool`, `Date`, `Data`, `URL` (stored as its absolute string), `UUID` (its string), arrays,
+/// sets (as arrays), ranges (as `[lower, upper]`) and dictionaries (keyed by any
+/// `LosslessStringConvertible`, stored by its `description`) of conforming types, `Optional`
+/// (where `nil` removes the key) and ``PlistValue``.
 ///
 /// Your own types conform by declaration alone:
 /// - a `RawRepresentable` type stores its raw value,
@@ -139,17 +141,59 @@ extension Array: PreferenceValue where Element: PreferenceValue {
     }
 }
 
-extension Dictionary: PreferenceValue where Key == String, Value: PreferenceValue {
-    public var plistValue: PlistValue? { .dictionary(PlistDictionary(compactMapValues(\.plistValue))) }
+/// A dictionary is stored as a property-list dictionary; keys other than strings (`Int`, `UUID`,
+/// any `LosslessStringConvertible`) by their `description`, as sindresorhus/Defaults stores them.
+extension Dictionary: PreferenceValue where Key: LosslessStringConvertible, Value: PreferenceValue {
+    public var plistValue: PlistValue? {
+        var items = PlistDictionary()
+        for (key, value) in self { if let stored = value.plistValue { items[key.description] = stored } }
+        return .dictionary(items)
+    }
     public init?(plistValue: PlistValue) {
         guard case .dictionary(let items) = plistValue else { return nil }
-        var result: [String: Value] = [:]
+        var result: [Key: Value] = [:]
         result.reserveCapacity(items.count)
-        for (key, item) in items {
-            guard let value = Value(plistValue: item) else { return nil }
+        for (name, item) in items {
+            guard let key = Key(name), let value = Value(plistValue: item) else { return nil }
             result[key] = value
         }
         self = result
+    }
+}
+
+/// A set is stored as an array (in no particular order).
+extension Set: PreferenceValue where Element: PreferenceValue {
+    public var plistValue: PlistValue? { Array(self).plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let items = [Element](plistValue: plistValue) else { return nil }
+        self.init(items)
+    }
+}
+
+/// A range is stored as the array `[lowerBound, upperBound]`, as sindresorhus/Defaults stores it.
+extension Range: PreferenceValue where Bound: PreferenceValue {
+    public var plistValue: PlistValue? { [lowerBound, upperBound].plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let bounds = [Bound](plistValue: plistValue), bounds.count == 2, bounds[0] <= bounds[1] else { return nil }
+        self = bounds[0]..<bounds[1]
+    }
+}
+
+/// A closed range is stored as the array `[lowerBound, upperBound]`.
+extension ClosedRange: PreferenceValue where Bound: PreferenceValue {
+    public var plistValue: PlistValue? { [lowerBound, upperBound].plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let bounds = [Bound](plistValue: plistValue), bounds.count == 2, bounds[0] <= bounds[1] else { return nil }
+        self = bounds[0]...bounds[1]
+    }
+}
+
+/// A UUID is stored as its string (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`).
+extension UUID: PreferenceValue {
+    public var plistValue: PlistValue? { .string(uuidString) }
+    public init?(plistValue: PlistValue) {
+        guard case .string(let text) = plistValue, let uuid = UUID(uuidString: text) else { return nil }
+        self = uuid
     }
 }
 
@@ -201,8 +245,22 @@ package enum PlistCoding {
         return box["v"]
     }
 
+    /// Decodes the nested property list this library writes, or (read only, for suites other
+    /// libraries wrote) JSON text as sindresorhus/Defaults stores `Codable` values, or JSON data
+    /// as fatbobman/ObservableDefaults stores them.
     package static func decode<T: Codable>(_ type: T.Type, from value: PlistValue) throws -> T {
         let bytes = BinaryPropertyList.encode(.dictionary(["v": value]))
-        return try PropertyListDecoder().decode(Box<T>.self, from: Data(bytes)).v
+        do {
+            return try PropertyListDecoder().decode(Box<T>.self, from: Data(bytes)).v
+        } catch {
+            let json: Data
+            switch value {
+            case .string(let text): json = Data(text.utf8)
+            case .data(let data): json = data
+            default: throw error
+            }
+            guard let decoded = try? JSONDecoder().decode(T.self, from: json) else { throw error }
+            return decoded
+        }
     }
 }

@@ -1,0 +1,133 @@
+import Foundation
+import SharedPrefsLocking
+import Testing
+
+@testable import SharedPrefs
+
+/// sindresorhus/Defaults' typed-key behaviour (its DefaultsRangeTests, DefaultsSetTests,
+/// DefaultsDictionaryTests and DefaultsTests), ported to `PreferenceKey` and a suite.
+@Suite("Defaults parity")
+struct DefaultsParityTests {
+    /// A type with its own stored form, as Defaults' `Bridge` gives one (DefaultsRangeTests' `Date`).
+    struct Day: PreferenceValue, Comparable {
+        let year: Int, month: Int, day: Int
+        var plistValue: PlistValue? { [year, month, day].plistValue }
+        init(year: Int, month: Int, day: Int) { (self.year, self.month, self.day) = (year, month, day) }
+        init?(plistValue: PlistValue) {
+            guard let parts = [Int](plistValue: plistValue), parts.count == 3 else { return nil }
+            self.init(year: parts[0], month: parts[1], day: parts[2])
+        }
+        static func < (lhs: Day, rhs: Day) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
+    }
+
+    @Test func rangesAndClosedRangesOfNativeAndCustomBounds() {
+        let suite = PreferenceSuite.inMemory()
+        let range = PreferenceKey<Range>("range", default: 0..<10)
+        #expect(suite[range] == 0..<10)
+        suite[range] = 1..<20
+        #expect(suite[range] == 1..<20 && suite.value(forKey: "range") == [1, 20])
+        let days = PreferenceKey<ClosedRange<Day>>("days", default: Day(year: 2022, month: 4, day: 1)...Day(year: 2022, month: 5, day: 1))
+        suite[days] = Day(year: 2022, month: 6, day: 1)...Day(year: 2022, month: 7, day: 1)
+        #expect(suite[days].upperBound == Day(year: 2022, month: 7, day: 1))
+        let optional = PreferenceKey<ClosedRange<Int>?>("optionalRange")
+        #expect(suite[optional] == nil)
+        suite[optional] = 0...10
+        #expect(suite[optional] == 0...10)
+        let list = PreferenceKey<[Range<Int>]>("ranges", default: [0..<10])
+        suite[list].append(1..<20)
+        #expect(suite[list] == [0..<10, 1..<20])
+        let byName = PreferenceKey<[String: ClosedRange<Int>]>("rangesByName", default: ["0": 0...10])
+        suite[byName]["1"] = 1...20
+        #expect(suite[byName] == ["0": 0...10, "1": 1...20])
+        // An inverted pair is not a range: it reads as the default, never a crash.
+        suite.set(PlistValue.array([5, 1]), forKey: "range")
+        #expect(suite[range] == 0..<10)
+    }
+
+    @Test func setsUUIDsAndDictionariesWithNonStringKeys() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("types.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let tags = PreferenceKey<Set<String>>("tags", default: [])
+        suite[tags].insert("a")
+        suite[tags].insert("b")
+        #expect(suite[tags] == ["a", "b"])
+        let id = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+        let owner = PreferenceKey<UUID?>("owner")
+        suite[owner] = id
+        #expect(suite[owner] == id)
+        let names = PreferenceKey<[Int: String]>("names", default: [:])
+        suite[names][1] = "one"
+        suite[names][20] = "twenty"
+        #expect(suite[names] == [1: "one", 20: "twenty"])
+        try await suite.flush()
+        // The stored forms are plain property-list values another program reads.
+        let check = try await python(
+            "import plistlib, sys; d = plistlib.load(open(sys.argv[1], 'rb')); print(sorted(d['tags']), d['owner'], sorted(d['names'].items()))", file.path)
+        #expect(check.output == "['a', 'b'] E621E1F8-C36C-495A-93FC-0C247A3E6E5F [('1', 'one'), ('20', 'twenty')]\n", "\(check.output)")
+        // A key that does not parse as the key type makes the value unreadable as that type.
+        suite.set(PlistValue.dictionary(["x": "bad"]), forKey: "names")
+        #expect(suite[names] == [:])
+    }
+
+    @Test func keysAreHashableByNameAndKnowWhetherTheyHoldTheirDefault() {
+        let a = PreferenceKey<Int>("a", default: 1)
+        #expect(a == PreferenceKey<Int>("a", default: 2) && a != PreferenceKey<Int>("b", default: 1))
+        #expect(Set([a, PreferenceKey<Int>("a", default: 3)]).count == 1)
+        let suite = PreferenceSuite.inMemory()
+        #expect(suite.isDefaultValue(a))
+        suite[a] = 5
+        #expect(!suite.isDefaultValue(a))
+        suite[a] = 1  // stored, but equal to the default
+        #expect(suite.isDefaultValue(a))
+    }
+
+    @Test func aDynamicDefaultIsComputedAtEachReadAndNeverRegistered() {
+        let counter = Counter()
+        let key = PreferenceKey<Int>("dynamic") { counter.next() }
+        let suite = PreferenceSuite.inMemory()
+        #expect(suite[key] == 1 && suite[key] == 2)
+        #expect(suite.object(forKey: "dynamic") == nil)
+        suite[key] = 10
+        #expect(suite[key] == 10)
+    }
+
+    /// Defaults registers a key's default: untyped reads see it once the key has been used.
+    @Test func aTypedKeysDefaultIsVisibleToUntypedReadsOnceUsed() {
+        let suite = PreferenceSuite.inMemory()
+        let theme = PreferenceKey<String>("theme", default: "light")
+        #expect(suite.string(forKey: "theme") == nil)
+        _ = suite[theme]
+        #expect(suite.string(forKey: "theme") == "light")
+        #expect(suite.dictionaryRepresentation()["theme"] as? String == "light")
+        #expect(suite.storedValues.isEmpty)
+        // An explicitly registered default is kept.
+        suite.register(defaults: ["volume": 3])
+        _ = suite[PreferenceKey<Int>("volume", default: 5)]
+        #expect(suite.integer(forKey: "volume") == 3)
+    }
+
+    struct Profile: Codable, PreferenceValue, Equatable { var name: String; var age: Int }
+
+    /// Defaults writes `Codable` values as JSON text and ObservableDefaults as JSON data; both are
+    /// read. This library writes a nested property list.
+    @Test func codableValuesWrittenAsJSONTextOrDataByPeersAreRead() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("peers.plist")
+        let write = try await python(
+            "import plistlib, sys, json; p = {'name': 'fat', 'age': 10}; plistlib.dump({'defaults': json.dumps(p), 'observable': json.dumps(p).encode()}, open(sys.argv[1], 'wb'))",
+            file.path)
+        #expect(write.status == 0, "\(write.output)")
+        let suite = try PreferenceSuite(fileURL: file)
+        let none = Profile(name: "", age: 0)
+        #expect(suite[PreferenceKey("defaults", default: none)] == Profile(name: "fat", age: 10))
+        #expect(suite[PreferenceKey("observable", default: none)] == Profile(name: "fat", age: 10))
+        suite[PreferenceKey("defaults", default: none)] = Profile(name: "ada", age: 36)
+        #expect(suite.value(forKey: "defaults") == ["name": "ada", "age": 36])
+    }
+}
+
+final class Counter: Sendable {
+    private let value = Lock(0)
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+}

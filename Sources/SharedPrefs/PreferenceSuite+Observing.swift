@@ -32,16 +32,28 @@ extension PreferenceSuite {
     /// the writer.
     /// - Parameters:
     ///   - filter: `.key`, `.keys`, `.prefix` or `.all`.
+    ///   - options: ``ObservationOptions/initial`` delivers the current stored values first;
+    ///     ``ObservationOptions/synchronousLocalChanges`` delivers this process's own changes
+    ///     before `set` returns.
     ///   - queue: Where `handler` runs; by default a private serial queue.
     ///   - handler: Called once per changed key.
     /// - Returns: A token; the observation ends when it is cancelled or released.
     public func observe(
-        _ filter: KeyFilter, queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (PreferenceChange) -> Void
+        _ filter: KeyFilter, options: ObservationOptions = [], queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (PreferenceChange) -> Void
     ) -> PreferenceObservation {
         let queue = queue ?? DispatchQueue(label: "SharedPrefs.observer.\(name)")
         let store = self.store
-        let id = store.addObserver(filter) { changes in
-            queue.async { for change in changes { handler(change) } }
+        let name = self.name
+        let deliver: @Sendable ([PreferenceChange]) -> Void = { changes in queue.async { for change in changes { handler(change) } } }
+        var now: (@Sendable ([PreferenceChange]) -> Void)? = nil
+        if options.contains(.synchronousLocalChanges) { now = { batch in batch.forEach(handler) } }
+        let id = store.addObserver(filter, deliver: deliver, synchronous: now) { state in
+            guard options.contains(.initial) else { return }
+            let current: [PreferenceChange] = state.values.sortedByKey.filter { filter.matches($0.key) }.map {
+                PreferenceChange(suite: name, key: $0.key, oldValue: nil, newValue: $0.value, origin: .local)
+            }
+            if !current.isEmpty { deliver(current) }
         }
         return PreferenceObservation { store.removeObserver(id) }
     }
@@ -96,4 +108,19 @@ extension PreferenceSuite {
         continuation.onTermination = { _ in store.removeFailureObserver(id) }
         return stream
     }
+}
+
+/// How ``PreferenceSuite/observe(_:options:queue:_:)`` delivers.
+public struct ObservationOptions: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// First, each stored key that passes the filter, as a change from absent to its current
+    /// value (origin `.local`), on the observer's queue before any later change (Defaults' `.initial`).
+    public static let initial = ObservationOptions(rawValue: 1)
+
+    /// This process's own changes are delivered on the thread that made them, before `set` (or
+    /// `update`) returns, instead of on the queue. Other processes' changes still arrive on the
+    /// queue. The handler may use the suite, but runs on the setter's thread: keep it short.
+    public static let synchronousLocalChanges = ObservationOptions(rawValue: 2)
 }

@@ -125,6 +125,37 @@ struct DefaultsParityTests {
         suite[PreferenceKey("defaults", default: none)] = Profile(name: "ada", age: 36)
         #expect(suite.value(forKey: "defaults") == ["name": "ada", "age": 36])
     }
+
+    /// Defaults' `.initial`: the current value first, then the changes.
+    @Test func anObserverCanGetTheCurrentValuesFirst() async throws {
+        let suite = PreferenceSuite.inMemory()
+        suite.set(1, forKey: "a")
+        suite.set(2, forKey: "b")
+        let heard = Recorder<String>()
+        let token = suite.observe(.key("a"), options: .initial) { heard.record("\($0.key) \($0.oldValue?.description ?? "-") \($0.newValue?.description ?? "-")") }
+        defer { token.cancel() }
+        suite.set(3, forKey: "a")
+        #expect(try await heard.wait(for: 2) == ["a - 1", "a 1 3"])
+    }
+
+    /// This process's own changes reach a synchronous observer before `set` returns (and it may
+    /// read the suite); another process's change still arrives on its queue.
+    @Test func ownChangesCanBeDeliveredBeforeSetReturns() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("sync.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let heard = Recorder<String>()
+        let token = suite.observe(.key("a"), options: .synchronousLocalChanges) { change in
+            heard.record("\(change.newValue?.description ?? "-") read \(suite.value(forKey: "a")?.description ?? "-") \(change.origin)")
+        }
+        defer { token.cancel() }
+        suite.set(5, forKey: "a")
+        #expect(heard.items == ["5 read 5 local"])
+        try suite.update { $0["a"] = 6 }
+        #expect(heard.items.count == 2)
+        try await child("set", file.path, "a=int:7")
+        #expect(try await heard.wait(for: 3).last == "7 read 7 external")
+    }
 }
 
 final class Counter: Sendable {

@@ -27,6 +27,9 @@ final class SuiteStore: Sendable {
     struct Observer: Sendable {
         let filter: KeyFilter
         let deliver: @Sendable ([PreferenceChange]) -> Void
+        /// This process's own changes go to `synchronous` instead, on the setting thread, after
+        /// the state lock is released and before the set returns.
+        var synchronous: (@Sendable ([PreferenceChange]) -> Void)? = nil
     }
 
     struct State {
@@ -145,14 +148,16 @@ final class SuiteStore: Sendable {
 
     /// Runs `body` under the state lock, tells observers what it changed, and schedules a flush.
     private func applyLocked(forceFlush: Bool, _ body: (inout State, inout [PreferenceChange]) -> Void) {
+        var synchronous: [() -> Void] = []
         let scheduleFlush = state.withLock { s -> Bool in
             var changes: [PreferenceChange] = []
             body(&s, &changes)
-            publish(changes, in: s)
+            synchronous = publish(changes, in: s)
             guard file != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
             s.flushScheduled = true
             return true
         }
+        for deliver in synchronous { deliver() }
         if scheduleFlush { scheduleBackgroundFlush() }
     }
 
@@ -404,7 +409,7 @@ final class SuiteStore: Sendable {
 
     /// Makes `disk` the new file state, recomputes what this process sees, and tells observers.
     private func adopt(disk: PlistDictionary, version: FileVersion, localKeys: Set<PlistKey>) {
-        state.withLock { s in
+        let synchronous = state.withLock { s in
             s.version = version
             s.disk = disk
             s.inFlight = [:]
@@ -413,28 +418,42 @@ final class SuiteStore: Sendable {
                 PreferenceChange(suite: name, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: localKeys.contains(PlistKey($0.key)) ? .local : .external)
             }
             s.values = values
-            publish(changes, in: s)
+            return publish(changes, in: s)
         }
+        // A transaction's own changes, on the I/O queue while `update` waits for it.
+        for deliver in synchronous { deliver() }
     }
 
     // MARK: Observers
 
     /// Hands changes to matching observers. Called with the state locked, so every observer gets
     /// changes in the order the state went through them; delivery itself is asynchronous.
-    private func publish(_ changes: [PreferenceChange], in s: State) {
-        guard !changes.isEmpty else { return }
+    /// Returns the deliveries to synchronous observers, for the caller to make once the state is
+    /// unlocked (they may call back into the suite).
+    private func publish(_ changes: [PreferenceChange], in s: State) -> [() -> Void] {
+        guard !changes.isEmpty else { return [] }
+        var synchronous: [() -> Void] = []
         for observer in s.observers.values {
             let matching: [PreferenceChange]
             if case .all = observer.filter { matching = changes } else { matching = changes.filter { observer.filter.matches($0.key) } }
-            if !matching.isEmpty { observer.deliver(matching) }
+            if matching.isEmpty { continue }
+            if let now = observer.synchronous, matching.allSatisfy({ $0.origin == .local }) {
+                synchronous.append { now(matching) }
+            } else {
+                observer.deliver(matching)
+            }
         }
+        return synchronous
     }
 
     /// Adds an observer; `initial` runs under the same lock, so no change slips between the two.
-    func addObserver(_ filter: KeyFilter, deliver: @escaping @Sendable ([PreferenceChange]) -> Void, initial: (State) -> Void = { _ in }) -> UInt64 {
+    func addObserver(
+        _ filter: KeyFilter, deliver: @escaping @Sendable ([PreferenceChange]) -> Void,
+        synchronous: (@Sendable ([PreferenceChange]) -> Void)? = nil, initial: (State) -> Void = { _ in }
+    ) -> UInt64 {
         state.withLock { s in
             s.nextObserverID += 1
-            s.observers[s.nextObserverID] = Observer(filter: filter, deliver: deliver)
+            s.observers[s.nextObserverID] = Observer(filter: filter, deliver: deliver, synchronous: synchronous)
             initial(s)
             return s.nextObserverID
         }

@@ -184,6 +184,6 @@ struct ObservablePrefsCrossProcessTests {
         #expect(await iterator.next() == 8)
         $volume.reset()
         #expect(await iterator.next() == 5)
-        #expect(volume == 5 && suite.value(forKey: "volume") == nil)
+        #expect(volume == 5 && suite.storedValues["volume"] == nil)  // value(forKey:) is the registered default, 5
     }
 }

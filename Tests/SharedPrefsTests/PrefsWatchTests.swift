@@ -3,17 +3,17 @@ import Testing
 
 @testable import SharedPrefs
 
+/// A suite file holding `theme = "dark"`.
+func suiteWithTheme(_ directory: borrowing TemporaryDirectory) async throws -> URL {
+    let file = directory.file("s.plist")
+    let suite = try PreferenceSuite(fileURL: file)
+    suite.set("dark", forKey: "theme")
+    try await suite.flush()
+    return file
+}
+
 @Suite("prefs-watch")
 struct PrefsWatchTests {
-    /// A suite file holding `theme = "dark"`.
-    func suiteWithTheme(_ directory: borrowing TemporaryDirectory) async throws -> URL {
-        let file = directory.file("s.plist")
-        let suite = try PreferenceSuite(fileURL: file)
-        suite.set("dark", forKey: "theme")
-        try await suite.flush()
-        return file
-    }
-
     /// Starts a tail that prints the initial value, waits until it has, then changes the suite
     /// from another process through the library and through `prefs-watch write`.
     func tail(_ file: URL, _ options: [String], separator: UInt8 = 10) async throws -> [String] {
@@ -436,10 +436,7 @@ struct PrefsWatchEditTests {
 
     @Test func anEditThatFailsChangesNothing() async throws {
         let directory = try TemporaryDirectory()
-        let file = directory.file("s.plist")
-        let suite = try PreferenceSuite(fileURL: file)
-        suite.set("dark", forKey: "theme")
-        try await suite.flush()
+        let file = try await suiteWithTheme(directory)
         let before = try Data(contentsOf: file)
 
         let failing = try await edit([file.path], ["VISUAL": "false"])

@@ -68,5 +68,12 @@ for row in measures.rows {
 }
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-try encoder.encode(measures.rows).write(to: URL(filePath: jsonPath))
-FileHandle.standardError.write(Data("prefs-bench: results written to \(jsonPath)\n".utf8))
+do {
+    let url = URL(filePath: jsonPath)
+    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try encoder.encode(measures.rows).write(to: url)
+    FileHandle.standardError.write(Data("prefs-bench: results written to \(jsonPath)\n".utf8))
+} catch {
+    FileHandle.standardError.write(Data("prefs-bench: could not write the results to \(jsonPath): \(error.localizedDescription). Pass --json with a writable path.\n".utf8))
+    exit(1)
+}

@@ -13,15 +13,20 @@ struct PlistKey: Hashable, Sendable {
     init(_ string: String) { self.string = string }
 
     static func == (lhs: PlistKey, rhs: PlistKey) -> Bool {
-        var (a, b) = (lhs.string, rhs.string)
-        return a.withUTF8 { a in
-            b.withUTF8 { b in a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0) }
+        let (a, b) = (lhs.string.utf8, rhs.string.utf8)
+        guard a.count == b.count else { return false }
+        // Native strings are contiguous UTF-8: compare the bytes in place.
+        let same = a.withContiguousStorageIfAvailable { a in
+            b.withContiguousStorageIfAvailable { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
         }
+        return (same ?? nil) ?? a.elementsEqual(b)
     }
 
     func hash(into hasher: inout Hasher) {
-        var text = string
-        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        let utf8 = string.utf8
+        if utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+            Array(utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 }
 

@@ -499,3 +499,140 @@ struct ObservableDefaultsCompatibilityTests {
         #expect(model.name == "ExternalMainActorName")
     }
 }
+
+/// ObservableDefaults' ExternalChangeEqualityTests, ported: an external change mutates exactly
+/// the properties whose value it changes. Where theirs expects no notification, this waits for a
+/// later one (a sentinel property) delivered in order behind it, then checks.
+@Suite("ObservableDefaults' external-change equality tests, ported")
+struct ObservableDefaultsExternalChangeEqualityTests {
+    typealias OD = ObservableDefaultsPort
+
+    @Test("Unrelated property not notified when another property changes externally")
+    func unrelatedPropertyNotNotified() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let age = Tracker("age") { _ = model.age }
+        let name = Tracker("name") { _ = model.name }
+        try await external(file, "name=NewName")
+        _ = try await name.fired.wait(for: 1)
+        #expect(age.fired.items.isEmpty)
+    }
+
+    @Test("Same value write does not notify for backed property")
+    func sameValueWriteNotNotified() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let name = Tracker("name") { _ = model.name }
+        let age = Tracker("age") { _ = model.age }
+        try await external(file, "name=Test")  // what it reads as already
+        try await external(file, "age=int:1")
+        _ = try await age.fired.wait(for: 1)
+        #expect(name.fired.items.isEmpty && model.name == "Test")
+    }
+
+    @MainActor
+    @Test("MainActor unrelated property not notified when another property changes externally")
+    func mainActorUnrelatedPropertyNotNotified() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let model = OD.MockModelMainActor(suite: try PreferenceSuite(fileURL: file))
+        let heard = Recorder<String>()
+        withObservationTracking { _ = model.count } onChange: { heard.record("count") }
+        withObservationTracking { _ = model.name } onChange: { heard.record("name") }
+        try await external(file, "name=ExternalMainActorName")
+        #expect(try await heard.wait(for: 1) == ["name"])
+        #expect(model.name == "ExternalMainActorName" && model.count == 0)
+    }
+
+    @MainActor
+    @Test("MainActor same value write does not notify for backed property")
+    func mainActorSameValueWriteNotNotified() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let model = OD.MockModelMainActor(suite: try PreferenceSuite(fileURL: file))
+        let heard = Recorder<String>()
+        withObservationTracking { _ = model.name } onChange: { heard.record("name") }
+        withObservationTracking { _ = model.count } onChange: { heard.record("count") }
+        try await external(file, "name=Test")
+        try await external(file, "count=int:1")
+        #expect(try await heard.wait(for: 1) == ["count"])
+        #expect(model.name == "Test")
+    }
+
+    @Test("Removing key from UserDefaults triggers mutation back to default value")
+    func removingKeyTriggersMutation() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let model = OD.MockModel(suite: suite)
+        model.name = "Changed"
+        try await suite.flush()
+        let name = Tracker("name") { _ = model.name }
+        try await external(file, "name=-")
+        _ = try await name.fired.wait(for: 1)
+        #expect(model.name == "Test")
+    }
+
+    @Test("Optional property: removing key triggers mutation back to nil")
+    func optionalRemovingKeyTriggersMutation() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let model = OD.MockModelOptional(suite: suite)
+        model.optionalName = "Hello"
+        try await suite.flush()
+        let name = Tracker("optionalName") { _ = model.optionalName }
+        try await external(file, "optionalName=-")
+        _ = try await name.fired.wait(for: 1)
+        #expect(model.optionalName == nil)
+    }
+
+    @Test("Removing key falls back to registered default before model default")
+    func removingKeyFallsBackToRegisteredDefault() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.register(defaults: ["name": "Registered"])
+        let model = OD.MockModel(suite: suite)
+        model.name = "Changed"
+        try await suite.flush()
+        let name = Tracker("name") { _ = model.name }
+        try await external(file, "name=-")
+        _ = try await name.fired.wait(for: 1)
+        #expect(model.name == "Registered")
+    }
+
+    @Test("Optional property falls back to registered default before nil")
+    func optionalRemovingKeyFallsBackToRegisteredDefault() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.register(defaults: ["optionalName": "RegisteredOptional"])
+        let model = OD.MockModelOptional(suite: suite)
+        model.optionalName = "Hello"
+        try await suite.flush()
+        let name = Tracker("optionalName") { _ = model.optionalName }
+        try await external(file, "optionalName=-")
+        _ = try await name.fired.wait(for: 1)
+        #expect(model.optionalName == "RegisteredOptional")
+    }
+
+    @MainActor
+    @Test("MainActor removing key falls back to registered default")
+    func mainActorRemovingKeyFallsBackToRegisteredDefault() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.register(defaults: ["name": "MainActorRegistered"])
+        let model = OD.MockModelMainActor(suite: suite)
+        model.name = "Changed"
+        try await suite.flush()
+        let heard = Recorder<String>()
+        withObservationTracking { _ = model.name } onChange: { heard.record("name") }
+        try await external(file, "name=-")
+        _ = try await heard.wait(for: 1)
+        #expect(model.name == "MainActorRegistered")
+    }
+}

@@ -26,7 +26,7 @@ struct ClassOptions {
                     diagnostics.append(Diagnostic(.invalidPrefix, at: argument.expression, "The prefix must be a string literal, so that keys are known at compile time."))
                     break
                 }
-                prefix = literal.trimmingCharacters(in: .whitespaces)
+                prefix = literal.trimmingCharacters(in: .whitespacesAndNewlines)
             case "ignoreExternalChanges": ignoreExternalChanges = text
             case "autoInit", "observeFirst":
                 guard let value = argument.expression.as(BooleanLiteralExprSyntax.self)?.literal.tokenKind == .keyword(.true) ? true
@@ -165,12 +165,9 @@ extension PatternBindingSyntax {
 }
 
 extension ExprSyntax {
-    /// The value of a string literal without interpolation.
+    /// The value of a string literal without interpolation, escapes (`\t`, `\u{…}`) resolved.
     var stringLiteralValue: String? {
-        guard let literal = self.as(StringLiteralExprSyntax.self),
-            literal.segments.allSatisfy({ $0.is(StringSegmentSyntax.self) })
-        else { return nil }
-        return literal.segments.compactMap { $0.as(StringSegmentSyntax.self)?.content.text }.joined()
+        self.as(StringLiteralExprSyntax.self)?.representedLiteralValue
     }
 }
 

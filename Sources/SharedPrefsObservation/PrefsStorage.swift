@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Logging
 import SharedPrefs
 import SharedPrefsLocking
@@ -44,7 +45,9 @@ public final class _PrefsStorage: Sendable {
     ///     gave another suite first. A suite that cannot be opened is logged and replaced by an
     ///     in-memory one.
     public init(suiteName: String?, prefix: String, ignoreExternalChanges: Bool) {
-        configuration = Lock(Configuration(suiteName: suiteName, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
+        // White space around a name is trimmed, as ObservableDefaults does; none left is the standard suite.
+        let name = suiteName?.trimmingCharacters(in: .whitespacesAndNewlines)
+        configuration = Lock(Configuration(suiteName: name?.isEmpty == false ? name : nil, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
     }
 
     /// The suite and the prefix, read together.

@@ -636,3 +636,267 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         #expect(model.name == "MainActorRegistered")
     }
 }
+
+// ObservableDefaults' RawRepresentableCodableTests, EnumRawRepresentableTests,
+// Issue26OverloadAmbiguityTests, PrefixTests and WhitespaceTests (their @ObservableDefaults
+// parts), ported. Their stores use the standard or a named suite; these are given a suite of
+// their own, so that no test touches a real preferences directory (the named one is then never
+// opened).
+
+private struct UserProfile: RawRepresentable, Codable, Equatable {
+    var name: String
+    var age: Int
+    var rawValue: String { "\(name)|\(age)" }
+    init?(rawValue: String) {
+        let parts = rawValue.split(separator: "|", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let age = Int(parts[1]) else { return nil }
+        self.name = parts[0]
+        self.age = age
+    }
+    init(name: String, age: Int) {
+        self.name = name
+        self.age = age
+    }
+}
+
+private struct RawStringToken: RawRepresentable, Equatable {
+    var value: String
+    var rawValue: String { value }
+    init?(rawValue: String) { self.value = rawValue }
+    init(value: String) { self.value = value }
+}
+
+private struct HybridStringToken: RawRepresentable, Codable, Equatable {
+    var value: String
+    var rawValue: String { value }
+    init?(rawValue: String) { self.value = rawValue }
+    init(value: String) { self.value = value }
+}
+
+private struct HybridIntToken: RawRepresentable, Codable, Equatable {
+    var value: Int
+    var rawValue: Int { value }
+    init?(rawValue: Int) { self.value = rawValue }
+    init(value: Int) { self.value = value }
+}
+
+extension RawStringToken: UserDefaultsPropertyListValue {}
+extension HybridStringToken: UserDefaultsPropertyListValue {}
+extension HybridIntToken: UserDefaultsPropertyListValue {}
+
+private enum Status: String, Codable {
+    case active
+    case inactive
+}
+
+private enum Color: String {
+    case red
+    case green
+    case blue
+}
+
+@ObservableDefaults(prefix: "RRC_defaults_rawCodable_")
+private class DefaultsRawCodableStore {
+    var profile = UserProfile(name: "Default", age: 0)
+}
+
+@ObservableDefaults(prefix: "RRC_defaults_rawProperty_")
+private class DefaultsRawPropertyStore {
+    var token = RawStringToken(value: "default")
+    var optionalToken: RawStringToken?
+}
+
+@ObservableDefaults(prefix: "RRC_defaults_hybrid_")
+private class DefaultsHybridStore {
+    var hybrid = HybridIntToken(value: 1)
+    var optionalHybrid: HybridIntToken?
+}
+
+@ObservableDefaults(prefix: "RRC_defaults_enum_")
+private class DefaultsEnumStore {
+    var status = Status.active
+}
+
+@ObservableDefaults(prefix: "RRC_defaults_compat_")
+private class DefaultsLegacyPropertyListStore {
+    var value = "legacy"
+}
+
+@ObservableDefaults(prefix: "RRC_defaults_compat_")
+private class DefaultsMigratedHybridStore {
+    var value = HybridStringToken(value: "default")
+}
+
+@ObservableDefaults
+private class RawValueDefaultsStore {
+    var color: Color = .red
+}
+
+private struct HybridValue: RawRepresentable, Codable, Equatable {
+    var value: String
+    var rawValue: String { value }
+    init?(rawValue: String) { self.value = rawValue }
+    init(value: String) { self.value = value }
+}
+
+extension HybridValue: UserDefaultsPropertyListValue {}
+
+@ObservableDefaults(prefix: "Issue26_defaults_")
+private class Issue26DefaultsStore {
+    var value = HybridValue(value: "default")
+}
+
+@ObservableDefaults(prefix: "myApp_")
+private class Test2 {
+    var username = "default"
+}
+
+@ObservableDefaults(suiteName: "group.testapp", prefix: "suite_")
+private class Test3 {
+    var setting = "value"
+}
+
+@ObservableDefaults(suiteName: "group.testapp")
+private class Test4 {
+    var config = "default"
+}
+
+@ObservableDefaults(suiteName: "", prefix: "")
+private class Test5 {
+    var emptyParams = "test"
+}
+
+@ObservableDefaults(prefix: "  myapp_  ")
+private class DefaultsWhitespacePrefix {
+    var value = "default"
+}
+
+@ObservableDefaults(suiteName: "  group.test  ")
+private class DefaultsWhitespaceSuite {
+    var value = "default"
+}
+
+@ObservableDefaults(suiteName: "   ", prefix: "\t\t")
+private class DefaultsWhitespaceOnly {
+    var value = "default"
+}
+
+@ObservableDefaults(suiteName: " group.app ", prefix: " prefix_ ")
+private class DefaultsBothWithWhitespace {
+    var value = "default"
+}
+
+@ObservableDefaults(prefix: "\t\r\n  tab_prefix  \r\n\t")
+private class TabsAndReturns {
+    var tabValue = "default"
+}
+
+@Suite("ObservableDefaults' value-type, prefix and white-space tests, ported")
+struct ObservableDefaultsValueTypeTests {
+    @Test("Defaults: RawRepresentable + Codable uses raw-value storage")
+    func defaultsRawCodableStorage() {
+        let suite = PreferenceSuite.inMemory()
+        let store = DefaultsRawCodableStore(suite: suite)
+        store.profile = UserProfile(name: "Alice", age: 30)
+        #expect(store.profile == UserProfile(name: "Alice", age: 30))
+        #expect(suite.value(forKey: "RRC_defaults_rawCodable_profile") == "Alice|30")
+    }
+
+    @Test("Defaults: RawRepresentable + PropertyList (with optional) works")
+    func defaultsRawPropertyListOnly() {
+        let suite = PreferenceSuite.inMemory()
+        let store = DefaultsRawPropertyStore(suite: suite)
+        store.token = RawStringToken(value: "updated")
+        #expect(store.token == RawStringToken(value: "updated"))
+        #expect(suite.value(forKey: "RRC_defaults_rawProperty_token") == "updated")
+        store.optionalToken = RawStringToken(value: "optional")
+        #expect(store.optionalToken == RawStringToken(value: "optional"))
+        #expect(suite.value(forKey: "RRC_defaults_rawProperty_optionalToken") == "optional")
+        store.optionalToken = nil
+        #expect(store.optionalToken == nil)
+        #expect(suite.value(forKey: "RRC_defaults_rawProperty_optionalToken") == nil)
+    }
+
+    @Test("Defaults: RawRepresentable + PropertyList + Codable uses raw-value storage")
+    func defaultsRawPropertyListCodable() {
+        let suite = PreferenceSuite.inMemory()
+        let store = DefaultsHybridStore(suite: suite)
+        store.hybrid = HybridIntToken(value: 42)
+        #expect(store.hybrid == HybridIntToken(value: 42))
+        #expect(suite.value(forKey: "RRC_defaults_hybrid_hybrid") == 42)
+        store.optionalHybrid = HybridIntToken(value: 7)
+        #expect(store.optionalHybrid == HybridIntToken(value: 7))
+        #expect(suite.value(forKey: "RRC_defaults_hybrid_optionalHybrid") == 7)
+        store.optionalHybrid = nil
+        #expect(store.optionalHybrid == nil && suite.value(forKey: "RRC_defaults_hybrid_optionalHybrid") == nil)
+    }
+
+    @Test("Defaults: RawRepresentable enum + Codable works")
+    func defaultsEnumRawRepresentableCodable() {
+        let suite = PreferenceSuite.inMemory()
+        let store = DefaultsEnumStore(suite: suite)
+        store.status = .inactive
+        #expect(store.status == .inactive && suite.value(forKey: "RRC_defaults_enum_status") == "inactive")
+    }
+
+    @Test("Defaults compatibility: legacy PropertyList data remains readable after adding RawRepresentable")
+    func defaultsPropertyListMigrationCompatibility() {
+        let suite = PreferenceSuite.inMemory()
+        let legacyStore = DefaultsLegacyPropertyListStore(suite: suite)
+        legacyStore.value = "legacy-v1"
+        #expect(suite.value(forKey: "RRC_defaults_compat_value") == "legacy-v1")
+        let migratedStore = DefaultsMigratedHybridStore(suite: suite)
+        #expect(migratedStore.value == HybridStringToken(value: "legacy-v1"))
+        migratedStore.value = HybridStringToken(value: "legacy-v2")
+        #expect(suite.value(forKey: "RRC_defaults_compat_value") == "legacy-v2")
+    }
+
+    @Test("Enum RawRepresentable: defaultsEnumSupport")
+    func defaultsEnumSupport() {
+        let store = RawValueDefaultsStore(suite: .inMemory())
+        store.color = .green
+        #expect(store.color == .green)
+    }
+
+    @Test("UserDefaults: hybrid type compiles and uses RawRepresentable storage")
+    func defaultsHybridType() {
+        let suite = PreferenceSuite.inMemory()
+        let store = Issue26DefaultsStore(suite: suite)
+        store.value = HybridValue(value: "updated")
+        #expect(store.value == HybridValue(value: "updated"))
+        #expect(suite.value(forKey: "Issue26_defaults_value") == "updated")
+    }
+
+    @Test("Prefix: prefixDefaults, suiteNameWithPrefix, suiteNameOnly, emptyParameters")
+    func prefixes() {
+        let suite = PreferenceSuite.inMemory()
+        let test2 = Test2(suite: suite)
+        test2.username = "newUser"
+        let test3 = Test3(suite: suite)
+        test3.setting = "updated"
+        let test4 = Test4(suite: suite)
+        test4.config = "modified"
+        let test5 = Test5(suite: suite)
+        test5.emptyParams = "changed"
+        #expect(test2.username == "newUser" && test3.setting == "updated" && test4.config == "modified" && test5.emptyParams == "changed")
+        #expect(suite.storedValues == ["myApp_username": "newUser", "suite_setting": "updated", "config": "modified", "emptyParams": "changed"])
+    }
+
+    @Test("White space: defaultsWhitespaceHandling, extremeWhitespaceEdgeCases (trimmed, as theirs)")
+    func whitespace() {
+        let suite = PreferenceSuite.inMemory()
+        let whitespacePrefix = DefaultsWhitespacePrefix(suite: suite)
+        let whitespaceSuite = DefaultsWhitespaceSuite(suite: PreferenceSuite.inMemory())
+        let whitespaceOnly = DefaultsWhitespaceOnly(suite: PreferenceSuite.inMemory())
+        let bothWhitespace = DefaultsBothWithWhitespace(suite: suite)
+        let tabs = TabsAndReturns(suite: suite)
+        whitespacePrefix.value = "test1"
+        whitespaceSuite.value = "test2"
+        whitespaceOnly.value = "test3"
+        bothWhitespace.value = "test4"
+        tabs.tabValue = "tabs_test"
+        #expect(whitespacePrefix.value == "test1" && whitespaceSuite.value == "test2" && whitespaceOnly.value == "test3")
+        #expect(bothWhitespace.value == "test4" && tabs.tabValue == "tabs_test")
+        #expect(suite.storedValues == ["myapp_value": "test1", "prefix_value": "test4", "tab_prefixtabValue": "tabs_test"])
+    }
+}

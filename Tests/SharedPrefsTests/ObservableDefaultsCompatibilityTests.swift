@@ -900,3 +900,260 @@ struct ObservableDefaultsValueTypeTests {
         #expect(suite.storedValues == ["myapp_value": "test1", "prefix_value": "test4", "tab_prefixtabValue": "tabs_test"])
     }
 }
+
+// ObservableDefaults' DirectOptionalCodableTest, StaticPropertyTests, StringParameterTests,
+// CompatibilityTests, SimpleRawRepresentableCodableTest, URLStorageTests and
+// CrossProcessNotificationTests (their @ObservableDefaults parts), ported. Stores theirs create
+// on the standard suite get a suite of their own (`suite:`), so no test writes a real
+// preferences directory.
+
+struct DirectUser: Codable, Equatable {
+    var name: String
+    var age: Int
+}
+
+@ObservableDefaults
+private class SettingsWithOptionalUser {
+    var user: DirectUser? = nil
+}
+
+@MainActor
+@ObservableDefaults
+private class ExampleWithStatic {
+    public var foo = 1
+    public static var shared = ExampleWithStatic(suite: .inMemory())
+}
+
+@MainActor
+@ObservableDefaults
+private class ModelWithMultipleStatics {
+    var name = "Test"
+    var age = 18
+
+    static let defaultName = "Default"
+    static var currentCount = 0
+    private static var privateStatic = 42
+}
+
+@MainActor
+@ObservableDefaults
+private class ModelWithStaticComputed {
+    var value = 100
+
+    static var defaultValue: Int {
+        return 100
+    }
+}
+
+@ObservableDefaults
+private class DefaultsNoParams {
+    var defaultsValue1 = "default"
+}
+
+@ObservableDefaults(prefix: "myapp_")
+private class DefaultsWithPrefix {
+    var defaultsValue2 = "default"
+}
+
+@ObservableDefaults(suiteName: "group.test")
+private class DefaultsWithSuite {
+    var defaultsValue3 = "default"
+}
+
+@ObservableDefaults(suiteName: "group.test", prefix: "suite_")
+private class DefaultsWithBoth {
+    var defaultsValue4 = "default"
+}
+
+@ObservableDefaults(suiteName: "", prefix: "")
+private class DefaultsEmptyParams {
+    var defaultsValue5 = "default"
+}
+
+private struct LegacyDefaultsValue: CodableUserDefaultsPropertyListValue, Equatable {
+    var text: String = "legacy"
+}
+
+@ObservableDefaults
+private class LegacyDefaultsStore {
+    var value = LegacyDefaultsValue()
+}
+
+private struct TestType: RawRepresentable, Codable, Equatable {
+    var value: String
+    var rawValue: String { value }
+    init?(rawValue: String) { self.value = rawValue }
+    init(value: String) { self.value = value }
+}
+
+@ObservableDefaults(prefix: "SimpleTest_")
+private class SimpleStore {
+    var test = TestType(value: "default")
+}
+
+private let defaultURL = URL(string: "https://example.com/default")!
+private let updatedURL = URL(string: "https://example.com/updated?source=defaults")!
+private let optionalURL = URL(string: "file:///tmp/observable-defaults-url")!
+private let registeredURL = URL(string: "https://example.com/registered")!
+
+// Theirs also has NSURL properties: NSURL is neither Codable nor a property-list type on Linux.
+@ObservableDefaults(prefix: "URL_defaults_")
+private class DefaultsURLStore {
+    var homepage = defaultURL
+    var optionalHomepage: URL?
+}
+
+@ObservableDefaults(suiteName: "test.crossprocess.suite1", prefix: "app_", limitToInstance: false)
+final class SettingsWithPrefix {
+    var userName: String = "InitialUser"
+    var counter: Int = 0
+}
+
+@ObservableDefaults(suiteName: "test.crossprocess.suite2", limitToInstance: false)
+final class SettingsNoPrefix {
+    var userName: String = "OtherUser"
+    var counter: Int = 100
+}
+
+extension SettingsWithPrefix: @unchecked Sendable {}
+extension SettingsNoPrefix: @unchecked Sendable {}
+
+@Suite("ObservableDefaults' optional, static, parameter, URL and cross-process tests, ported")
+struct ObservableDefaultsMiscellaneousTests {
+    @Test("Demonstrate UserDefaults optional Codable works")
+    func userDefaultsOptionalCodableWorks() {
+        let settings = SettingsWithOptionalUser(suite: .inMemory())
+        #expect(settings.user == nil)
+        settings.user = DirectUser(name: "John", age: 30)
+        #expect(settings.user?.name == "John" && settings.user?.age == 30)
+        settings.user = nil
+        #expect(settings.user == nil)
+    }
+
+    @MainActor
+    @Test("ObservableDefaults with static property should compile")
+    func staticProperty() {
+        let instance = ExampleWithStatic.shared
+        instance.foo = 2
+        #expect(instance.foo == 2)
+    }
+
+    @MainActor
+    @Test("ObservableDefaults with multiple static properties")
+    func multipleStaticProperties() {
+        let instance = ModelWithMultipleStatics(suite: .inMemory())
+        instance.name = "Updated"
+        instance.age = 25
+        #expect(instance.name == "Updated" && instance.age == 25)
+        #expect(ModelWithMultipleStatics.defaultName == "Default" && ModelWithMultipleStatics.currentCount == 0)
+        #expect(ModelWithStaticComputed(suite: .inMemory()).value == ModelWithStaticComputed.defaultValue)
+    }
+
+    @Test("defaultsParameterTests")
+    func defaultsParameters() {
+        let suite = PreferenceSuite.inMemory()
+        let noParams = DefaultsNoParams(suite: suite)
+        let withPrefix = DefaultsWithPrefix(suite: suite)
+        let withSuite = DefaultsWithSuite(suite: suite)
+        let withBoth = DefaultsWithBoth(suite: suite)
+        let emptyParams = DefaultsEmptyParams(suite: suite)
+        noParams.defaultsValue1 = "test1"
+        withPrefix.defaultsValue2 = "test2"
+        withSuite.defaultsValue3 = "test3"
+        withBoth.defaultsValue4 = "test4"
+        emptyParams.defaultsValue5 = "test5"
+        #expect(noParams.defaultsValue1 == "test1" && withPrefix.defaultsValue2 == "test2" && withSuite.defaultsValue3 == "test3")
+        #expect(withBoth.defaultsValue4 == "test4" && emptyParams.defaultsValue5 == "test5")
+        #expect(suite.storedValues.keys.sorted() == ["defaultsValue1", "defaultsValue3", "defaultsValue5", "myapp_defaultsValue2", "suite_defaultsValue4"])
+    }
+
+    @Test("defaultsCodableCompatibility")
+    func defaultsCodableCompatibility() {
+        let store = LegacyDefaultsStore(suite: .inMemory())
+        store.value = LegacyDefaultsValue(text: "updated")
+        #expect(store.value.text == "updated")
+    }
+
+    @Test("Simple RawRepresentable & Codable: verifyCompilation")
+    func verifyCompilation() {
+        let store = SimpleStore(suite: .inMemory())
+        store.test = TestType(value: "updated")
+        #expect(store.test.value == "updated")
+    }
+
+    /// Theirs stores a URL as JSON data; here it is its absolute string, which plistlib and
+    /// `defaults` read as text. The behaviour checked is the same.
+    @Test("Defaults: URL values round-trip (stored as their string here)")
+    func defaultsURLRoundTrips() throws {
+        let directory = try TemporaryDirectory()
+        let suite = try PreferenceSuite(fileURL: directory.file("urls.plist"))
+        let store = DefaultsURLStore(suite: suite)
+        store.homepage = updatedURL
+        #expect(store.homepage == updatedURL)
+        #expect(suite.value(forKey: "URL_defaults_homepage") == .string(updatedURL.absoluteString))
+        let reloaded = DefaultsURLStore(suite: suite)
+        #expect(reloaded.homepage == updatedURL)
+    }
+
+    @Test("Defaults: optional URL removes storage and falls back deterministically")
+    func defaultsOptionalURLRemovalAndFallback() {
+        let suite = PreferenceSuite.inMemory()
+        let store = DefaultsURLStore(suite: suite)
+        store.optionalHomepage = optionalURL
+        #expect(store.optionalHomepage == optionalURL)
+        store.optionalHomepage = nil
+        #expect(store.optionalHomepage == nil && suite.storedValues["URL_defaults_optionalHomepage"] == nil)
+        suite.register(defaults: ["URL_defaults_optionalHomepage": registeredURL.absoluteString])
+        store.optionalHomepage = optionalURL
+        suite.removeObject(forKey: "URL_defaults_optionalHomepage")
+        #expect(store.optionalHomepage == registeredURL)
+    }
+
+    @Test("Defaults: removed URL key falls back to registered default before model default")
+    func defaultsURLRemovalUsesRegisteredDefault() {
+        let suite = PreferenceSuite.inMemory()
+        suite.register(defaults: ["URL_defaults_homepage": registeredURL.absoluteString])
+        let store = DefaultsURLStore(suite: suite)
+        #expect(store.homepage == registeredURL)
+        store.homepage = updatedURL
+        suite.removeObject(forKey: "URL_defaults_homepage")
+        #expect(store.homepage == registeredURL)
+    }
+
+    /// Theirs posts `UserDefaults.didChangeNotification` by hand and sleeps 0.2 s; here other
+    /// processes really write, and each change is awaited.
+    @Test("Only receive notifications for matching suite when limitToInstance is false")
+    func crossProcessNotificationFiltering() async throws {
+        let directory = try TemporaryDirectory()
+        let file1 = directory.file("suite1.plist"), file2 = directory.file("suite2.plist")
+        let settingsWithPrefix = SettingsWithPrefix(suite: try PreferenceSuite(fileURL: file1))
+        let settingsNoPrefix = SettingsNoPrefix(suite: try PreferenceSuite(fileURL: file2))
+        #expect(settingsWithPrefix.userName == "InitialUser" && settingsWithPrefix.counter == 0)
+        #expect(settingsNoPrefix.userName == "OtherUser" && settingsNoPrefix.counter == 100)
+
+        let counter = Tracker("counter") { _ = settingsWithPrefix.counter }
+        try await external(file1, "app_userName=UpdatedUser", "app_counter=int:42")
+        _ = try await counter.fired.wait(for: 1)
+        #expect(settingsWithPrefix.userName == "UpdatedUser" && settingsWithPrefix.counter == 42)
+
+        let unaffected = Tracker("userName") { _ = settingsWithPrefix.userName }
+        let other = Tracker("counter") { _ = settingsNoPrefix.counter }
+        try await external(file2, "userName=ChangedOtherUser", "counter=int:200")
+        _ = try await other.fired.wait(for: 1)
+        #expect(settingsWithPrefix.userName == "UpdatedUser" && settingsWithPrefix.counter == 42 && unaffected.fired.items.isEmpty)
+        #expect(settingsNoPrefix.userName == "ChangedOtherUser" && settingsNoPrefix.counter == 200)
+    }
+
+    @Test("Verify prefix isolation between suites")
+    func prefixIsolation() async throws {
+        let directory = try TemporaryDirectory()
+        let suite1 = try PreferenceSuite(fileURL: directory.file("suite1.plist"))
+        let suite2 = try PreferenceSuite(fileURL: directory.file("suite2.plist"))
+        SettingsWithPrefix(suite: suite1).userName = "PrefixUser"
+        SettingsNoPrefix(suite: suite2).userName = "NoPrefixUser"
+        try await suite1.flush()
+        try await suite2.flush()
+        #expect(try readSuiteFile(directory.file("suite1.plist")) == ["app_userName": "PrefixUser"])
+        #expect(try readSuiteFile(directory.file("suite2.plist")) == ["userName": "NoPrefixUser"])
+    }
+}

@@ -99,6 +99,46 @@ extension PreferenceSuite {
         return stream.map { [self] stored in typedValue(key, stored: stored) }
     }
 
+    /// Calls `handler` with the typed old and new value of `key` each time it changes, values
+    /// resolved as the typed subscript reads them (stored → registered → default), as
+    /// sindresorhus/Defaults' `observe(_:options:)` does. With ``ObservationOptions/initial``, the
+    /// current value comes first (as both old and new).
+    ///
+    /// ```swift
+    /// let token = suite.observe(.theme) { change in render(change.newValue) }
+    /// ```
+    public func observe<Value: PreferenceValue & Sendable>(
+        _ key: PreferenceKey<Value>, options: ObservationOptions = [], queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (TypedPreferenceChange<Value>) -> Void
+    ) -> PreferenceObservation {
+        let queue = queue ?? DispatchQueue(label: "SharedPrefs.observer.\(name)")
+        let token = observe(.key(key.name), options: options.subtracting(.initial), queue: queue) { [self] change in
+            handler(TypedPreferenceChange(
+                oldValue: typedValue(key, stored: change.oldValue), newValue: typedValue(key, stored: change.newValue), origin: change.origin))
+        }
+        if options.contains(.initial) {
+            let current = self[key]
+            queue.async { handler(TypedPreferenceChange(oldValue: current, newValue: current, origin: .local)) }
+        }
+        return token
+    }
+
+    /// Yields once for each batch of changes of any of `keys` (and first once at once, with
+    /// `initial`): for code that recomputes from several settings, as Defaults' `updates(_:)`.
+    ///
+    /// ```swift
+    /// for await _ in suite.updates([PreferenceKey<Int>.volume, PreferenceKey<Bool>.muted]) { apply() }
+    /// ```
+    public func updates(_ keys: [any AnyPreferenceKey], initial: Bool = true) -> some AsyncSequence<Void, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let store = self.store
+        let id = store.addObserver(.keys(Set(keys.map(\.name))), deliver: { _ in continuation.yield() }, initial: { _ in
+            if initial { continuation.yield() }
+        })
+        continuation.onTermination = { _ in store.removeObserver(id) }
+        return stream
+    }
+
     /// Failures nobody was waiting for: a background write that failed, a suite file that does not
     /// parse (a `loadFailed` event: the last good values are kept), a stored value of the wrong type.
     public func failures() -> some AsyncSequence<PreferenceError, Never> {
@@ -124,3 +164,23 @@ public struct ObservationOptions: OptionSet, Sendable {
     /// queue. The handler may use the suite, but runs on the setter's thread: keep it short.
     public static let synchronousLocalChanges = ObservationOptions(rawValue: 2)
 }
+
+/// A change of one typed key: its value before and after, as the typed subscript reads them.
+public struct TypedPreferenceChange<Value: PreferenceValue> {
+    /// The value before the change (the default, if nothing was stored).
+    public let oldValue: Value
+    /// The value after the change.
+    public let newValue: Value
+    /// Who made the change.
+    public let origin: PreferenceChange.Origin
+}
+
+extension TypedPreferenceChange: Sendable where Value: Sendable {}
+
+/// A ``PreferenceKey`` of any value type, for APIs that take several keys at once.
+public protocol AnyPreferenceKey {
+    /// The key in the suite.
+    var name: String { get }
+}
+
+extension PreferenceKey: AnyPreferenceKey {}

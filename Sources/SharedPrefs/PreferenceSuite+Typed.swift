@@ -50,6 +50,11 @@ extension PreferenceSuite {
         removeObject(forKey: key.name)
     }
 
+    /// Removes several keys at once, of any value types.
+    public func reset(_ keys: any AnyPreferenceKey...) {
+        for key in keys { removeObject(forKey: key.name) }
+    }
+
     /// Resolves stored → registered → declared default, reporting a stored value of the wrong type.
     package func typedValue<Value: PreferenceValue>(_ key: PreferenceKey<Value>, stored: PlistValue?) -> Value {
         typedValue(forKey: key.name, default: key.defaultValue, stored: stored, decode: Value.init(plistValue:))

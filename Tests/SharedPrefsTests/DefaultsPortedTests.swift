@@ -1,0 +1,229 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+// sindresorhus/Defaults' Tests/DefaultsTests/DefaultsTests.swift, ported: `Defaults[key]` is
+// `suite[key]` on a suite of the test's own; `Defaults.observe` is `suite.observe(key)`;
+// `Defaults.observe(keys:)` is `suite.updates(_:)`. Not ported: the NSSecureCoding keys (no
+// NSSecureCoding values on Linux), the Combine publishers (no Combine on Linux), lifetime ties and
+// `preventPropagation` (no equivalent API).
+
+private let fixtureURL = URL(string: "https://sindresorhus.com")!
+private let fixtureURL2 = URL(string: "https://example.com")!
+
+private enum FixtureEnum: String, Codable {
+    case tenMinutes = "10 Minutes"
+    case halfHour = "30 Minutes"
+    case oneHour = "1 Hour"
+}
+
+// Defaults asks for `Defaults.Serializable`; the same declaration here.
+extension FixtureEnum: PreferenceValue {}
+
+private let fixtureDate = Date()
+
+extension PreferenceKey where Value == Bool {
+    fileprivate static let key = PreferenceKey("key", default: false)
+}
+extension PreferenceKey where Value == URL {
+    fileprivate static let url = PreferenceKey("url", default: fixtureURL)
+}
+extension PreferenceKey where Value == FixtureEnum {
+    fileprivate static let `enum` = PreferenceKey("enum", default: .oneHour)
+}
+extension PreferenceKey where Value == Data {
+    fileprivate static let data = PreferenceKey("data", default: Data([]))
+}
+extension PreferenceKey where Value == Date {
+    fileprivate static let date = PreferenceKey("date", default: fixtureDate)
+}
+
+@Suite("Defaults' own tests, ported")
+struct DefaultsPortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<Bool>("independentKey", default: false)
+        #expect(!suite[key])
+        suite[key] = true
+        #expect(suite[key])
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<Bool?>("independentOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = true
+        #expect(suite[key]!)
+        suite[key] = nil
+        #expect(suite[key] == nil)
+        suite[key] = false
+        #expect(suite[key] == false)
+    }
+
+    /// Defaults registers a key's default when the key is made; here, when it is first used with
+    /// a suite (a key is not tied to one suite).
+    @Test func keyRegistersDefault() {
+        #expect(suite.bool(forKey: "registersDefault") == false)
+        let key = PreferenceKey<Bool>("registersDefault", default: true)
+        _ = suite[key]
+        #expect(suite.bool(forKey: "registersDefault") == true)
+        let key2 = PreferenceKey<String>("registersDefault2", default: "registersDefault2")
+        _ = suite[key2]
+        #expect(suite.string(forKey: "registersDefault2") == "registersDefault2")
+    }
+
+    @Test func keys() {
+        #expect(!suite[.key])
+        suite[.key] = true
+        #expect(suite[.key])
+    }
+
+    @Test func urlType() {
+        #expect(suite[.url] == fixtureURL)
+        let newUrl = URL(string: "https://twitter.com")!
+        suite[.url] = newUrl
+        #expect(suite[.url] == newUrl)
+    }
+
+    @Test func enumType() {
+        #expect(suite[.enum] == FixtureEnum.oneHour)
+    }
+
+    @Test func dataType() {
+        #expect(suite[.data] == Data([]))
+        suite[.data] = Data([0xFF])
+        #expect(suite[.data] == Data([0xFF]))
+    }
+
+    @Test func dateType() {
+        #expect(suite[.date] == fixtureDate)
+        let newDate = Date()
+        suite[.date] = newDate
+        #expect(suite[.date] == newDate)
+    }
+
+    @Test func removeAll() {
+        let key = PreferenceKey<Bool>("removeAll", default: false)
+        let key2 = PreferenceKey<Bool>("removeAll2", default: false)
+        suite[key] = true
+        suite[key2] = true
+        #expect(suite[key] && suite[key2])
+        suite.removeAll()
+        #expect(!suite[key] && !suite[key2])
+    }
+
+    @Test func customSuite() {
+        let customSuite = PreferenceSuite.inMemory(name: "com.sindresorhus.customSuite")
+        let key = PreferenceKey<Bool>("customSuite", default: false)
+        #expect(!customSuite[key] && !suite[key])
+        customSuite[key] = true
+        #expect(customSuite[key] && !suite[key])
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<Bool>("observeKey", default: false)
+        let heard = Recorder<String>()
+        let observation = suite.observe(key) { heard.record("\($0.oldValue) -> \($0.newValue)") }
+        defer { observation.cancel() }
+        suite[key] = true
+        #expect(try await heard.wait(for: 1) == ["false -> true"])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<Bool?>("observeOptionalKey")
+        let heard = Recorder<String>()
+        let observation = suite.observe(key) { heard.record("\(String(describing: $0.oldValue)) -> \(String(describing: $0.newValue))") }
+        defer { observation.cancel() }
+        suite[key] = true
+        #expect(try await heard.wait(for: 1) == ["nil -> Optional(true)"])
+    }
+
+    @Test func observeMultipleKeys() async throws {
+        let key1 = PreferenceKey<String>("observeKey1", default: "x")
+        let key2 = PreferenceKey<Bool>("observeKey2", default: true)
+        let counted = Recorder<Int>()
+        let updates = suite.updates([key1, key2], initial: false)  // observing from here on
+        let task = Task {
+            var count = 0
+            for await _ in updates {
+                count += 1
+                counted.record(count)
+                if count == 2 { break }
+            }
+        }
+        suite[key1] = "y"
+        _ = try await counted.wait(for: 1)
+        suite[key2] = false
+        #expect(try await counted.wait(for: 2) == [1, 2])
+        await task.value
+    }
+
+    @Test func observeKeyURL() async throws {
+        let key = PreferenceKey<URL>("observeKeyURL", default: fixtureURL)
+        let heard = Recorder<[URL]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = fixtureURL2
+        #expect(try await heard.wait(for: 1) == [[fixtureURL, fixtureURL2]])
+    }
+
+    @Test func observeKeyEnum() async throws {
+        let key = PreferenceKey<FixtureEnum>("observeKeyEnum", default: .oneHour)
+        let heard = Recorder<String>()
+        let observation = suite.observe(key) { heard.record("\($0.oldValue) -> \($0.newValue)") }
+        defer { observation.cancel() }
+        suite[key] = .tenMinutes
+        #expect(try await heard.wait(for: 1) == ["oneHour -> tenMinutes"])
+    }
+
+    /// Defaults' `.initial`: the current value first.
+    @Test func observeKeyWithInitialValue() async throws {
+        let key = PreferenceKey<Int>("observeInitial", default: 3)
+        let heard = Recorder<String>()
+        let observation = suite.observe(key, options: .initial) { heard.record("\($0.oldValue) -> \($0.newValue)") }
+        defer { observation.cancel() }
+        suite[key] = 4
+        #expect(try await heard.wait(for: 2) == ["3 -> 3", "3 -> 4"])
+    }
+
+    @Test func resetKey() {
+        let key1 = PreferenceKey<String>("key1", default: "foo1")
+        let key2 = PreferenceKey<Int>("key2", default: 0)
+        suite[key1] = "bar1"
+        suite[key2] = 1
+        suite.reset(key1)
+        #expect(suite[key1] == "foo1" && suite[key2] == 1)
+    }
+
+    @Test func resetMultipleKeys() {
+        let key1 = PreferenceKey<String>("akey1", default: "foo1")
+        let key2 = PreferenceKey<Int>("akey2", default: 0)
+        let key3 = PreferenceKey<String>("akey3", default: "foo3")
+        suite[key1] = "bar1"
+        suite[key2] = 1
+        suite[key3] = "bar3"
+        suite.reset(key1, key2)
+        #expect(suite[key1] == "foo1" && suite[key2] == 0 && suite[key3] == "bar3")
+    }
+
+    @Test func resetOptionalKey() {
+        let key1 = PreferenceKey<String?>("optionalKey1")
+        let key2 = PreferenceKey<String?>("optionalKey2")
+        suite[key1] = "bar1"
+        suite[key2] = "bar2"
+        suite.reset(key1)
+        #expect(suite[key1] == nil && suite[key2] == "bar2")
+    }
+
+    @Test func resetMultipleOptionalKeys() {
+        let key1 = PreferenceKey<String?>("aoptionalKey1")
+        let key2 = PreferenceKey<Int?>("aoptionalKey2")
+        let key3 = PreferenceKey<String?>("aoptionalKey3")
+        suite[key1] = "bar1"
+        suite[key2] = 1
+        suite[key3] = "bar3"
+        suite.reset(key1, key2)
+        #expect(suite[key1] == nil && suite[key2] == nil && suite[key3] == "bar3")
+    }
+}

@@ -227,3 +227,211 @@ struct DefaultsPortedTests {
         #expect(suite[key1] == nil && suite[key2] == nil && suite[key3] == "bar3")
     }
 }
+
+// Defaults' DefaultsDictionaryTests, DefaultsArrayTests and DefaultsSetTests, ported (their
+// Combine variants are not: no Combine on Linux).
+
+private let fixtureDictionary = ["0": "Hank"]
+private let fixtureArray = ["Hank", "Chen"]
+private let fixtureSet = Set(1...5)
+
+/// Defaults' `User` with a custom `Defaults.Bridge`: here a `PreferenceValue` conformance that
+/// stores it as a dictionary of its two fields.
+private struct User: PreferenceValue, Equatable {
+    let username: String
+    let password: String
+    var plistValue: PlistValue? { ["username": .string(username), "password": .string(password)] }
+    init(username: String, password: String) { (self.username, self.password) = (username, password) }
+    init?(plistValue: PlistValue) {
+        guard case .dictionary(let fields) = plistValue, case .string(let username)? = fields["username"],
+            case .string(let password)? = fields["password"]
+        else { return nil }
+        self.init(username: username, password: password)
+    }
+}
+
+private let fixtureCustomBridge = User(username: "hank121314", password: "123456")
+
+extension PreferenceKey where Value == [String: String] {
+    fileprivate static let dictionary = PreferenceKey("dictionary", default: fixtureDictionary)
+}
+extension PreferenceKey where Value == [String] {
+    fileprivate static let array = PreferenceKey("array", default: fixtureArray)
+}
+extension PreferenceKey where Value == Set<Int> {
+    fileprivate static let set = PreferenceKey("setInt", default: fixtureSet)
+}
+
+@Suite("Defaults' dictionary, array and set tests, ported")
+struct DefaultsCollectionPortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    // MARK: DefaultsDictionaryTests
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: String]>("independentDictionaryStringKey", default: fixtureDictionary)
+        #expect(suite[key]["0"] == fixtureDictionary["0"])
+        suite[key]["0"] = "John"
+        #expect(suite[key]["0"] == "John")
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: String]?>("independentDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = fixtureDictionary
+        #expect(suite[key]?["0"] == fixtureDictionary["0"])
+        suite[key] = nil
+        #expect(suite[key] == nil)
+        suite[key] = ["0": "Chen"]
+        #expect(suite[key]?["0"] == "Chen")
+    }
+
+    @Test func dictionaryNestedKey() {
+        let key = PreferenceKey<[String: [String: String]]>("independentDictionaryNestedKey", default: ["0": fixtureDictionary])
+        #expect(suite[key]["0"]?["0"] == "Hank")
+        suite[key]["0"]?["0"] = "Chen"
+        #expect(suite[key]["0"]?["0"] == "Chen")
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [String]]>("independentDictionaryArrayKey", default: ["0": fixtureArray])
+        #expect(suite[key]["0"] == fixtureArray)
+        suite[key]["0"]?[0] = "Chen"
+        #expect(suite[key]["0"] == ["Chen", fixtureArray[1]])
+    }
+
+    @Test func dictionaryIntKey() {
+        let key = PreferenceKey<[Int: String]>("independentDictionaryIntKey", default: [1: "x"])
+        #expect(suite[key][1] == "x")
+        suite[key][1] = "John"
+        #expect(suite[key][1] == "John")
+    }
+
+    @Test func dictionaryType() {
+        #expect(suite[.dictionary]["0"] == fixtureDictionary["0"])
+        suite[.dictionary]["0"] = "Chen"
+        #expect(suite[.dictionary]["0"] == "Chen")
+    }
+
+    @Test func dictionaryObserveKey() async throws {
+        let key = PreferenceKey<[String: String]>("observeDictionaryKey", default: fixtureDictionary)
+        let heard = Recorder<[[String: String]]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key]["1"] = "John"
+        #expect(try await heard.wait(for: 1) == [[fixtureDictionary, ["0": "Hank", "1": "John"]]])
+    }
+
+    @Test func dictionaryObserveOptionalKey() async throws {
+        let key = PreferenceKey<[String: String]?>("observeDictionaryOptionalKey")
+        let heard = Recorder<[[String: String]?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = fixtureDictionary
+        #expect(try await heard.wait(for: 1) == [[nil, fixtureDictionary]])
+    }
+
+    // MARK: DefaultsArrayTests
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[String]>("independentArrayStringKey", default: fixtureArray)
+        #expect(suite[key][0] == fixtureArray[0])
+        suite[key][0] = "John"
+        #expect(suite[key][0] == "John")
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[String]?>("independentArrayOptionalStringKey")
+        #expect(suite[key] == nil)
+        suite[key] = fixtureArray
+        #expect(suite[key]?[0] == fixtureArray[0])
+        suite[key] = nil
+        #expect(suite[key] == nil)
+        suite[key] = ["John", "Chen"]
+        #expect(suite[key]?[0] == "John")
+    }
+
+    @Test func arrayCustomBridgeKey() {
+        let key = PreferenceKey<[User]>("independentArrayCustomBridgeKey", default: [User(username: "hank121314", password: "123456")])
+        #expect(suite[key][0].password == "123456")
+        suite[key][0] = User(username: "hank121314", password: "7891011")
+        #expect(suite[key][0].password == "7891011")
+    }
+
+    @Test func arrayNestedKey() {
+        let key = PreferenceKey<[[User]]>("independentArrayNestedKey", default: [[fixtureCustomBridge], [fixtureCustomBridge]])
+        #expect(suite[key][0][0].username == fixtureCustomBridge.username)
+        suite[key][0][0] = User(username: "John", password: "7891011")
+        #expect(suite[key][0][0] == User(username: "John", password: "7891011"))
+        #expect(suite[key][1][0] == fixtureCustomBridge)
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: User]]>("independentArrayDictionaryKey", default: [["0": fixtureCustomBridge], ["0": fixtureCustomBridge]])
+        #expect(suite[key][0]["0"]?.username == fixtureCustomBridge.username)
+        suite[key][0]["0"] = User(username: "John", password: "7891011")
+        #expect(suite[key][0]["0"] == User(username: "John", password: "7891011"))
+        #expect(suite[key][1]["0"] == fixtureCustomBridge)
+    }
+
+    @Test func arrayType() {
+        #expect(suite[.array][0] == fixtureArray[0])
+        suite[.array][0] = "Hank121314"
+        #expect(suite[.array][0] == "Hank121314")
+    }
+
+    @Test func arrayObserveKey() async throws {
+        let key = PreferenceKey<[String]>("observeArrayKey", default: fixtureArray)
+        let heard = Recorder<[[String]]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key][1] = "John"
+        #expect(try await heard.wait(for: 1) == [[fixtureArray, [fixtureArray[0], "John"]]])
+    }
+
+    @Test func arrayObserveOptionalKey() async throws {
+        let key = PreferenceKey<[String]?>("observeArrayOptionalKey")
+        let heard = Recorder<[[String]?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = fixtureArray
+        #expect(try await heard.wait(for: 1) == [[nil, fixtureArray]])
+    }
+
+    // MARK: DefaultsSetTests
+
+    @Test func setKey() {
+        let key = PreferenceKey<Set<Int>>("independentSetKey", default: fixtureSet)
+        #expect(suite[key].count == fixtureSet.count)
+        suite[key].insert(6)
+        #expect(suite[key] == Set(1...6))
+        #expect(suite[.set] == fixtureSet)
+    }
+
+    @Test func setOptionalKey() {
+        let key = PreferenceKey<Set<Int>?>("independentSetOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = fixtureSet
+        #expect(suite[key]?.count == fixtureSet.count)
+        suite[key]?.insert(6)
+        #expect(suite[key] == Set(1...6))
+    }
+
+    @Test func setArrayKey() {
+        let key = PreferenceKey<[Set<Int>]>("independentSetArrayKey", default: [fixtureSet])
+        #expect(suite[key][0].count == fixtureSet.count)
+        suite[key][0].insert(6)
+        #expect(suite[key][0] == Set(1...6))
+        suite[key].append(Set(1...4))
+        #expect(suite[key][1] == Set(1...4))
+    }
+
+    @Test func setDictionaryKey() {
+        let key = PreferenceKey<[String: Set<Int>]>("independentSetDictionaryKey", default: ["0": fixtureSet])
+        #expect(suite[key]["0"]?.count == fixtureSet.count)
+        suite[key]["0"]?.insert(6)
+        #expect(suite[key]["0"] == Set(1...6))
+        suite[key]["1"] = Set(1...4)
+        #expect(suite[key]["1"] == Set(1...4))
+    }
+}

@@ -435,3 +435,148 @@ struct DefaultsCollectionPortedTests {
         #expect(suite[key]["1"] == Set(1...4))
     }
 }
+
+// Defaults' DefaultsCodableTests, ported (not: the Combine variants, and the NSSecureCoding one).
+
+private struct Unicorn: Codable, PreferenceValue, Equatable {
+    var isUnicorn: Bool
+}
+
+private let fixtureCodable = Unicorn(isUnicorn: true)
+
+extension PreferenceKey where Value == Unicorn {
+    fileprivate static let codable = PreferenceKey("codable", default: fixtureCodable)
+}
+extension PreferenceKey where Value == [Unicorn] {
+    fileprivate static let codableArray = PreferenceKey("codable", default: [fixtureCodable])
+}
+extension PreferenceKey where Value == [String: Unicorn] {
+    fileprivate static let codableDictionary = PreferenceKey("codable", default: ["0": fixtureCodable])
+}
+
+@Suite("Defaults' Codable tests, ported")
+struct DefaultsCodablePortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<Unicorn>("independentCodableKey", default: fixtureCodable)
+        #expect(suite[key].isUnicorn)
+        suite[key].isUnicorn = false
+        #expect(!suite[key].isUnicorn)
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<Unicorn?>("independentCodableOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = Unicorn(isUnicorn: true)
+        #expect(suite[key]?.isUnicorn ?? false)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[Unicorn]>("independentCodableArrayKey", default: [fixtureCodable])
+        #expect(suite[key][0].isUnicorn)
+        suite[key].append(Unicorn(isUnicorn: false))
+        #expect(suite[key][0].isUnicorn && !suite[key][1].isUnicorn)
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[Unicorn]?>("independentCodableArrayOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = [fixtureCodable]
+        suite[key]?.append(Unicorn(isUnicorn: false))
+        #expect(suite[key]?[0].isUnicorn == true && suite[key]?[1].isUnicorn == false)
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[Unicorn]]>("independentCodableNestedArrayKey", default: [[fixtureCodable]])
+        #expect(suite[key][0][0].isUnicorn)
+        suite[key].append([fixtureCodable])
+        suite[key][0].append(Unicorn(isUnicorn: false))
+        #expect(suite[key][0][0].isUnicorn && suite[key][1][0].isUnicorn && !suite[key][0][1].isUnicorn)
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: Unicorn]]>("independentCodableArrayDictionaryKey", default: [["0": fixtureCodable]])
+        #expect(suite[key][0]["0"]?.isUnicorn == true)
+        suite[key].append(["0": fixtureCodable])
+        suite[key][0]["1"] = Unicorn(isUnicorn: false)
+        #expect(suite[key][0]["0"]?.isUnicorn == true && suite[key][1]["0"]?.isUnicorn == true && suite[key][0]["1"]?.isUnicorn == false)
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: Unicorn]>("independentCodableDictionaryKey", default: ["0": fixtureCodable])
+        #expect(suite[key]["0"]?.isUnicorn == true)
+        suite[key]["1"] = Unicorn(isUnicorn: false)
+        #expect(suite[key]["0"]?.isUnicorn == true && suite[key]["1"]?.isUnicorn == false)
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: Unicorn]?>("independentCodableDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["0": fixtureCodable]
+        suite[key]?["1"] = Unicorn(isUnicorn: false)
+        #expect(suite[key]?["0"]?.isUnicorn == true && suite[key]?["1"]?.isUnicorn == false)
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [Unicorn]]>("independentCodableDictionaryArrayKey", default: ["0": [fixtureCodable]])
+        #expect(suite[key]["0"]?[0].isUnicorn == true)
+        suite[key]["1"] = [fixtureCodable]
+        suite[key]["0"]?.append(Unicorn(isUnicorn: false))
+        #expect(suite[key]["1"]?[0].isUnicorn == true && suite[key]["0"]?[1].isUnicorn == false)
+    }
+
+    @Test func type() {
+        #expect(suite[.codable].isUnicorn)
+        suite[.codable] = Unicorn(isUnicorn: false)
+        #expect(!suite[.codable].isUnicorn)
+    }
+
+    @Test func arrayType() {
+        #expect(suite[.codableArray][0].isUnicorn)
+        suite[.codableArray][0] = Unicorn(isUnicorn: false)
+        #expect(!suite[.codableArray][0].isUnicorn)
+    }
+
+    @Test func dictionaryType() {
+        #expect(suite[.codableDictionary]["0"]?.isUnicorn == true)
+        suite[.codableDictionary]["0"] = Unicorn(isUnicorn: false)
+        #expect(suite[.codableDictionary]["0"]?.isUnicorn == false)
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<Unicorn>("observeCodableKey", default: fixtureCodable)
+        let heard = Recorder<[Bool]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue.isUnicorn, $0.newValue.isUnicorn]) }
+        defer { observation.cancel() }
+        suite[key] = Unicorn(isUnicorn: false)
+        #expect(try await heard.wait(for: 1) == [[true, false]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<Unicorn?>("observeCodableOptionalKey")
+        let heard = Recorder<[Bool?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue?.isUnicorn, $0.newValue?.isUnicorn]) }
+        defer { observation.cancel() }
+        suite[key] = fixtureCodable
+        #expect(try await heard.wait(for: 1) == [[nil, true]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[Unicorn]>("observeCodableArrayKey", default: [fixtureCodable])
+        let heard = Recorder<[Bool]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0].isUnicorn, $0.newValue[0].isUnicorn]) }
+        defer { observation.cancel() }
+        suite[key][0] = Unicorn(isUnicorn: false)
+        #expect(try await heard.wait(for: 1) == [[true, false]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: Unicorn]>("observeCodableDictionaryKey", default: ["0": fixtureCodable])
+        let heard = Recorder<[Bool?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue["0"]?.isUnicorn, $0.newValue["0"]?.isUnicorn]) }
+        defer { observation.cancel() }
+        suite[key]["0"] = Unicorn(isUnicorn: false)
+        #expect(try await heard.wait(for: 1) == [[true, false]])
+    }
+}

@@ -580,3 +580,149 @@ struct DefaultsCodablePortedTests {
         #expect(try await heard.wait(for: 1) == [[true, false]])
     }
 }
+
+// Defaults' DefaultsEnumTests, ported (not: the Combine variants). Its `FixtureEnum` is named
+// `EnumFixture` here, beside DefaultsTests' own.
+
+private enum EnumFixture: String, PreferenceValue {
+    case tenMinutes = "10 Minutes"
+    case halfHour = "30 Minutes"
+    case oneHour = "1 Hour"
+}
+
+extension PreferenceKey where Value == EnumFixture {
+    fileprivate static let enumFixture = PreferenceKey("enum", default: .tenMinutes)
+}
+extension PreferenceKey where Value == [EnumFixture] {
+    fileprivate static let enumArray = PreferenceKey("array_enum", default: [.tenMinutes])
+}
+extension PreferenceKey where Value == [String: EnumFixture] {
+    fileprivate static let enumDictionary = PreferenceKey("dictionary_enum", default: ["0": .tenMinutes])
+}
+
+@Suite("Defaults' enum tests, ported")
+struct DefaultsEnumPortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<EnumFixture>("independentEnumKey", default: .tenMinutes)
+        #expect(suite[key] == .tenMinutes)
+        suite[key] = .halfHour
+        #expect(suite[key] == .halfHour)
+        #expect(suite.value(forKey: "independentEnumKey") == "30 Minutes")
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<EnumFixture?>("independentEnumOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = .tenMinutes
+        #expect(suite[key] == .tenMinutes)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[EnumFixture]>("independentEnumArrayKey", default: [.tenMinutes])
+        #expect(suite[key][0] == .tenMinutes)
+        suite[key].append(.halfHour)
+        #expect(suite[key] == [.tenMinutes, .halfHour])
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[EnumFixture]?>("independentEnumArrayOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = [.tenMinutes]
+        suite[key]?.append(.halfHour)
+        #expect(suite[key] == [.tenMinutes, .halfHour])
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[EnumFixture]]>("independentEnumNestedArrayKey", default: [[.tenMinutes]])
+        #expect(suite[key][0][0] == .tenMinutes)
+        suite[key][0].append(.halfHour)
+        suite[key].append([.oneHour])
+        #expect(suite[key][0][1] == .halfHour && suite[key][1][0] == .oneHour)
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: EnumFixture]]>("independentEnumArrayDictionaryKey", default: [["0": .tenMinutes]])
+        #expect(suite[key][0]["0"] == .tenMinutes)
+        suite[key][0]["1"] = .halfHour
+        suite[key].append(["0": .oneHour])
+        #expect(suite[key][0]["1"] == .halfHour && suite[key][1]["0"] == .oneHour)
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: EnumFixture]>("independentEnumDictionaryKey", default: ["0": .tenMinutes])
+        #expect(suite[key]["0"] == .tenMinutes)
+        suite[key]["1"] = .halfHour
+        #expect(suite[key]["0"] == .tenMinutes && suite[key]["1"] == .halfHour)
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: EnumFixture]?>("independentEnumDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["0": .tenMinutes]
+        #expect(suite[key]?["0"] == .tenMinutes)
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [EnumFixture]]>("independentEnumDictionaryKey", default: ["0": [.tenMinutes]])
+        #expect(suite[key]["0"]?[0] == .tenMinutes)
+        suite[key]["0"]?.append(.halfHour)
+        suite[key]["1"] = [.oneHour]
+        #expect(suite[key]["0"]?[1] == .halfHour && suite[key]["1"]?[0] == .oneHour)
+    }
+
+    @Test func type() {
+        #expect(suite[.enumFixture] == .tenMinutes)
+        suite[.enumFixture] = .halfHour
+        #expect(suite[.enumFixture] == .halfHour)
+    }
+
+    @Test func arrayType() {
+        #expect(suite[.enumArray][0] == .tenMinutes)
+        suite[.enumArray][0] = .oneHour
+        #expect(suite[.enumArray][0] == .oneHour)
+    }
+
+    @Test func dictionaryType() {
+        #expect(suite[.enumDictionary]["0"] == .tenMinutes)
+        suite[.enumDictionary]["0"] = .halfHour
+        #expect(suite[.enumDictionary]["0"] == .halfHour)
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<EnumFixture>("observeEnumKey", default: .tenMinutes)
+        let heard = Recorder<[EnumFixture]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = .halfHour
+        #expect(try await heard.wait(for: 1) == [[.tenMinutes, .halfHour]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<EnumFixture?>("observeEnumOptionalKey")
+        let heard = Recorder<[EnumFixture?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = .tenMinutes
+        #expect(try await heard.wait(for: 1) == [[nil, .tenMinutes]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[EnumFixture]>("observeEnumArrayKey", default: [.tenMinutes])
+        let heard = Recorder<[[EnumFixture]]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key].append(.halfHour)
+        #expect(try await heard.wait(for: 1) == [[[.tenMinutes], [.tenMinutes, .halfHour]]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: EnumFixture]>("observeEnumDictionaryKey", default: ["0": .tenMinutes])
+        let heard = Recorder<[[String: EnumFixture]]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key]["1"] = .halfHour
+        #expect(try await heard.wait(for: 1) == [[["0": .tenMinutes], ["0": .tenMinutes, "1": .halfHour]]])
+    }
+}

@@ -726,3 +726,164 @@ struct DefaultsEnumPortedTests {
         #expect(try await heard.wait(for: 1) == [[["0": .tenMinutes], ["0": .tenMinutes, "1": .halfHour]]])
     }
 }
+
+// Defaults' DefaultsCollectionTests, ported (not: the Combine variants). `Defaults.CollectionSerializable`
+// is `PreferenceCollection` here.
+
+struct Bag<Element: PreferenceValue>: Collection {
+    var items: [Element]
+    init(items: [Element]) { self.items = items }
+    var startIndex: Int { items.startIndex }
+    var endIndex: Int { items.endIndex }
+    mutating func insert(element: Element, at: Int) { items.insert(element, at: at) }
+    func index(after index: Int) -> Int { items.index(after: index) }
+    subscript(position: Int) -> Element { items[position] }
+}
+
+extension Bag: PreferenceCollection {
+    init(_ elements: [Element]) { self.items = elements }
+}
+
+extension Bag: Sendable where Element: Sendable {}
+
+private let fixtureCollection = ["Juice", "Apple", "Banana"]
+
+extension PreferenceKey where Value == Bag<String> {
+    fileprivate static let collection = PreferenceKey("collection", default: Bag(items: fixtureCollection))
+}
+extension PreferenceKey where Value == [Bag<String>] {
+    fileprivate static let collectionArray = PreferenceKey("collectionArray", default: [Bag(items: fixtureCollection)])
+}
+extension PreferenceKey where Value == [String: Bag<String>] {
+    fileprivate static let collectionDictionary = PreferenceKey("collectionDictionary", default: ["0": Bag(items: fixtureCollection)])
+}
+
+@Suite("Defaults' custom-collection tests, ported")
+struct DefaultsCollectionTypePortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<Bag<String>>("independentCollectionKey", default: Bag(items: fixtureCollection))
+        suite[key].insert(element: "123", at: 0)
+        #expect(suite[key][0] == "123")
+        #expect(suite.value(forKey: "independentCollectionKey") == ["123", "Juice", "Apple", "Banana"])
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<Bag<String>?>("independentCollectionOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = Bag(items: [])
+        suite[key]?.insert(element: fixtureCollection[0], at: 0)
+        #expect(suite[key]?[0] == fixtureCollection[0])
+        suite[key]?.insert(element: fixtureCollection[1], at: 1)
+        #expect(suite[key]?[1] == fixtureCollection[1])
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[Bag<String>]>("independentCollectionArrayKey", default: [Bag(items: [fixtureCollection[0]])])
+        suite[key].append(Bag(items: [fixtureCollection[1]]))
+        #expect(suite[key][1][0] == fixtureCollection[1])
+        suite[key][0].insert(element: fixtureCollection[2], at: 1)
+        #expect(suite[key][0][1] == fixtureCollection[2])
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[Bag<String>]?>("independentCollectionArrayOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = [Bag(items: [fixtureCollection[0]])]
+        suite[key]?.append(Bag(items: [fixtureCollection[1]]))
+        #expect(suite[key]?[1][0] == fixtureCollection[1])
+        suite[key]?[0].insert(element: fixtureCollection[2], at: 1)
+        #expect(suite[key]?[0][1] == fixtureCollection[2])
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[Bag<String>]]>("independentCollectionNestedArrayKey", default: [[Bag(items: [fixtureCollection[0]])]])
+        suite[key][0].append(Bag(items: [fixtureCollection[1]]))
+        suite[key].append([Bag(items: [fixtureCollection[2]])])
+        #expect(suite[key][0][0][0] == fixtureCollection[0] && suite[key][0][1][0] == fixtureCollection[1] && suite[key][1][0][0] == fixtureCollection[2])
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: Bag<String>]]>("independentCollectionArrayDictionaryKey", default: [["0": Bag(items: [fixtureCollection[0]])]])
+        suite[key][0]["1"] = Bag(items: [fixtureCollection[1]])
+        suite[key].append(["0": Bag(items: [fixtureCollection[2]])])
+        #expect(suite[key][0]["0"]?[0] == fixtureCollection[0] && suite[key][0]["1"]?[0] == fixtureCollection[1] && suite[key][1]["0"]?[0] == fixtureCollection[2])
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: Bag<String>]>("independentCollectionDictionaryKey", default: ["0": Bag(items: [fixtureCollection[0]])])
+        suite[key]["0"]?.insert(element: fixtureCollection[1], at: 1)
+        suite[key]["1"] = Bag(items: [fixtureCollection[2]])
+        #expect(suite[key]["0"]?[0] == fixtureCollection[0] && suite[key]["0"]?[1] == fixtureCollection[1] && suite[key]["1"]?[0] == fixtureCollection[2])
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: Bag<String>]?>("independentCollectionDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["0": Bag(items: [fixtureCollection[0]])]
+        suite[key]?["0"]?.insert(element: fixtureCollection[1], at: 1)
+        suite[key]?["1"] = Bag(items: [fixtureCollection[2]])
+        #expect(suite[key]?["0"]?[0] == fixtureCollection[0] && suite[key]?["0"]?[1] == fixtureCollection[1] && suite[key]?["1"]?[0] == fixtureCollection[2])
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [Bag<String>]]>("independentCollectionDictionaryArrayKey", default: ["0": [Bag(items: [fixtureCollection[0]])]])
+        suite[key]["0"]?[0].insert(element: fixtureCollection[1], at: 1)
+        suite[key]["1"] = [Bag(items: [fixtureCollection[2]])]
+        #expect(suite[key]["0"]?[0][0] == fixtureCollection[0] && suite[key]["0"]?[0][1] == fixtureCollection[1] && suite[key]["1"]?[0][0] == fixtureCollection[2])
+    }
+
+    @Test func type() {
+        suite[.collection].insert(element: "123", at: 0)
+        #expect(suite[.collection][0] == "123")
+    }
+
+    @Test func arrayType() {
+        suite[.collectionArray].append(Bag(items: [fixtureCollection[0]]))
+        suite[.collectionArray][0].insert(element: "123", at: 0)
+        #expect(suite[.collectionArray][0][0] == "123" && suite[.collectionArray][1][0] == fixtureCollection[0])
+    }
+
+    @Test func dictionaryType() {
+        suite[.collectionDictionary]["1"] = Bag(items: [fixtureCollection[0]])
+        suite[.collectionDictionary]["0"]?.insert(element: "123", at: 0)
+        #expect(suite[.collectionDictionary]["0"]?[0] == "123" && suite[.collectionDictionary]["1"]?[0] == fixtureCollection[0])
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<Bag<String>>("observeCollectionKey", default: .init(items: fixtureCollection))
+        let heard = Recorder<[String]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[0]]) }
+        defer { observation.cancel() }
+        suite[key].insert(element: "Grape", at: 0)
+        #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<Bag<String>?>("observeCollectionOptionalKey")
+        let heard = Recorder<[String?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue?[0], $0.newValue?[0]]) }
+        defer { observation.cancel() }
+        suite[key] = .init(items: fixtureCollection)
+        #expect(try await heard.wait(for: 1) == [[nil, fixtureCollection[0]]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[Bag<String>]>("observeCollectionArrayKey", default: [.init(items: fixtureCollection)])
+        let heard = Recorder<[String]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0][0], $0.newValue[0][0]]) }
+        defer { observation.cancel() }
+        suite[key][0].insert(element: "Grape", at: 0)
+        #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: Bag<String>]>("observeCollectionDictionaryKey", default: ["0": .init(items: fixtureCollection)])
+        let heard = Recorder<[String?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue["0"]?[0], $0.newValue["0"]?[0]]) }
+        defer { observation.cancel() }
+        suite[key]["0"]?.insert(element: "Grape", at: 0)
+        #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
+    }
+}

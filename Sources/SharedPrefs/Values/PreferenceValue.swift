@@ -264,3 +264,22 @@ package enum PlistCoding {
         }
     }
 }
+
+/// A collection of your own, stored as an array of its elements (as sindresorhus/Defaults'
+/// `CollectionSerializable`): declare the conformance and `init(_:)`, and the rest is given.
+///
+/// ```swift
+/// struct Bag<Element: PreferenceValue>: PreferenceCollection { … init(_ elements: [Element]) { … } }
+/// ```
+public protocol PreferenceCollection: Collection, PreferenceValue where Element: PreferenceValue {
+    /// Makes the collection from its elements, in the stored order.
+    init(_ elements: [Element])
+}
+
+extension PreferenceCollection {
+    public var plistValue: PlistValue? { Array(self).plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let elements = [Element](plistValue: plistValue) else { return nil }
+        self.init(elements)
+    }
+}

@@ -887,3 +887,199 @@ struct DefaultsCollectionTypePortedTests {
         #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
     }
 }
+
+// Defaults' DefaultsSetAlgebraTests, ported (not: the Combine variants). `SetAlgebraSerializable`
+// is `PreferenceSetAlgebra` here.
+
+struct DefaultsSetAlgebra<Element: PreferenceValue & Hashable>: SetAlgebra {
+    var store = Set<Element>()
+    init() {}
+    init(_ sequence: __owned some Sequence<Element>) { self.store = Set(sequence) }
+    init(_ store: Set<Element>) { self.store = store }
+    func contains(_ member: Element) -> Bool { store.contains(member) }
+    func union(_ other: Self) -> Self { Self(store.union(other.store)) }
+    func intersection(_ other: Self) -> Self { Self(store.intersection(other.store)) }
+    func symmetricDifference(_ other: Self) -> Self { Self(store.symmetricDifference(other.store)) }
+    @discardableResult
+    mutating func insert(_ newMember: Element) -> (inserted: Bool, memberAfterInsert: Element) { store.insert(newMember) }
+    mutating func remove(_ member: Element) -> Element? { store.remove(member) }
+    mutating func update(with newMember: Element) -> Element? { store.update(with: newMember) }
+    mutating func formUnion(_ other: Self) { store.formUnion(other.store) }
+    mutating func formSymmetricDifference(_ other: Self) { store.formSymmetricDifference(other.store) }
+    mutating func formIntersection(_ other: Self) { store.formIntersection(other.store) }
+}
+
+extension DefaultsSetAlgebra: PreferenceSetAlgebra {
+    func toArray() -> [Element] { Array(store) }
+}
+
+extension DefaultsSetAlgebra: Sendable where Element: Sendable {}
+
+private let fixtureSetAlgebra = 0
+private let fixtureSetAlgebra1 = 1
+private let fixtureSetAlgebra2 = 2
+private let fixtureSetAlgebra3 = 3
+
+extension PreferenceKey where Value == DefaultsSetAlgebra<Int> {
+    fileprivate static let setAlgebra = PreferenceKey("setAlgebra", default: .init([fixtureSetAlgebra]))
+}
+extension PreferenceKey where Value == [DefaultsSetAlgebra<Int>] {
+    fileprivate static let setAlgebraArray = PreferenceKey("setAlgebraArray", default: [.init([fixtureSetAlgebra])])
+}
+extension PreferenceKey where Value == [String: DefaultsSetAlgebra<Int>] {
+    fileprivate static let setAlgebraDictionary = PreferenceKey("setAlgebraDictionary", default: ["0": .init([fixtureSetAlgebra])])
+}
+
+@Suite("Defaults' set-algebra tests, ported")
+struct DefaultsSetAlgebraPortedTests {
+    typealias Algebra = DefaultsSetAlgebra<Int>
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<Algebra>("independentSetAlgebraKey", default: .init([fixtureSetAlgebra]))
+        suite[key].insert(fixtureSetAlgebra)
+        #expect(suite[key] == .init([fixtureSetAlgebra]))
+        suite[key].insert(fixtureSetAlgebra1)
+        #expect(suite[key] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<Algebra?>("independentSetAlgebraOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = .init([fixtureSetAlgebra])
+        suite[key]?.insert(fixtureSetAlgebra)
+        #expect(suite[key] == .init([fixtureSetAlgebra]))
+        suite[key]?.insert(fixtureSetAlgebra1)
+        #expect(suite[key] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[Algebra]>("independentSetAlgebraArrayKey", default: [.init([fixtureSetAlgebra])])
+        suite[key][0].insert(fixtureSetAlgebra1)
+        suite[key].append(.init([fixtureSetAlgebra2]))
+        suite[key][1].insert(fixtureSetAlgebra3)
+        #expect(suite[key][0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key][1] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[Algebra]?>("independentSetAlgebraArrayOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = [.init([fixtureSetAlgebra])]
+        suite[key]?[0].insert(fixtureSetAlgebra1)
+        suite[key]?.append(.init([fixtureSetAlgebra2]))
+        suite[key]?[1].insert(fixtureSetAlgebra3)
+        #expect(suite[key]?[0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key]?[1] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[Algebra]]>("independentSetAlgebraNestedArrayKey", default: [[.init([fixtureSetAlgebra])]])
+        suite[key][0][0].insert(fixtureSetAlgebra1)
+        suite[key][0].append(.init([fixtureSetAlgebra1]))
+        suite[key][0][1].insert(fixtureSetAlgebra2)
+        suite[key].append([.init([fixtureSetAlgebra3])])
+        suite[key][1][0].insert(fixtureSetAlgebra2)
+        #expect(suite[key][0][0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+        #expect(suite[key][0][1] == .init([fixtureSetAlgebra1, fixtureSetAlgebra2]))
+        #expect(suite[key][1][0] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: Algebra]]>("independentSetAlgebraArrayDictionaryKey", default: [["0": .init([fixtureSetAlgebra])]])
+        suite[key][0]["0"]?.insert(fixtureSetAlgebra1)
+        suite[key][0]["1"] = .init([fixtureSetAlgebra1])
+        suite[key][0]["1"]?.insert(fixtureSetAlgebra2)
+        suite[key].append(["0": .init([fixtureSetAlgebra3])])
+        suite[key][1]["0"]?.insert(fixtureSetAlgebra2)
+        #expect(suite[key][0]["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+        #expect(suite[key][0]["1"] == .init([fixtureSetAlgebra1, fixtureSetAlgebra2]))
+        #expect(suite[key][1]["0"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: Algebra]>("independentSetAlgebraDictionaryKey", default: ["0": .init([fixtureSetAlgebra])])
+        suite[key]["0"]?.insert(fixtureSetAlgebra1)
+        suite[key]["1"] = .init([fixtureSetAlgebra2])
+        suite[key]["1"]?.insert(fixtureSetAlgebra3)
+        #expect(suite[key]["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key]["1"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: Algebra]?>("independentSetAlgebraDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["0": .init([fixtureSetAlgebra])]
+        suite[key]?["0"]?.insert(fixtureSetAlgebra1)
+        suite[key]?["1"] = .init([fixtureSetAlgebra2])
+        suite[key]?["1"]?.insert(fixtureSetAlgebra3)
+        #expect(suite[key]?["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key]?["1"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [Algebra]]>("independentSetAlgebraDictionaryArrayKey", default: ["0": [.init([fixtureSetAlgebra])]])
+        suite[key]["0"]?[0].insert(fixtureSetAlgebra1)
+        suite[key]["0"]?.append(.init([fixtureSetAlgebra1]))
+        suite[key]["0"]?[1].insert(fixtureSetAlgebra2)
+        suite[key]["1"] = [.init([fixtureSetAlgebra3])]
+        suite[key]["1"]?[0].insert(fixtureSetAlgebra2)
+        #expect(suite[key]["0"]?[0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+        #expect(suite[key]["0"]?[1] == .init([fixtureSetAlgebra1, fixtureSetAlgebra2]))
+        #expect(suite[key]["1"]?[0] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func type() {
+        let (inserted, _) = suite[.setAlgebra].insert(fixtureSetAlgebra)
+        #expect(!inserted)
+        suite[.setAlgebra].insert(fixtureSetAlgebra1)
+        #expect(suite[.setAlgebra] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+    }
+
+    @Test func arrayType() {
+        suite[.setAlgebraArray][0].insert(fixtureSetAlgebra1)
+        suite[.setAlgebraArray].append(.init([fixtureSetAlgebra2]))
+        suite[.setAlgebraArray][1].insert(fixtureSetAlgebra3)
+        #expect(suite[.setAlgebraArray][0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[.setAlgebraArray][1] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func dictionaryType() {
+        suite[.setAlgebraDictionary]["0"]?.insert(fixtureSetAlgebra1)
+        suite[.setAlgebraDictionary]["1"] = .init([fixtureSetAlgebra2])
+        suite[.setAlgebraDictionary]["1"]?.insert(fixtureSetAlgebra3)
+        #expect(suite[.setAlgebraDictionary]["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+        #expect(suite[.setAlgebraDictionary]["1"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<Algebra>("observeSetAlgebraKey", default: .init([fixtureSetAlgebra]))
+        let heard = Recorder<[Algebra]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key].insert(fixtureSetAlgebra1)
+        #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra, fixtureSetAlgebra1])]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<Algebra?>("observeSetAlgebraOptionalKey")
+        let heard = Recorder<[Algebra?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = .init([fixtureSetAlgebra])
+        #expect(try await heard.wait(for: 1) == [[nil, .init([fixtureSetAlgebra])]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[Algebra]>("observeSetAlgebraArrayKey", default: [.init([fixtureSetAlgebra])])
+        let heard = Recorder<[Algebra]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[1]]) }
+        defer { observation.cancel() }
+        suite[key].append(.init([fixtureSetAlgebra]))
+        #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra])]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: Algebra]>("observeSetAlgebraDictionaryKey", default: ["0": .init([fixtureSetAlgebra])])
+        let heard = Recorder<[Algebra?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue["0"], $0.newValue["1"]]) }
+        defer { observation.cancel() }
+        suite[key]["1"] = .init([fixtureSetAlgebra])
+        #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra])]])
+    }
+}

@@ -283,3 +283,18 @@ extension PreferenceCollection {
         self.init(elements)
     }
 }
+
+/// A set type of your own, stored as an array of its elements (as sindresorhus/Defaults'
+/// `SetAlgebraSerializable`): declare the conformance and `toArray()`.
+public protocol PreferenceSetAlgebra: SetAlgebra, PreferenceValue where Element: PreferenceValue {
+    /// The elements, in any order.
+    func toArray() -> [Element]
+}
+
+extension PreferenceSetAlgebra {
+    public var plistValue: PlistValue? { toArray().plistValue }
+    public init?(plistValue: PlistValue) {
+        guard let elements = [Element](plistValue: plistValue) else { return nil }
+        self.init(elements)
+    }
+}

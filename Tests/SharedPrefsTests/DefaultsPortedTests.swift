@@ -1083,3 +1083,162 @@ struct DefaultsSetAlgebraPortedTests {
         #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra])]])
     }
 }
+
+// Defaults' DefaultsCodableEnumTests, ported (not: the Combine variants). A type both
+// RawRepresentable and Codable stores its raw value here; Defaults stores JSON unless the type
+// declares `PreferRawRepresentable`.
+
+private enum FixtureCodableEnum: String, Hashable, Codable, PreferenceValue {
+    case tenMinutes = "10 Minutes"
+    case halfHour = "30 Minutes"
+    case oneHour = "1 Hour"
+}
+
+private enum FixtureCodableEnumPreferRawRepresentable: Int, Hashable, Codable, PreferenceValue {
+    case tenMinutes = 10
+    case halfHour = 30
+    case oneHour = 60
+}
+
+extension PreferenceKey where Value == FixtureCodableEnum {
+    fileprivate static let codableEnum = PreferenceKey("codable_enum", default: .oneHour)
+}
+extension PreferenceKey where Value == [FixtureCodableEnum] {
+    fileprivate static let codableEnumArray = PreferenceKey("codable_enum", default: [.oneHour])
+}
+extension PreferenceKey where Value == [String: FixtureCodableEnum] {
+    fileprivate static let codableEnumDictionary = PreferenceKey("codable_enum", default: ["0": .oneHour])
+}
+
+@Suite("Defaults' Codable-enum tests, ported")
+struct DefaultsCodableEnumPortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<FixtureCodableEnum>("independentCodableEnumKey", default: .tenMinutes)
+        #expect(suite[key] == .tenMinutes)
+        suite[key] = .halfHour
+        #expect(suite[key] == .halfHour && suite.value(forKey: "independentCodableEnumKey") == "30 Minutes")
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<FixtureCodableEnum?>("independentCodableEnumOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = .tenMinutes
+        #expect(suite[key] == .tenMinutes)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[FixtureCodableEnum]>("independentCodableEnumArrayKey", default: [.tenMinutes])
+        #expect(suite[key][0] == .tenMinutes)
+        suite[key][0] = .halfHour
+        #expect(suite[key][0] == .halfHour)
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[FixtureCodableEnum]?>("independentCodableEnumArrayOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = [.halfHour]
+        #expect(suite[key] == [.halfHour])
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[FixtureCodableEnum]]>("independentCodableEnumNestedArrayKey", default: [[.tenMinutes]])
+        #expect(suite[key][0][0] == .tenMinutes)
+        suite[key].append([.halfHour])
+        suite[key][0].append(.oneHour)
+        #expect(suite[key][1][0] == .halfHour && suite[key][0][1] == .oneHour)
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: FixtureCodableEnum]]>("independentCodableEnumArrayDictionaryKey", default: [["0": .tenMinutes]])
+        #expect(suite[key][0]["0"] == .tenMinutes)
+        suite[key][0]["1"] = .halfHour
+        suite[key].append(["0": .oneHour])
+        #expect(suite[key][0]["1"] == .halfHour && suite[key][1]["0"] == .oneHour)
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: FixtureCodableEnum]>("independentCodableEnumDictionaryKey", default: ["0": .tenMinutes])
+        #expect(suite[key]["0"] == .tenMinutes)
+        suite[key]["1"] = .halfHour
+        suite[key]["0"] = .oneHour
+        #expect(suite[key]["0"] == .oneHour && suite[key]["1"] == .halfHour)
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: FixtureCodableEnum]?>("independentCodableEnumDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["0": .tenMinutes]
+        suite[key]?["1"] = .halfHour
+        #expect(suite[key]?["0"] == .tenMinutes && suite[key]?["1"] == .halfHour)
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [FixtureCodableEnum]]>("independentCodableEnumDictionaryArrayKey", default: ["0": [.tenMinutes]])
+        #expect(suite[key]["0"]?[0] == .tenMinutes)
+        suite[key]["0"]?.append(.halfHour)
+        suite[key]["1"] = [.oneHour]
+        #expect(suite[key]["0"] == [.tenMinutes, .halfHour] && suite[key]["1"]?[0] == .oneHour)
+    }
+
+    @Test func type() {
+        #expect(suite[.codableEnum] == .oneHour)
+        suite[.codableEnum] = .tenMinutes
+        #expect(suite[.codableEnum] == .tenMinutes)
+    }
+
+    @Test func arrayType() {
+        #expect(suite[.codableEnumArray][0] == .oneHour)
+        suite[.codableEnumArray].append(.halfHour)
+        #expect(suite[.codableEnumArray] == [.oneHour, .halfHour])
+    }
+
+    @Test func dictionaryType() {
+        #expect(suite[.codableEnumDictionary]["0"] == .oneHour)
+        suite[.codableEnumDictionary]["1"] = .halfHour
+        #expect(suite[.codableEnumDictionary]["0"] == .oneHour && suite[.codableEnumDictionary]["1"] == .halfHour)
+    }
+
+    @Test func fixtureCodableEnumPreferRawRepresentable() {
+        let key = PreferenceKey<FixtureCodableEnumPreferRawRepresentable>("testFixtureCodableEnumPreferRawRepresentable", default: .tenMinutes)
+        _ = suite[key]
+        #expect(suite.integer(forKey: "testFixtureCodableEnumPreferRawRepresentable") == 10)
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<FixtureCodableEnum>("observeCodableEnumKey", default: .tenMinutes)
+        let heard = Recorder<[FixtureCodableEnum]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = .halfHour
+        #expect(try await heard.wait(for: 1) == [[.tenMinutes, .halfHour]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<FixtureCodableEnum?>("observeCodableEnumOptionalKey")
+        let heard = Recorder<[FixtureCodableEnum?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = .halfHour
+        #expect(try await heard.wait(for: 1) == [[nil, .halfHour]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[FixtureCodableEnum]>("observeCodableEnumArrayKey", default: [.tenMinutes])
+        let heard = Recorder<[[FixtureCodableEnum]]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key].append(.halfHour)
+        #expect(try await heard.wait(for: 1) == [[[.tenMinutes], [.tenMinutes, .halfHour]]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: FixtureCodableEnum]>("observeCodableEnumDictionaryKey", default: ["0": .tenMinutes])
+        let heard = Recorder<[[String: FixtureCodableEnum]]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key]["1"] = .halfHour
+        #expect(try await heard.wait(for: 1) == [[["0": .tenMinutes], ["0": .tenMinutes, "1": .halfHour]]])
+    }
+}

@@ -1242,3 +1242,163 @@ struct DefaultsCodableEnumPortedTests {
         #expect(try await heard.wait(for: 1) == [[["0": .tenMinutes], ["0": .tenMinutes, "1": .halfHour]]])
     }
 }
+
+// Defaults' DefaultsCollectionCustomElementTests, ported (not: the Combine variants). Its
+// `ItemBridge` (a dictionary of two strings) is the `PreferenceValue` conformance here.
+
+private struct Item: Equatable {
+    let name: String
+    let count: UInt
+}
+
+extension Item: PreferenceValue {
+    var plistValue: PlistValue? { ["name": .string(name), "count": .string(String(count))] }
+    init?(plistValue: PlistValue) {
+        guard let object = [String: String](plistValue: plistValue), let name = object["name"], let count = UInt(object["count"] ?? "0") else { return nil }
+        self.init(name: name, count: count)
+    }
+}
+
+private let fixtureCustomCollection = Item(name: "Apple", count: 10)
+private let fixtureCustomCollection1 = Item(name: "Banana", count: 20)
+private let fixtureCustomCollection2 = Item(name: "Grape", count: 30)
+
+extension PreferenceKey where Value == Bag<Item> {
+    fileprivate static let collectionCustomElement = PreferenceKey("collectionCustomElement", default: .init(items: [fixtureCustomCollection]))
+}
+extension PreferenceKey where Value == [Bag<Item>] {
+    fileprivate static let collectionCustomElementArray = PreferenceKey("collectionCustomElementArray", default: [.init(items: [fixtureCustomCollection])])
+}
+extension PreferenceKey where Value == [String: Bag<Item>] {
+    fileprivate static let collectionCustomElementDictionary = PreferenceKey("collectionCustomElementDictionary", default: ["0": .init(items: [fixtureCustomCollection])])
+}
+
+@Suite("Defaults' custom-element collection tests, ported")
+struct DefaultsCollectionCustomElementPortedTests {
+    let suite = PreferenceSuite.inMemory()
+    fileprivate let a = fixtureCustomCollection, b = fixtureCustomCollection1, c = fixtureCustomCollection2
+
+    @Test func key() {
+        let key = PreferenceKey<Bag<Item>>("independentCollectionCustomElementKey", default: .init(items: [a]))
+        suite[key].insert(element: b, at: 1)
+        suite[key].insert(element: c, at: 2)
+        #expect(suite[key].items == [a, b, c])
+        #expect(suite.value(forKey: "independentCollectionCustomElementKey") == [["name": "Apple", "count": "10"], ["name": "Banana", "count": "20"], ["name": "Grape", "count": "30"]])
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<Bag<Item>?>("independentCollectionCustomElementOptionalKey")
+        suite[key] = .init(items: [a])
+        suite[key]?.insert(element: b, at: 1)
+        suite[key]?.insert(element: c, at: 2)
+        #expect(suite[key]?.items == [a, b, c])
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[Bag<Item>]>("independentCollectionCustomElementArrayKey", default: [.init(items: [a])])
+        suite[key][0].insert(element: b, at: 1)
+        suite[key].append(.init(items: [c]))
+        #expect(suite[key][0].items == [a, b] && suite[key][1][0] == c)
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[Bag<Item>]?>("independentCollectionCustomElementArrayOptionalKey")
+        suite[key] = [.init(items: [a])]
+        suite[key]?[0].insert(element: b, at: 1)
+        suite[key]?.append(Bag(items: [c]))
+        #expect(suite[key]?[0].items == [a, b] && suite[key]?[1][0] == c)
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[Bag<Item>]]>("independentCollectionCustomElementNestedArrayKey", default: [[.init(items: [a])]])
+        suite[key][0][0].insert(element: a, at: 1)
+        suite[key][0].append(.init(items: [b]))
+        suite[key].append([.init(items: [c])])
+        #expect(suite[key][0][0].items == [a, a] && suite[key][0][1][0] == b && suite[key][1][0][0] == c)
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: Bag<Item>]]>("independentCollectionCustomElementArrayDictionaryKey", default: [["0": .init(items: [a])]])
+        suite[key][0]["0"]?.insert(element: a, at: 1)
+        suite[key][0]["1"] = .init(items: [b])
+        suite[key].append(["0": .init(items: [c])])
+        #expect(suite[key][0]["0"]?.items == [a, a] && suite[key][0]["1"]?[0] == b && suite[key][1]["0"]?[0] == c)
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: Bag<Item>]>("independentCollectionCustomElementDictionaryKey", default: ["0": .init(items: [a])])
+        suite[key]["0"]?.insert(element: b, at: 1)
+        suite[key]["1"] = .init(items: [c])
+        #expect(suite[key]["0"]?.items == [a, b] && suite[key]["1"]?[0] == c)
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: Bag<Item>]?>("independentCollectionCustomElementDictionaryOptionalKey")
+        suite[key] = ["0": .init(items: [a])]
+        suite[key]?["0"]?.insert(element: b, at: 1)
+        suite[key]?["1"] = .init(items: [c])
+        #expect(suite[key]?["0"]?.items == [a, b] && suite[key]?["1"]?[0] == c)
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [Bag<Item>]]>("independentCollectionCustomElementDictionaryArrayKey", default: ["0": [.init(items: [a])]])
+        suite[key]["0"]?[0].insert(element: a, at: 1)
+        suite[key]["0"]?.append(.init(items: [b]))
+        suite[key]["1"] = [.init(items: [c])]
+        #expect(suite[key]["0"]?[0].items == [a, a] && suite[key]["0"]?[1][0] == b && suite[key]["1"]?[0][0] == c)
+    }
+
+    @Test func type() {
+        suite[.collectionCustomElement].insert(element: b, at: 1)
+        suite[.collectionCustomElement].insert(element: c, at: 2)
+        #expect(suite[.collectionCustomElement].items == [a, b, c])
+    }
+
+    @Test func arrayType() {
+        suite[.collectionCustomElementArray][0].insert(element: b, at: 1)
+        suite[.collectionCustomElementArray].append(.init(items: [c]))
+        #expect(suite[.collectionCustomElementArray][0].items == [a, b] && suite[.collectionCustomElementArray][1][0] == c)
+    }
+
+    @Test func dictionaryType() {
+        suite[.collectionCustomElementDictionary]["0"]?.insert(element: b, at: 1)
+        suite[.collectionCustomElementDictionary]["1"] = .init(items: [c])
+        #expect(suite[.collectionCustomElementDictionary]["0"]?.items == [a, b] && suite[.collectionCustomElementDictionary]["1"]?[0] == c)
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<Bag<Item>>("observeCollectionCustomElementKey", default: .init(items: [a]))
+        let heard = Recorder<[Item]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[0]]) }
+        defer { observation.cancel() }
+        suite[key].insert(element: b, at: 0)
+        #expect(try await heard.wait(for: 1) == [[a, b]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<Bag<Item>?>("observeCollectionCustomElementOptionalKey")
+        let heard = Recorder<[Item?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue?[0], $0.newValue?[0]]) }
+        defer { observation.cancel() }
+        suite[key] = .init(items: [a])
+        #expect(try await heard.wait(for: 1) == [[nil, a]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[Bag<Item>]>("observeCollectionCustomElementArrayKey", default: [.init(items: [a])])
+        let heard = Recorder<[Item]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0][0], $0.newValue[0][0]]) }
+        defer { observation.cancel() }
+        suite[key][0].insert(element: b, at: 0)
+        #expect(try await heard.wait(for: 1) == [[a, b]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: Bag<Item>]>("observeCollectionCustomElementDictionaryKey", default: ["0": .init(items: [a])])
+        let heard = Recorder<[Item?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue["0"]?[0], $0.newValue["0"]?[0]]) }
+        defer { observation.cancel() }
+        suite[key]["0"]?.insert(element: b, at: 0)
+        #expect(try await heard.wait(for: 1) == [[a, b]])
+    }
+}

@@ -888,8 +888,9 @@ struct DefaultsCollectionTypePortedTests {
     }
 }
 
-// Defaults' DefaultsSetAlgebraTests, ported (not: the Combine variants). `SetAlgebraSerializable`
-// is `PreferenceSetAlgebra` here.
+// Defaults' DefaultsSetAlgebraTests and DefaultsSetAlgebraCustomElementTests, ported (not: the
+// Combine variants). `SetAlgebraSerializable` is `PreferenceSetAlgebra` here. The two files are
+// the same checks with another element type, so they run one generic set of checks.
 
 struct DefaultsSetAlgebra<Element: PreferenceValue & Hashable>: SetAlgebra {
     var store = Set<Element>()
@@ -915,173 +916,216 @@ extension DefaultsSetAlgebra: PreferenceSetAlgebra {
 
 extension DefaultsSetAlgebra: Sendable where Element: Sendable {}
 
-private let fixtureSetAlgebra = 0
-private let fixtureSetAlgebra1 = 1
-private let fixtureSetAlgebra2 = 2
-private let fixtureSetAlgebra3 = 3
-
-extension PreferenceKey where Value == DefaultsSetAlgebra<Int> {
-    fileprivate static let setAlgebra = PreferenceKey("setAlgebra", default: .init([fixtureSetAlgebra]))
-}
-extension PreferenceKey where Value == [DefaultsSetAlgebra<Int>] {
-    fileprivate static let setAlgebraArray = PreferenceKey("setAlgebraArray", default: [.init([fixtureSetAlgebra])])
-}
-extension PreferenceKey where Value == [String: DefaultsSetAlgebra<Int>] {
-    fileprivate static let setAlgebraDictionary = PreferenceKey("setAlgebraDictionary", default: ["0": .init([fixtureSetAlgebra])])
-}
-
-@Suite("Defaults' set-algebra tests, ported")
-struct DefaultsSetAlgebraPortedTests {
-    typealias Algebra = DefaultsSetAlgebra<Int>
+/// The checks of DefaultsSetAlgebraTests, for any element type: its
+/// DefaultsSetAlgebraCustomElementTests runs the same with a custom element.
+struct SetAlgebraChecks<Element: PreferenceValue & Hashable & Sendable> {
+    typealias Algebra = DefaultsSetAlgebra<Element>
     let suite = PreferenceSuite.inMemory()
+    /// Four distinct elements, and the three typed keys' names (`setAlgebra…`).
+    let e0: Element, e1: Element, e2: Element, e3: Element
+    let names: (single: String, array: String, dictionary: String)
 
-    @Test func key() {
-        let key = PreferenceKey<Algebra>("independentSetAlgebraKey", default: .init([fixtureSetAlgebra]))
-        suite[key].insert(fixtureSetAlgebra)
-        #expect(suite[key] == .init([fixtureSetAlgebra]))
-        suite[key].insert(fixtureSetAlgebra1)
-        #expect(suite[key] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+    var single: PreferenceKey<Algebra> { PreferenceKey(names.single, default: .init([e0])) }
+    var array: PreferenceKey<[Algebra]> { PreferenceKey(names.array, default: [.init([e0])]) }
+    var dictionary: PreferenceKey<[String: Algebra]> { PreferenceKey(names.dictionary, default: ["0": .init([e0])]) }
+
+    func key() {
+        let key = PreferenceKey<Algebra>("independentSetAlgebraKey", default: .init([e0]))
+        suite[key].insert(e0)
+        #expect(suite[key] == .init([e0]))
+        suite[key].insert(e1)
+        #expect(suite[key] == .init([e0, e1]))
     }
 
-    @Test func optionalKey() {
+    func optionalKey() {
         let key = PreferenceKey<Algebra?>("independentSetAlgebraOptionalKey")
         #expect(suite[key] == nil)
-        suite[key] = .init([fixtureSetAlgebra])
-        suite[key]?.insert(fixtureSetAlgebra)
-        #expect(suite[key] == .init([fixtureSetAlgebra]))
-        suite[key]?.insert(fixtureSetAlgebra1)
-        #expect(suite[key] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+        suite[key] = .init([e0])
+        suite[key]?.insert(e0)
+        #expect(suite[key] == .init([e0]))
+        suite[key]?.insert(e1)
+        #expect(suite[key] == .init([e0, e1]))
     }
 
-    @Test func arrayKey() {
-        let key = PreferenceKey<[Algebra]>("independentSetAlgebraArrayKey", default: [.init([fixtureSetAlgebra])])
-        suite[key][0].insert(fixtureSetAlgebra1)
-        suite[key].append(.init([fixtureSetAlgebra2]))
-        suite[key][1].insert(fixtureSetAlgebra3)
-        #expect(suite[key][0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key][1] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func arrayKey() {
+        let key = PreferenceKey<[Algebra]>("independentSetAlgebraArrayKey", default: [.init([e0])])
+        suite[key][0].insert(e1)
+        suite[key].append(.init([e2]))
+        suite[key][1].insert(e3)
+        #expect(suite[key][0] == .init([e0, e1]) && suite[key][1] == .init([e2, e3]))
     }
 
-    @Test func arrayOptionalKey() {
+    func arrayOptionalKey() {
         let key = PreferenceKey<[Algebra]?>("independentSetAlgebraArrayOptionalKey")
         #expect(suite[key] == nil)
-        suite[key] = [.init([fixtureSetAlgebra])]
-        suite[key]?[0].insert(fixtureSetAlgebra1)
-        suite[key]?.append(.init([fixtureSetAlgebra2]))
-        suite[key]?[1].insert(fixtureSetAlgebra3)
-        #expect(suite[key]?[0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key]?[1] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+        suite[key] = [.init([e0])]
+        suite[key]?[0].insert(e1)
+        suite[key]?.append(.init([e2]))
+        suite[key]?[1].insert(e3)
+        #expect(suite[key]?[0] == .init([e0, e1]) && suite[key]?[1] == .init([e2, e3]))
     }
 
-    @Test func nestedArrayKey() {
-        let key = PreferenceKey<[[Algebra]]>("independentSetAlgebraNestedArrayKey", default: [[.init([fixtureSetAlgebra])]])
-        suite[key][0][0].insert(fixtureSetAlgebra1)
-        suite[key][0].append(.init([fixtureSetAlgebra1]))
-        suite[key][0][1].insert(fixtureSetAlgebra2)
-        suite[key].append([.init([fixtureSetAlgebra3])])
-        suite[key][1][0].insert(fixtureSetAlgebra2)
-        #expect(suite[key][0][0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
-        #expect(suite[key][0][1] == .init([fixtureSetAlgebra1, fixtureSetAlgebra2]))
-        #expect(suite[key][1][0] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func nestedArrayKey() {
+        let key = PreferenceKey<[[Algebra]]>("independentSetAlgebraNestedArrayKey", default: [[.init([e0])]])
+        suite[key][0][0].insert(e1)
+        suite[key][0].append(.init([e1]))
+        suite[key][0][1].insert(e2)
+        suite[key].append([.init([e3])])
+        suite[key][1][0].insert(e2)
+        #expect(suite[key][0][0] == .init([e0, e1]) && suite[key][0][1] == .init([e1, e2]) && suite[key][1][0] == .init([e2, e3]))
     }
 
-    @Test func arrayDictionaryKey() {
-        let key = PreferenceKey<[[String: Algebra]]>("independentSetAlgebraArrayDictionaryKey", default: [["0": .init([fixtureSetAlgebra])]])
-        suite[key][0]["0"]?.insert(fixtureSetAlgebra1)
-        suite[key][0]["1"] = .init([fixtureSetAlgebra1])
-        suite[key][0]["1"]?.insert(fixtureSetAlgebra2)
-        suite[key].append(["0": .init([fixtureSetAlgebra3])])
-        suite[key][1]["0"]?.insert(fixtureSetAlgebra2)
-        #expect(suite[key][0]["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
-        #expect(suite[key][0]["1"] == .init([fixtureSetAlgebra1, fixtureSetAlgebra2]))
-        #expect(suite[key][1]["0"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: Algebra]]>("independentSetAlgebraArrayDictionaryKey", default: [["0": .init([e0])]])
+        suite[key][0]["0"]?.insert(e1)
+        suite[key][0]["1"] = .init([e1])
+        suite[key][0]["1"]?.insert(e2)
+        suite[key].append(["0": .init([e3])])
+        suite[key][1]["0"]?.insert(e2)
+        #expect(suite[key][0]["0"] == .init([e0, e1]) && suite[key][0]["1"] == .init([e1, e2]) && suite[key][1]["0"] == .init([e2, e3]))
     }
 
-    @Test func dictionaryKey() {
-        let key = PreferenceKey<[String: Algebra]>("independentSetAlgebraDictionaryKey", default: ["0": .init([fixtureSetAlgebra])])
-        suite[key]["0"]?.insert(fixtureSetAlgebra1)
-        suite[key]["1"] = .init([fixtureSetAlgebra2])
-        suite[key]["1"]?.insert(fixtureSetAlgebra3)
-        #expect(suite[key]["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key]["1"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func dictionaryKey() {
+        let key = PreferenceKey<[String: Algebra]>("independentSetAlgebraDictionaryKey", default: ["0": .init([e0])])
+        suite[key]["0"]?.insert(e1)
+        suite[key]["1"] = .init([e2])
+        suite[key]["1"]?.insert(e3)
+        #expect(suite[key]["0"] == .init([e0, e1]) && suite[key]["1"] == .init([e2, e3]))
     }
 
-    @Test func dictionaryOptionalKey() {
+    func dictionaryOptionalKey() {
         let key = PreferenceKey<[String: Algebra]?>("independentSetAlgebraDictionaryOptionalKey")
         #expect(suite[key] == nil)
-        suite[key] = ["0": .init([fixtureSetAlgebra])]
-        suite[key]?["0"]?.insert(fixtureSetAlgebra1)
-        suite[key]?["1"] = .init([fixtureSetAlgebra2])
-        suite[key]?["1"]?.insert(fixtureSetAlgebra3)
-        #expect(suite[key]?["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[key]?["1"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+        suite[key] = ["0": .init([e0])]
+        suite[key]?["0"]?.insert(e1)
+        suite[key]?["1"] = .init([e2])
+        suite[key]?["1"]?.insert(e3)
+        #expect(suite[key]?["0"] == .init([e0, e1]) && suite[key]?["1"] == .init([e2, e3]))
     }
 
-    @Test func dictionaryArrayKey() {
-        let key = PreferenceKey<[String: [Algebra]]>("independentSetAlgebraDictionaryArrayKey", default: ["0": [.init([fixtureSetAlgebra])]])
-        suite[key]["0"]?[0].insert(fixtureSetAlgebra1)
-        suite[key]["0"]?.append(.init([fixtureSetAlgebra1]))
-        suite[key]["0"]?[1].insert(fixtureSetAlgebra2)
-        suite[key]["1"] = [.init([fixtureSetAlgebra3])]
-        suite[key]["1"]?[0].insert(fixtureSetAlgebra2)
-        #expect(suite[key]["0"]?[0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
-        #expect(suite[key]["0"]?[1] == .init([fixtureSetAlgebra1, fixtureSetAlgebra2]))
-        #expect(suite[key]["1"]?[0] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [Algebra]]>("independentSetAlgebraDictionaryArrayKey", default: ["0": [.init([e0])]])
+        suite[key]["0"]?[0].insert(e1)
+        suite[key]["0"]?.append(.init([e1]))
+        suite[key]["0"]?[1].insert(e2)
+        suite[key]["1"] = [.init([e3])]
+        suite[key]["1"]?[0].insert(e2)
+        #expect(suite[key]["0"]?[0] == .init([e0, e1]) && suite[key]["0"]?[1] == .init([e1, e2]) && suite[key]["1"]?[0] == .init([e2, e3]))
     }
 
-    @Test func type() {
-        let (inserted, _) = suite[.setAlgebra].insert(fixtureSetAlgebra)
+    func type() {
+        let (inserted, _) = suite[single].insert(e0)
         #expect(!inserted)
-        suite[.setAlgebra].insert(fixtureSetAlgebra1)
-        #expect(suite[.setAlgebra] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
+        suite[single].insert(e1)
+        #expect(suite[single] == .init([e0, e1]))
     }
 
-    @Test func arrayType() {
-        suite[.setAlgebraArray][0].insert(fixtureSetAlgebra1)
-        suite[.setAlgebraArray].append(.init([fixtureSetAlgebra2]))
-        suite[.setAlgebraArray][1].insert(fixtureSetAlgebra3)
-        #expect(suite[.setAlgebraArray][0] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]) && suite[.setAlgebraArray][1] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func arrayType() {
+        suite[array][0].insert(e1)
+        suite[array].append(.init([e2]))
+        suite[array][1].insert(e3)
+        #expect(suite[array][0] == .init([e0, e1]) && suite[array][1] == .init([e2, e3]))
     }
 
-    @Test func dictionaryType() {
-        suite[.setAlgebraDictionary]["0"]?.insert(fixtureSetAlgebra1)
-        suite[.setAlgebraDictionary]["1"] = .init([fixtureSetAlgebra2])
-        suite[.setAlgebraDictionary]["1"]?.insert(fixtureSetAlgebra3)
-        #expect(suite[.setAlgebraDictionary]["0"] == .init([fixtureSetAlgebra, fixtureSetAlgebra1]))
-        #expect(suite[.setAlgebraDictionary]["1"] == .init([fixtureSetAlgebra2, fixtureSetAlgebra3]))
+    func dictionaryType() {
+        suite[dictionary]["0"]?.insert(e1)
+        suite[dictionary]["1"] = .init([e2])
+        suite[dictionary]["1"]?.insert(e3)
+        #expect(suite[dictionary]["0"] == .init([e0, e1]) && suite[dictionary]["1"] == .init([e2, e3]))
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<Algebra>("observeSetAlgebraKey", default: .init([fixtureSetAlgebra]))
+    func observeKey() async throws {
+        let key = PreferenceKey<Algebra>("observeSetAlgebraKey", default: .init([e0]))
         let heard = Recorder<[Algebra]>()
         let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key].insert(fixtureSetAlgebra1)
-        #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra, fixtureSetAlgebra1])]])
+        suite[key].insert(e1)
+        #expect(try await heard.wait(for: 1) == [[.init([e0]), .init([e0, e1])]])
     }
 
-    @Test func observeOptionalKey() async throws {
+    func observeOptionalKey() async throws {
         let key = PreferenceKey<Algebra?>("observeSetAlgebraOptionalKey")
         let heard = Recorder<[Algebra?]>()
         let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key] = .init([fixtureSetAlgebra])
-        #expect(try await heard.wait(for: 1) == [[nil, .init([fixtureSetAlgebra])]])
+        suite[key] = .init([e0])
+        #expect(try await heard.wait(for: 1) == [[nil, .init([e0])]])
     }
 
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[Algebra]>("observeSetAlgebraArrayKey", default: [.init([fixtureSetAlgebra])])
+    func observeArrayKey() async throws {
+        let key = PreferenceKey<[Algebra]>("observeSetAlgebraArrayKey", default: [.init([e0])])
         let heard = Recorder<[Algebra]>()
         let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[1]]) }
         defer { observation.cancel() }
-        suite[key].append(.init([fixtureSetAlgebra]))
-        #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra])]])
+        suite[key].append(.init([e0]))
+        #expect(try await heard.wait(for: 1) == [[.init([e0]), .init([e0])]])
     }
 
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: Algebra]>("observeSetAlgebraDictionaryKey", default: ["0": .init([fixtureSetAlgebra])])
+    func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: Algebra]>("observeSetAlgebraDictionaryKey", default: ["0": .init([e0])])
         let heard = Recorder<[Algebra?]>()
         let observation = suite.observe(key) { heard.record([$0.oldValue["0"], $0.newValue["1"]]) }
         defer { observation.cancel() }
-        suite[key]["1"] = .init([fixtureSetAlgebra])
-        #expect(try await heard.wait(for: 1) == [[.init([fixtureSetAlgebra]), .init([fixtureSetAlgebra])]])
+        suite[key]["1"] = .init([e0])
+        #expect(try await heard.wait(for: 1) == [[.init([e0]), .init([e0])]])
     }
+}
+
+@Suite("Defaults' set-algebra tests, ported")
+struct DefaultsSetAlgebraPortedTests {
+    let checks = SetAlgebraChecks(e0: 0, e1: 1, e2: 2, e3: 3, names: ("setAlgebra", "setAlgebraArray", "setAlgebraDictionary"))
+    @Test func key() { checks.key() }
+    @Test func optionalKey() { checks.optionalKey() }
+    @Test func arrayKey() { checks.arrayKey() }
+    @Test func arrayOptionalKey() { checks.arrayOptionalKey() }
+    @Test func nestedArrayKey() { checks.nestedArrayKey() }
+    @Test func arrayDictionaryKey() { checks.arrayDictionaryKey() }
+    @Test func dictionaryKey() { checks.dictionaryKey() }
+    @Test func dictionaryOptionalKey() { checks.dictionaryOptionalKey() }
+    @Test func dictionaryArrayKey() { checks.dictionaryArrayKey() }
+    @Test func type() { checks.type() }
+    @Test func arrayType() { checks.arrayType() }
+    @Test func dictionaryType() { checks.dictionaryType() }
+    @Test func observeKey() async throws { try await checks.observeKey() }
+    @Test func observeOptionalKey() async throws { try await checks.observeOptionalKey() }
+    @Test func observeArrayKey() async throws { try await checks.observeArrayKey() }
+    @Test func observeDictionaryKey() async throws { try await checks.observeDictionaryKey() }
+}
+
+/// DefaultsSetAlgebraCustomElementTests' element: its `ItemBridge` (a dictionary of two strings)
+/// is this conformance.
+struct SetItem: Hashable, Sendable, PreferenceValue {
+    let name: String
+    let count: UInt
+    var plistValue: PlistValue? { ["name": .string(name), "count": .string(String(count))] }
+    init(name: String, count: UInt) { (self.name, self.count) = (name, count) }
+    init?(plistValue: PlistValue) {
+        guard let object = [String: String](plistValue: plistValue), let name = object["name"], let count = UInt(object["count"] ?? "0") else { return nil }
+        self.init(name: name, count: count)
+    }
+}
+
+@Suite("Defaults' custom-element set-algebra tests, ported")
+struct DefaultsSetAlgebraCustomElementPortedTests {
+    let checks = SetAlgebraChecks(
+        e0: SetItem(name: "Apple", count: 10), e1: SetItem(name: "Banana", count: 20), e2: SetItem(name: "Grape", count: 30),
+        e3: SetItem(name: "Guava", count: 40), names: ("setAlgebraCustomElement", "setAlgebraArrayCustomElement", "setAlgebraDictionaryCustomElement"))
+    @Test func key() { checks.key() }
+    @Test func optionalKey() { checks.optionalKey() }
+    @Test func arrayKey() { checks.arrayKey() }
+    @Test func arrayOptionalKey() { checks.arrayOptionalKey() }
+    @Test func nestedArrayKey() { checks.nestedArrayKey() }
+    @Test func arrayDictionaryKey() { checks.arrayDictionaryKey() }
+    @Test func dictionaryKey() { checks.dictionaryKey() }
+    @Test func dictionaryOptionalKey() { checks.dictionaryOptionalKey() }
+    @Test func dictionaryArrayKey() { checks.dictionaryArrayKey() }
+    @Test func type() { checks.type() }
+    @Test func arrayType() { checks.arrayType() }
+    @Test func dictionaryType() { checks.dictionaryType() }
+    @Test func observeKey() async throws { try await checks.observeKey() }
+    @Test func observeOptionalKey() async throws { try await checks.observeOptionalKey() }
+    @Test func observeArrayKey() async throws { try await checks.observeArrayKey() }
+    @Test func observeDictionaryKey() async throws { try await checks.observeDictionaryKey() }
 }
 
 // Defaults' DefaultsCodableEnumTests, ported (not: the Combine variants). A type both

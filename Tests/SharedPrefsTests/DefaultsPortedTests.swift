@@ -1446,3 +1446,236 @@ struct DefaultsCollectionCustomElementPortedTests {
         #expect(try await heard.wait(for: 1) == [[a, b]])
     }
 }
+
+// Defaults' DefaultsAnySerializableTests, ported: `Defaults.AnySerializable` is `PlistValue` here,
+// with the same `get(_:)`, `set(value:)` and literals. Not ported: the Combine variants, and the
+// NSColor/UIColor and CGFloat values (not property-list values on Linux). Assigning `nil` to a
+// non-optional key is `reset(key)` here.
+
+private enum Mime: String, PreferenceValue {
+    case JSON = "application/json"
+}
+
+private struct CodableUnicorn: PreferenceValue, Codable {
+    let is_missing: Bool
+}
+
+/// Its `UnicornBridge` (a Bool) is this conformance.
+private struct BridgedUnicorn: PreferenceValue, Hashable {
+    let is_missing: Bool
+    var plistValue: PlistValue? { .bool(is_missing) }
+    init(is_missing: Bool) { self.is_missing = is_missing }
+    init?(plistValue: PlistValue) {
+        guard case .bool(let missing) = plistValue else { return nil }
+        self.init(is_missing: missing)
+    }
+}
+
+extension PreferenceKey where Value == [String: PlistValue] {
+    fileprivate static let magic = PreferenceKey("magic", default: [:])
+    fileprivate static let anyDictionaryKey = PreferenceKey("anyDictionaryKey", default: ["unicorn": "🦄"])
+}
+extension PreferenceKey where Value == PlistValue {
+    fileprivate static let anyKey = PreferenceKey("anyKey", default: "🦄")
+}
+extension PreferenceKey where Value == [PlistValue] {
+    fileprivate static let anyArrayKey = PreferenceKey("anyArrayKey", default: ["No.1 🦄", "No.2 🦄"])
+}
+
+@Suite("Defaults' AnySerializable tests, ported")
+struct DefaultsAnySerializablePortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func readMeExample() {
+        suite[.magic]["unicorn"] = "🦄"
+        suite[.magic]["number"] = 3
+        suite[.magic]["boolean"] = true
+        suite[.magic]["enum"] = PlistValue(Mime.JSON)
+        #expect(suite[.magic]["unicorn"]?.get(String.self) == "🦄")
+        #expect(suite[.magic]["number"]?.get(Int.self) == 3)
+        #expect(suite[.magic]["boolean"]?.get(Bool.self) == true)
+        #expect(suite[.magic]["enum"]?.get(Mime.self) == Mime.JSON)
+    }
+
+    @Test func key() {
+        let any = PreferenceKey<PlistValue>("independentAnyKey", default: 121_314)
+        #expect(suite[any].get(Int.self) == 121_314)
+        suite[any] = PlistValue(Int8.max)!
+        #expect(suite[any].get(Int8.self) == Int8.max)
+        suite[any] = PlistValue(Int16.max)!
+        #expect(suite[any].get(Int16.self) == Int16.max)
+        suite[any] = PlistValue(Int32.max)!
+        #expect(suite[any].get(Int32.self) == Int32.max)
+        suite[any] = PlistValue(Int64.max)!
+        #expect(suite[any].get(Int64.self) == Int64.max)
+        suite[any] = PlistValue(UInt.max)!
+        #expect(suite[any].get(UInt.self) == UInt.max)
+        suite[any] = PlistValue(UInt8.max)!
+        #expect(suite[any].get(UInt8.self) == UInt8.max)
+        suite[any] = PlistValue(UInt16.max)!
+        #expect(suite[any].get(UInt16.self) == UInt16.max)
+        suite[any] = PlistValue(UInt32.max)!
+        #expect(suite[any].get(UInt32.self) == UInt32.max)
+        suite[any] = PlistValue(UInt64.max)!
+        #expect(suite[any].get(UInt64.self) == UInt64.max)
+        suite[any] = 12_131.4
+        #expect(suite[any].get(Double.self) == 12_131.4)
+        suite[any] = true
+        #expect(suite[any].get(Bool.self) == true)
+        suite[any] = "121314"
+        #expect(suite[any].get(String.self) == "121314")
+        let float: Float = 12_131.4
+        suite[any] = PlistValue(float)!
+        #expect(suite[any].get(Float.self) == float)
+        let date = Date()
+        suite[any] = PlistValue(date)!
+        #expect(suite[any].get(Date.self) == date)
+        let data = "121314".data(using: .utf8)
+        suite[any] = PlistValue(data)!
+        #expect(suite[any].get(Data.self) == data)
+        suite[any] = [1, 2, 3]
+        #expect(suite[any].get([Int].self) == [1, 2, 3])
+        suite[any] = ["unicorn": "🦄", "boolean": true, "number": 3]
+        let dictionary = suite[any].get([String: PlistValue].self)
+        #expect(dictionary?["unicorn"]?.get(String.self) == "🦄" && dictionary?["boolean"]?.get(Bool.self) == true && dictionary?["number"]?.get(Int.self) == 3)
+        suite[any].set(value: Set([1]))
+        #expect(suite[any].get(Set<Int>.self)?.first == 1)
+        suite[any].set(value: URL(string: "https://example.com")!)
+        #expect(suite[any].get(URL.self) == URL(string: "https://example.com")!)
+        suite[any].set(value: CodableUnicorn(is_missing: false))
+        #expect(suite[any].get(CodableUnicorn.self)?.is_missing == false)
+        suite[any].set(value: BridgedUnicorn(is_missing: true))
+        #expect(suite[any].get(BridgedUnicorn.self)?.is_missing == true)
+        suite.reset(any)
+        #expect(suite[any] == 121_314)
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<PlistValue?>("independentOptionalAnyKey")
+        #expect(suite[key] == nil)
+        suite[key] = 12_131.4
+        #expect(suite[key]?.get(Double.self) == 12_131.4)
+        suite[key] = nil
+        #expect(suite[key] == nil)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[PlistValue]>("independentArrayAnyKey", default: [123, 456])
+        #expect(suite[key][0].get(Int.self) == 123 && suite[key][1].get(Int.self) == 456)
+        suite[key][0] = 12_131.4
+        #expect(suite[key][0].get(Double.self) == 12_131.4)
+    }
+
+    @Test func setKey() {
+        let key = PreferenceKey<Set<PlistValue>>("independentArrayAnyKey", default: [123])
+        #expect(suite[key].first?.get(Int.self) == 123)
+        suite[key].insert(12_131.4)
+        #expect(suite[key].contains(12_131.4))
+        let values: [PlistValue] = [
+            PlistValue(Date())!, PlistValue("Hello World!".data(using: .utf8))!, PlistValue(Int.max)!, PlistValue(Int8.max)!,
+            PlistValue(Int16.max)!, PlistValue(Int32.max)!, PlistValue(Int64.max)!, PlistValue(UInt.max)!, PlistValue(UInt8.max)!,
+            PlistValue(UInt16.max)!, PlistValue(UInt32.max)!, PlistValue(UInt64.max)!, false, PlistValue(Float(1_213.14))!,
+            "Hello World!", [1, 2, 3, 4], ["Hello": "World!"], PlistValue(BridgedUnicorn(is_missing: true))!,
+        ]
+        for value in values {
+            suite[key].insert(value)
+            #expect(suite[key].contains(value), "\(value)")
+        }
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[PlistValue]?>("testArrayOptionalAnyKey")
+        #expect(suite[key] == nil)
+        suite[key] = [123]
+        suite[key]?.append(456)
+        #expect(suite[key]?[0].get(Int.self) == 123 && suite[key]?[1].get(Int.self) == 456)
+        suite[key]![0] = 12_131.4
+        #expect(suite[key]?[0].get(Double.self) == 12_131.4)
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[PlistValue]]>("testNestedArrayAnyKey", default: [[123]])
+        suite[key][0].append(456)
+        #expect(suite[key][0][0].get(Int.self) == 123 && suite[key][0][1].get(Int.self) == 456)
+        suite[key].append([12_131.4])
+        #expect(suite[key][1][0].get(Double.self) == 12_131.4)
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: PlistValue]>("independentDictionaryAnyKey", default: ["unicorn": ""])
+        #expect(suite[key]["unicorn"]?.get(String.self) == "")
+        suite[key]["unicorn"] = "🦄"
+        #expect(suite[key]["unicorn"]?.get(String.self) == "🦄")
+        suite[key]["number"] = 3
+        suite[key]["boolean"] = true
+        #expect(suite[key]["number"]?.get(Int.self) == 3 && suite[key]["boolean"]?.get(Bool.self) == true)
+        suite[key]["set"] = PlistValue(Set([1]))
+        #expect(suite[key]["set"]?.get(Set<Int>.self)?.first == 1)
+        suite[key]["nil"] = nil
+        #expect(suite[key]["nil"] == nil)
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: PlistValue]?>("independentDictionaryOptionalAnyKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["unicorn": "🦄"]
+        #expect(suite[key]?["unicorn"]?.get(String.self) == "🦄")
+        suite[key]?["number"] = 3
+        suite[key]?["boolean"] = true
+        #expect(suite[key]?["number"]?.get(Int.self) == 3 && suite[key]?["boolean"]?.get(Bool.self) == true)
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [PlistValue]]>("independentDictionaryArrayAnyKey", default: ["number": [1]])
+        #expect(suite[key]["number"]?[0].get(Int.self) == 1)
+        suite[key]["number"]?.append(2)
+        suite[key]["unicorn"] = ["No.1 🦄"]
+        suite[key]["unicorn"]?.append("No.2 🦄")
+        suite[key]["unicorn"]?.append("No.3 🦄")
+        suite[key]["boolean"] = [true]
+        suite[key]["boolean"]?.append(false)
+        #expect(suite[key]["number"]?[1].get(Int.self) == 2)
+        #expect(suite[key]["unicorn"]?.map { $0.get(String.self) } == ["No.1 🦄", "No.2 🦄", "No.3 🦄"])
+        #expect(suite[key]["boolean"]?.map { $0.get(Bool.self) } == [true, false])
+    }
+
+    @Test func type() {
+        #expect(suite[.anyKey].get(String.self) == "🦄")
+        suite[.anyKey] = 123
+        #expect(suite[.anyKey].get(Int.self) == 123)
+    }
+
+    @Test func arrayType() {
+        #expect(suite[.anyArrayKey][0].get(String.self) == "No.1 🦄" && suite[.anyArrayKey][1].get(String.self) == "No.2 🦄")
+        suite[.anyArrayKey].append(123)
+        #expect(suite[.anyArrayKey][2].get(Int.self) == 123)
+    }
+
+    @Test func dictionaryType() {
+        #expect(suite[.anyDictionaryKey]["unicorn"]?.get(String.self) == "🦄")
+        suite[.anyDictionaryKey]["number"] = 3
+        #expect(suite[.anyDictionaryKey]["number"]?.get(Int.self) == 3)
+        suite[.anyDictionaryKey]["boolean"] = true
+        #expect(suite[.anyDictionaryKey]["boolean"]?.get(Bool.self) == true)
+        suite[.anyDictionaryKey]["array"] = [1, 2]
+        #expect(suite[.anyDictionaryKey]["array"]?.get([Int].self) == [1, 2])
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<PlistValue>("observeAnyKey", default: 123)
+        let heard = Recorder<String>()
+        let observation = suite.observe(key) { heard.record("\($0.oldValue.get(Int.self) ?? -1) \($0.newValue.get(String.self) ?? "-")") }
+        defer { observation.cancel() }
+        suite[key] = "🦄"
+        #expect(try await heard.wait(for: 1) == ["123 🦄"])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<PlistValue?>("observeAnyOptionalKey")
+        let heard = Recorder<String>()
+        let observation = suite.observe(key) { heard.record("\($0.oldValue == nil) \($0.newValue?.get(String.self) ?? "-")") }
+        defer { observation.cancel() }
+        suite[key] = "🦄"
+        #expect(try await heard.wait(for: 1) == ["true 🦄"])
+    }
+}

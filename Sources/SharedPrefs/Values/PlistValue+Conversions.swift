@@ -56,3 +56,27 @@ extension PlistValue {
         }
     }
 }
+
+extension PlistValue {
+    /// The stored form of a typed value (what `set(_:forKey:)` would store); `nil` for a value
+    /// with none (`Optional.none`). With ``get(_:)``, this is sindresorhus/Defaults'
+    /// `AnySerializable`: a key of type `PlistValue` holds a value of any storable type.
+    ///
+    /// ```swift
+    /// suite[PreferenceKey<PlistValue>("any", default: 0)] = PlistValue(UUID())!
+    /// ```
+    public init?<Value: PreferenceValue>(_ value: Value) {
+        guard let stored = value.plistValue else { return nil }
+        self = stored
+    }
+
+    /// The value as `type`, if it reads as one (`PlistValue.integer(3).get(Int.self)` is 3).
+    public func get<Value: PreferenceValue>(_ type: Value.Type = Value.self) -> Value? {
+        Value(plistValue: self)
+    }
+
+    /// Replaces the value with the stored form of `value` (unchanged for `Optional.none`).
+    public mutating func set<Value: PreferenceValue>(value: Value) {
+        if let stored = value.plistValue { self = stored }
+    }
+}

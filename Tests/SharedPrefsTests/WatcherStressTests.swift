@@ -85,12 +85,16 @@ struct WatcherStressTests {
         defer { _ = token }
 
         // An update of a whose body waits for a change of b, which only the watcher can bring.
+        // The wait is long because it also covers this test's own steps below (a Python writer,
+        // a child process), which need the task pool; under ThreadSanitizer, CPU-bound tests can
+        // hold both threads of a 2-core pool for over a minute (this failed twice so, at 60 s).
+        // It returns as soon as the change arrives.
         let started = Recorder<Bool>()
         let outcome = Recorder<Bool>()
         Thread {
             let sawGo = try? a.update { tx -> Bool in
                 started.record(true)
-                return go.wait(timeout: .now() + .seconds(Int(defaultTimeout.components.seconds))) == .success
+                return go.wait(timeout: .now() + .seconds(10 * Int(defaultTimeout.components.seconds))) == .success
             }
             outcome.record(sawGo ?? false)
         }.start()

@@ -150,7 +150,7 @@ extension PreferenceSuite {
     }
 }
 
-/// How ``PreferenceSuite/observe(_:options:queue:_:)`` delivers.
+/// How `PreferenceSuite.observe(_:options:queue:_:)` delivers, for a key filter or a typed key.
 public struct ObservationOptions: OptionSet, Sendable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }

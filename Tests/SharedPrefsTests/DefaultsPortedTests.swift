@@ -237,7 +237,7 @@ private let fixtureSet = Set(1...5)
 
 /// Defaults' `User` with a custom `Defaults.Bridge`: here a `PreferenceValue` conformance that
 /// stores it as a dictionary of its two fields.
-private struct User: PreferenceValue, Equatable {
+private struct User: PreferenceValue, Hashable {
     let username: String
     let password: String
     var plistValue: PlistValue? { ["username": .string(username), "password": .string(password)] }
@@ -1677,5 +1677,186 @@ struct DefaultsAnySerializablePortedTests {
         defer { observation.cancel() }
         suite[key] = "🦄"
         #expect(try await heard.wait(for: 1) == ["true 🦄"])
+    }
+}
+
+// Defaults' DefaultsCustomBridgeTests, ported (not: the Combine variants). Its `User` bridge is
+// the `User` conformance above (the same fields and fixture); its `PlainHourMinuteTimeRange`
+// bridge, an array of two times, is the conformance below.
+
+struct PlainHourMinuteTime: Hashable, Codable, PreferenceValue {
+    var hour: Int
+    var minute: Int
+}
+
+struct PlainHourMinuteTimeRange: Hashable, Codable {
+    var start: PlainHourMinuteTime
+    var end: PlainHourMinuteTime
+}
+
+extension PlainHourMinuteTimeRange: PreferenceValue {
+    var plistValue: PlistValue? { [start, end].plistValue }
+    init?(plistValue: PlistValue) {
+        guard let times = [PlainHourMinuteTime](plistValue: plistValue), times.count == 2 else { return nil }
+        self.init(start: times[0], end: times[1])
+    }
+}
+
+extension PreferenceKey where Value == User {
+    fileprivate static let customBridge = PreferenceKey("customBridge", default: fixtureCustomBridge)
+}
+extension PreferenceKey where Value == [User] {
+    fileprivate static let customBridgeArray = PreferenceKey("array_customBridge", default: [fixtureCustomBridge])
+}
+extension PreferenceKey where Value == [String: User] {
+    fileprivate static let customBridgeDictionary = PreferenceKey("dictionary_customBridge", default: ["0": fixtureCustomBridge])
+}
+
+@Suite("Defaults' custom-bridge tests, ported")
+struct DefaultsCustomBridgePortedTests {
+    let suite = PreferenceSuite.inMemory()
+    fileprivate let newUser = User(username: "sindresorhus", password: "123456789")
+
+    @Test func key() {
+        let key = PreferenceKey<User>("independentCustomBridgeKey", default: fixtureCustomBridge)
+        #expect(suite[key] == fixtureCustomBridge)
+        suite[key] = newUser
+        #expect(suite[key] == newUser)
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<User?>("independentCustomBridgeOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = fixtureCustomBridge
+        #expect(suite[key] == fixtureCustomBridge)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[User]>("independentCustomBridgeArrayKey", default: [fixtureCustomBridge])
+        #expect(suite[key][0] == fixtureCustomBridge)
+        suite[key][0] = newUser
+        #expect(suite[key][0] == newUser)
+    }
+
+    @Test func arrayOptionalKey() {
+        let key = PreferenceKey<[User]?>("independentCustomBridgeArrayOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = [fixtureCustomBridge]
+        #expect(suite[key]?[0] == fixtureCustomBridge)
+        suite[key] = nil
+        #expect(suite[key] == nil)
+    }
+
+    @Test func nestedArrayKey() {
+        let key = PreferenceKey<[[User]]>("independentCustomBridgeNestedArrayKey", default: [[fixtureCustomBridge], [fixtureCustomBridge]])
+        #expect(suite[key][0][0].username == fixtureCustomBridge.username)
+        suite[key][0][0] = User(username: "John", password: "7891011")
+        #expect(suite[key][0][0] == User(username: "John", password: "7891011") && suite[key][1][0] == fixtureCustomBridge)
+    }
+
+    @Test func arrayDictionaryKey() {
+        let key = PreferenceKey<[[String: User]]>("independentCustomBridgeArrayDictionaryKey", default: [["0": fixtureCustomBridge], ["0": fixtureCustomBridge]])
+        #expect(suite[key][0]["0"]?.username == fixtureCustomBridge.username)
+        suite[key][0]["0"] = newUser
+        #expect(suite[key][0]["0"] == newUser && suite[key][1]["0"] == fixtureCustomBridge)
+    }
+
+    @Test func setKey() {
+        let key = PreferenceKey<Set<User>>("independentCustomBridgeSetKey", default: [fixtureCustomBridge])
+        #expect(suite[key].first == fixtureCustomBridge)
+        suite[key].insert(fixtureCustomBridge)
+        #expect(suite[key].count == 1)
+        suite[key].insert(newUser)
+        #expect(suite[key].contains(newUser))
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: User]>("independentCustomBridgeDictionaryKey", default: ["0": fixtureCustomBridge])
+        #expect(suite[key]["0"] == fixtureCustomBridge)
+        suite[key]["0"] = newUser
+        #expect(suite[key]["0"] == newUser)
+    }
+
+    @Test func dictionaryOptionalKey() {
+        let key = PreferenceKey<[String: User]?>("independentCustomBridgeDictionaryOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = ["0": fixtureCustomBridge]
+        #expect(suite[key]?["0"] == fixtureCustomBridge)
+    }
+
+    @Test func dictionaryArrayKey() {
+        let key = PreferenceKey<[String: [User]]>("independentCustomBridgeDictionaryArrayKey", default: ["0": [fixtureCustomBridge]])
+        #expect(suite[key]["0"]?[0] == fixtureCustomBridge)
+        suite[key]["0"]?[0] = newUser
+        suite[key]["0"]?.append(fixtureCustomBridge)
+        #expect(suite[key]["0"] == [newUser, fixtureCustomBridge])
+    }
+
+    /// Theirs checks the stored form: JSON text per time. Here each time is a nested dictionary,
+    /// which plistlib reads as one.
+    @Test func recursiveKey() {
+        let range = PlainHourMinuteTimeRange(start: .init(hour: 1, minute: 0), end: .init(hour: 2, minute: 0))
+        let key = PreferenceKey<PlainHourMinuteTimeRange>("independentCustomBridgeRecursiveKey", default: range)
+        #expect(suite[key] == range)
+        _ = suite[key]
+        #expect(suite.value(forKey: key.name) == [["hour": 1, "minute": 0], ["hour": 2, "minute": 0]])
+        let next = PlainHourMinuteTimeRange(start: .init(hour: 3, minute: 58), end: .init(hour: 4, minute: 59))
+        suite[key] = next
+        #expect(suite[key] == next)
+        #expect(suite.value(forKey: key.name) == [["hour": 3, "minute": 58], ["hour": 4, "minute": 59]])
+    }
+
+    @Test func type() {
+        #expect(suite[.customBridge] == fixtureCustomBridge)
+        suite[.customBridge] = newUser
+        #expect(suite[.customBridge] == newUser)
+    }
+
+    @Test func arrayType() {
+        #expect(suite[.customBridgeArray][0] == fixtureCustomBridge)
+        suite[.customBridgeArray][0] = newUser
+        #expect(suite[.customBridgeArray][0] == newUser)
+    }
+
+    @Test func dictionaryType() {
+        #expect(suite[.customBridgeDictionary]["0"] == fixtureCustomBridge)
+        suite[.customBridgeDictionary]["0"] = newUser
+        #expect(suite[.customBridgeDictionary]["0"] == newUser)
+    }
+
+    @Test func observeKey() async throws {
+        let key = PreferenceKey<User>("observeCustomBridgeKey", default: fixtureCustomBridge)
+        let heard = Recorder<[User]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = newUser
+        #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
+    }
+
+    @Test func observeOptionalKey() async throws {
+        let key = PreferenceKey<User?>("observeCustomBridgeOptionalKey")
+        let heard = Recorder<[User?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+        defer { observation.cancel() }
+        suite[key] = fixtureCustomBridge
+        #expect(try await heard.wait(for: 1) == [[nil, fixtureCustomBridge]])
+    }
+
+    @Test func observeArrayKey() async throws {
+        let key = PreferenceKey<[User]>("observeCustomBridgeArrayKey", default: [fixtureCustomBridge])
+        let heard = Recorder<[User]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[0]]) }
+        defer { observation.cancel() }
+        suite[key][0] = newUser
+        #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
+    }
+
+    @Test func observeDictionaryKey() async throws {
+        let key = PreferenceKey<[String: User]>("observeCustomBridgeDictionaryKey", default: ["0": fixtureCustomBridge])
+        let heard = Recorder<[User?]>()
+        let observation = suite.observe(key) { heard.record([$0.oldValue["0"], $0.newValue["0"]]) }
+        defer { observation.cancel() }
+        suite[key]["0"] = newUser
+        #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
     }
 }

@@ -1860,3 +1860,157 @@ struct DefaultsCustomBridgePortedTests {
         #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
     }
 }
+
+// Defaults' DefaultsBridgeTests, ported. Not ported: testSerializableTypeConversions and
+// testNativeTypeSupportFlags, which test Defaults' internals (`toValue`, `toSerializable`,
+// `isNativelySupportedType`).
+
+private struct CodableStruct: Codable, PreferenceValue {
+    let name: String
+    let value: Int
+}
+
+/// Its `CustomCodableStructBridge` (stored as the string) is this conformance.
+private struct CodableStructWithCustomBridge: PreferenceValue {
+    let data: String
+    var plistValue: PlistValue? { .string(data) }
+    init(data: String) { self.data = data }
+    init?(plistValue: PlistValue) {
+        guard case .string(let data) = plistValue else { return nil }
+        self.init(data: data)
+    }
+}
+
+private enum TestEnum: String, Codable, PreferenceValue {
+    case first = "first_value"
+    case second = "second_value"
+}
+
+private enum TestEnumCodable: String, Codable, PreferenceValue {
+    case alpha = "alpha_value"
+    case beta = "beta_value"
+}
+
+@Suite("Defaults' bridge tests, ported")
+struct DefaultsBridgePortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func codableBridge() {
+        let key = PreferenceKey<CodableStruct>("codableStruct", default: CodableStruct(name: "default", value: 0))
+        #expect(suite[key].name == "default" && suite[key].value == 0)
+        suite[key] = CodableStruct(name: "test", value: 42)
+        #expect(suite[key].name == "test" && suite[key].value == 42)
+        let anotherKey = PreferenceKey<CodableStruct>("codableStruct", default: CodableStruct(name: "fallback", value: -1))
+        #expect(suite[anotherKey].name == "test" && suite[anotherKey].value == 42)
+    }
+
+    @Test func customBridge() {
+        let key = PreferenceKey<CodableStructWithCustomBridge>("customBridge", default: CodableStructWithCustomBridge(data: "default"))
+        #expect(suite[key].data == "default")
+        suite[key] = CodableStructWithCustomBridge(data: "custom_test")
+        #expect(suite[key].data == "custom_test")
+        #expect(suite.string(forKey: "customBridge") == "custom_test")
+    }
+
+    @Test func rawRepresentablePreference() {
+        let key = PreferenceKey<TestEnum>("enumPreferRaw", default: .first)
+        #expect(suite[key] == .first)
+        suite[key] = .second
+        #expect(suite[key] == .second && suite.string(forKey: "enumPreferRaw") == "second_value")
+    }
+
+    /// Theirs stores JSON for a Codable enum without PreferRawRepresentable; here it is the raw value.
+    @Test func codableEnum() {
+        let key = PreferenceKey<TestEnumCodable>("enumCodable", default: .alpha)
+        #expect(suite[key] == .alpha)
+        suite[key] = .beta
+        #expect(suite[key] == .beta && suite.string(forKey: "enumCodable") == "beta_value")
+    }
+
+    @Test func optionalBridge() {
+        let key = PreferenceKey<CodableStruct?>("optionalCodable")
+        #expect(suite[key] == nil)
+        suite[key] = CodableStruct(name: "optional", value: 99)
+        #expect(suite[key]?.name == "optional" && suite[key]?.value == 99)
+        suite[key] = nil
+        #expect(suite[key] == nil && suite.object(forKey: "optionalCodable") == nil)
+    }
+
+    @Test func arrayBridge() {
+        let key = PreferenceKey<[CodableStruct]>("arrayOfStructs", default: [])
+        #expect(suite[key].isEmpty)
+        suite[key] = [CodableStruct(name: "first", value: 1), CodableStruct(name: "second", value: 2)]
+        #expect(suite[key].count == 2 && suite[key][0].name == "first" && suite[key][1].value == 2)
+        var current = suite[key]
+        current.append(CodableStruct(name: "third", value: 3))
+        suite[key] = current
+        #expect(suite[key].count == 3 && suite[key][2].name == "third")
+    }
+
+    @Test func dictionaryBridge() {
+        let key = PreferenceKey<[String: CodableStruct]>("dictOfStructs", default: [:])
+        #expect(suite[key].isEmpty)
+        suite[key] = ["key1": CodableStruct(name: "value1", value: 1), "key2": CodableStruct(name: "value2", value: 2)]
+        #expect(suite[key].count == 2 && suite[key]["key1"]?.name == "value1" && suite[key]["key2"]?.value == 2)
+        var current = suite[key]
+        current["key3"] = CodableStruct(name: "value3", value: 3)
+        suite[key] = current
+        #expect(suite[key].count == 3 && suite[key]["key3"]?.name == "value3")
+    }
+
+    @Test func setBridge() {
+        let key = PreferenceKey<Set<String>>("setOfStrings", default: [])
+        #expect(suite[key].isEmpty)
+        suite[key] = ["apple", "banana", "cherry"]
+        #expect(suite[key] == ["apple", "banana", "cherry"])
+        var current = suite[key]
+        current.insert("date")
+        suite[key] = current
+        #expect(suite[key].count == 4 && suite[key].contains("date"))
+    }
+
+    @Test func urlBridge() {
+        let defaultURL = URL(string: "https://example.com")!
+        let key = PreferenceKey<URL>("urlTest", default: defaultURL)
+        #expect(suite[key] == defaultURL)
+        let newURL = URL(string: "https://test.com/path?query=value")!
+        suite[key] = newURL
+        #expect(suite[key] == newURL && suite[key].absoluteString == "https://test.com/path?query=value")
+        let fileURL = URL(fileURLWithPath: "/tmp/test.txt")
+        suite[key] = fileURL
+        #expect(suite[key] == fileURL && suite[key].isFileURL)
+    }
+
+    @Test func uuidBridge() {
+        let defaultUUID = UUID()
+        let key = PreferenceKey<UUID>("uuidTest", default: defaultUUID)
+        #expect(suite[key] == defaultUUID)
+        let newUUID = UUID()
+        suite[key] = newUUID
+        #expect(suite[key] == newUUID && suite[key].uuidString == newUUID.uuidString)
+        let specificUUID = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+        suite[key] = specificUUID
+        #expect(suite[key] == specificUUID)
+    }
+
+    @Test func rangeBridge() {
+        let key = PreferenceKey<Range<Int>>("rangeTest", default: 0..<10)
+        #expect(suite[key] == 0..<10 && suite[key].lowerBound == 0 && suite[key].upperBound == 10)
+        suite[key] = 5..<15
+        #expect(suite[key] == 5..<15 && suite[key].contains(10) && !suite[key].contains(15))
+    }
+
+    @Test func closedRangeBridge() {
+        let key = PreferenceKey<ClosedRange<Int>>("closedRangeTest", default: 0...10)
+        #expect(suite[key] == 0...10 && suite[key].lowerBound == 0 && suite[key].upperBound == 10)
+        suite[key] = 5...15
+        #expect(suite[key] == 5...15 && suite[key].contains(15))
+    }
+
+    @Test func invalidSerializationHandling() {
+        let key = PreferenceKey<CodableStruct>("invalidData", default: CodableStruct(name: "fallback", value: -1))
+        suite.set("invalid_json_data", forKey: "invalidData")
+        let result = suite[key]
+        #expect(result.name == "fallback" && result.value == -1)
+    }
+}

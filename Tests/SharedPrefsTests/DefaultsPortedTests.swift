@@ -1,4 +1,5 @@
 import Foundation
+import SharedPrefsLocking
 import Testing
 
 @testable import SharedPrefs
@@ -2012,5 +2013,112 @@ struct DefaultsBridgePortedTests {
         suite.set("invalid_json_data", forKey: "invalidData")
         let result = suite[key]
         #expect(result.name == "fallback" && result.value == -1)
+    }
+}
+
+// Defaults' DefaultsValidationTests, ported. Not ported: testKeyNameValidation (Defaults refuses
+// `.` and `@` in names because KVO does; keys here may hold dots, and there is no KVO) and
+// testIsDefaultValueNonEquatable (Defaults' internal `_isDefaultValue`). Keys here are not tied to
+// a suite, so "same name, other suite" keys are equal.
+
+@Suite("Defaults' validation tests, ported")
+struct DefaultsValidationPortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func keyEquality() {
+        let key1 = PreferenceKey<String>("testKey", default: "value")
+        let key2 = PreferenceKey<String>("testKey", default: "value")
+        let key3 = PreferenceKey<String>("differentKey", default: "value")
+        #expect(key1 == key2 && key1 != key3)
+    }
+
+    @Test func keyHashability() {
+        let key1 = PreferenceKey<String>("testKey", default: "value")
+        let key2 = PreferenceKey<String>("testKey", default: "value")
+        let key3 = PreferenceKey<String>("differentKey", default: "value")
+        var hashSet = Set<PreferenceKey<String>>()
+        hashSet.insert(key1)
+        hashSet.insert(key2)
+        hashSet.insert(key3)
+        #expect(hashSet.count == 2 && hashSet.contains(key1) && hashSet.contains(key2) && hashSet.contains(key3))
+    }
+
+    @Test func isDefaultValue() {
+        let key = PreferenceKey<String>("defaultValueTest", default: "defaultValue")
+        #expect(suite.isDefaultValue(key))
+        suite[key] = "newValue"
+        #expect(!suite.isDefaultValue(key))
+        suite.reset(key)
+        #expect(suite.isDefaultValue(key))
+        suite[key] = "defaultValue"
+        #expect(suite.isDefaultValue(key))
+    }
+
+    @Test func optionalKeyDefaultBehavior() {
+        let optionalKey = PreferenceKey<String?>("optionalTest")
+        #expect(suite[optionalKey] == nil)
+        suite[optionalKey] = "test"
+        #expect(suite[optionalKey] == "test")
+        suite[optionalKey] = nil
+        #expect(suite[optionalKey] == nil)
+    }
+
+    @Test func dynamicDefaultValue() {
+        let dynamicValue = Lock("initial")
+        let dynamicKey = PreferenceKey<String>("dynamicTest") { dynamicValue.withLock { $0 } }
+        #expect(suite[dynamicKey] == "initial")
+        dynamicValue.withLock { $0 = "changed" }
+        suite.reset(dynamicKey)
+        #expect(suite[dynamicKey] == "changed")
+        suite[dynamicKey] = "specific"
+        #expect(suite[dynamicKey] == "specific")
+        suite.reset(dynamicKey)
+        #expect(suite[dynamicKey] == "changed")
+    }
+
+    @Test func dynamicOptionalDefaultValue() {
+        let shouldReturnNil = Lock(false)
+        let dynamicOptionalKey = PreferenceKey<String?>("dynamicOptionalTest") { shouldReturnNil.withLock { $0 } ? nil : "dynamic" }
+        #expect(suite[dynamicOptionalKey] == "dynamic")
+        shouldReturnNil.withLock { $0 = true }
+        suite.reset(dynamicOptionalKey)
+        #expect(suite[dynamicOptionalKey] == nil)
+        suite[dynamicOptionalKey] = "specific"
+        #expect(suite[dynamicOptionalKey] == "specific")
+        suite.reset(dynamicOptionalKey)
+        #expect(suite[dynamicOptionalKey] == nil)
+    }
+
+    @Test func userDefaultsSubscript() {
+        let key = PreferenceKey<Int>("subscriptTest", default: 42)
+        #expect(suite[key] == 42)
+        suite[key] = 100
+        #expect(suite[key] == 100)
+        suite.removeObject(forKey: key.name)
+        #expect(suite[key] == 42)
+    }
+
+    @Test func removeAllBehavior() {
+        let key1 = PreferenceKey<String>("removeAll1", default: "default1")
+        let key2 = PreferenceKey<Int>("removeAll2", default: 42)
+        suite[key1] = "changed1"
+        suite[key2] = 100
+        #expect(suite[key1] == "changed1" && suite[key2] == 100)
+        suite.removeAll()
+        #expect(suite[key1] == "default1" && suite[key2] == 42)
+    }
+
+    /// Defaults registers when the key is made; here, when it is first used with the suite.
+    @Test func keyRegistersDefaultValues() {
+        #expect(suite.object(forKey: "registrationTest") == nil)
+        let key = PreferenceKey<String>("registrationTest", default: "registeredDefault")
+        #expect(suite[key] == "registeredDefault")
+        #expect(suite.string(forKey: "registrationTest") == "registeredDefault")
+    }
+
+    @Test func optionalKeyDoesNotRegisterNil() {
+        #expect(suite.object(forKey: "optionalRegistrationTest") == nil)
+        let key = PreferenceKey<String?>("optionalRegistrationTest")
+        #expect(suite[key] == nil && suite.object(forKey: "optionalRegistrationTest") == nil)
     }
 }

@@ -97,10 +97,50 @@ public macro DefaultsBacked(userDefaultsKey: String? = nil) = #externalMacro(mod
 @attached(peer, names: prefixed(_))
 public macro _PrefsProperty(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "PrefsPropertyMacro")
 
-/// ObservableDefaults' marker for types a property may have: here, ``PreferenceValue``. (Plain
+/// ObservableDefaults' marker for types a property may have: here, a ``PreferenceValue``. (Plain
 /// `RawRepresentable` and `Codable` types need no marker at all in `@ObservablePrefs` classes.)
-public typealias UserDefaultsPropertyListValue = PreferenceValue
+/// A protocol rather than a type alias, so that a type may also name `PreferenceValue` itself.
+public protocol UserDefaultsPropertyListValue: PreferenceValue {}
 
-/// ObservableDefaults' marker for `Codable` types: here, `Codable & PreferenceValue`, stored as a
-/// nested property list.
-public typealias CodableUserDefaultsPropertyListValue = Codable & PreferenceValue
+/// ObservableDefaults' marker for `Codable` types: a `Codable` ``PreferenceValue``, stored as a
+/// nested property list. A protocol rather than a type alias, so that `struct User: Codable,
+/// CodableUserDefaultsPropertyListValue` (as ObservableDefaults' own tests write it) compiles.
+public protocol CodableUserDefaultsPropertyListValue: Codable, PreferenceValue {}
+
+/// ObservableDefaults' wrapper for an optional `Codable` value, so that its models compile
+/// unchanged. Plain optionals (`var user: User? = nil`) work here too, and are simpler.
+/// `.none` stores nothing (the key is removed).
+public enum Nullable<T: Codable & Equatable>: Equatable, ExpressibleByNilLiteral {
+    case none
+    case some(T)
+
+    /// The wrapped value, or `nil`.
+    public var value: T? {
+        if case .some(let value) = self { return value }
+        return nil
+    }
+
+    /// Whether a value is wrapped.
+    public var hasValue: Bool { value != nil }
+
+    /// `.some(value)`, or `.none` for `nil`.
+    public static func from(value: T?) -> Nullable<T> { value.map(Nullable.some) ?? .none }
+
+    /// The wrapped value transformed, or `.none`.
+    public func map<U: Codable & Equatable>(_ transform: (T) -> U) -> Nullable<U> { .from(value: value.map(transform)) }
+
+    /// The wrapped value, or `defaultValue`.
+    public func valueOrDefault(_ defaultValue: T) -> T { value ?? defaultValue }
+
+    public init(nilLiteral: ()) { self = .none }
+}
+
+extension Nullable: PreferenceValue {
+    public var plistValue: PlistValue? { value.flatMap { try? PlistCoding.encode($0) } }
+    public init?(plistValue: PlistValue) {
+        guard let value = try? PlistCoding.decode(T.self, from: plistValue) else { return nil }
+        self = .some(value)
+    }
+}
+
+extension Nullable: Sendable where T: Sendable {}

@@ -1157,3 +1157,92 @@ struct ObservableDefaultsMiscellaneousTests {
         #expect(try readSuiteFile(directory.file("suite2.plist")) == ["userName": "NoPrefixUser"])
     }
 }
+
+// ObservableDefaults' NullableTest, ported; its types in a namespace of their own. `User` gains
+// `Equatable`, which `Nullable<T: Codable & Equatable>` asks for in ObservableDefaults too.
+
+enum NullablePort {
+    struct User: Codable, Equatable, CodableUserDefaultsPropertyListValue {
+        var name: String
+        var age: Int
+    }
+
+    struct UserPreferences: Codable, Equatable, CodableUserDefaultsPropertyListValue {
+        var theme: String
+        var notifications: Bool
+    }
+
+    @ObservableDefaults
+    class SettingsWithNullable {
+        var currentUser: Nullable<User> = Nullable.none
+        var preferences: Nullable<UserPreferences> = nil  // Using ExpressibleByNilLiteral
+    }
+}
+
+@Suite("ObservableDefaults' Nullable tests, ported")
+struct ObservableDefaultsNullableTests {
+    typealias User = NullablePort.User
+
+    @Test("Nullable should work with ObservableDefaults")
+    func nullableWithObservableDefaults() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("nullable.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let settings = NullablePort.SettingsWithNullable(suite: suite)
+        #expect(settings.currentUser.value == nil && settings.preferences.value == nil)
+        #expect(!settings.currentUser.hasValue && !settings.preferences.hasValue)
+
+        settings.currentUser = Nullable.from(value: User(name: "John Doe", age: 30))
+        settings.preferences = Nullable.some(NullablePort.UserPreferences(theme: "dark", notifications: true))
+        #expect(settings.currentUser.value?.name == "John Doe" && settings.currentUser.value?.age == 30)
+        #expect(settings.preferences.value?.theme == "dark" && settings.preferences.value?.notifications == true)
+        #expect(settings.currentUser.hasValue && settings.preferences.hasValue)
+        try await suite.flush()
+        #expect(try readSuiteFile(file)["currentUser"] == ["name": "John Doe", "age": 30])
+
+        settings.currentUser = Nullable.none
+        settings.preferences = nil
+        #expect(settings.currentUser.value == nil && settings.preferences.value == nil)
+        #expect(!settings.currentUser.hasValue && !settings.preferences.hasValue)
+        try await suite.flush()
+        #expect(try readSuiteFile(file).isEmpty)
+    }
+
+    @Test("Nullable helper methods should work correctly")
+    func nullableHelperMethods() {
+        let nilUser: User? = nil
+        let nullableFromNil = Nullable.from(value: nilUser)
+        #expect(nullableFromNil.value == nil && !nullableFromNil.hasValue)
+        let nullableFromValue = Nullable.from(value: User(name: "Alice", age: 25))
+        #expect(nullableFromValue.value?.name == "Alice" && nullableFromValue.hasValue)
+        let defaultUser = User(name: "Default", age: 0)
+        #expect(nullableFromNil.valueOrDefault(defaultUser).name == "Default")
+        #expect(nullableFromValue.valueOrDefault(defaultUser).name == "Alice")
+        #expect(nullableFromValue.map(\.name).value == "Alice")
+        #expect(nullableFromNil.map(\.name).value == nil)
+    }
+
+    @Test("Nullable should support pattern matching")
+    func nullablePatternMatching() {
+        let someNullable = Nullable.some(User(name: "Bob", age: 35))
+        let noneNullable: Nullable<User> = Nullable.none
+        switch someNullable {
+        case .none: Issue.record("Should not be none")
+        case .some(let value): #expect(value.name == "Bob")
+        }
+        switch noneNullable {
+        case .none: break
+        case .some: Issue.record("Should not have value")
+        }
+    }
+
+    @Test("Nullable should be Equatable")
+    func nullableEquatable() {
+        let nullable1 = Nullable.some(User(name: "Charlie", age: 40))
+        let nullable2 = Nullable.some(User(name: "Charlie", age: 40))
+        let nullable3 = Nullable.some(User(name: "David", age: 30))
+        let nullable4: Nullable<User> = Nullable.none
+        let nullable5: Nullable<User> = Nullable.none
+        #expect(nullable1 == nullable2 && nullable1 != nullable3 && nullable4 == nullable5 && nullable1 != nullable4)
+    }
+}

@@ -2122,3 +2122,101 @@ struct DefaultsValidationPortedTests {
         #expect(suite[key] == nil && suite.object(forKey: "optionalRegistrationTest") == nil)
     }
 }
+
+// Defaults' DefaultsRangeTests, ported. Its private `Date` (a year, month and day with a bridge
+// to `[Int]`) is `RangeDay` here, beside Foundation's `Date`.
+
+private struct RangeDay: PreferenceValue, Comparable {
+    let year: Int
+    let month: Int
+    let day: Int
+    var plistValue: PlistValue? { [year, month, day].plistValue }
+    init(year: Int, month: Int, day: Int) { (self.year, self.month, self.day) = (year, month, day) }
+    init?(plistValue: PlistValue) {
+        guard let object = [Int](plistValue: plistValue), object.count == 3 else { return nil }
+        self.init(year: object[0], month: object[1], day: object[2])
+    }
+    static func < (lhs: RangeDay, rhs: RangeDay) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
+}
+
+private let fixtureRange = 0..<10
+private let nextFixtureRange = 1..<20
+private let fixtureDateRange = RangeDay(year: 2022, month: 4, day: 0)..<RangeDay(year: 2022, month: 5, day: 0)
+private let nextFixtureDateRange = RangeDay(year: 2022, month: 6, day: 1)..<RangeDay(year: 2022, month: 7, day: 1)
+private let fixtureClosedRange = 0...10
+private let nextFixtureClosedRange = 1...20
+private let fixtureDateClosedRange = RangeDay(year: 2022, month: 4, day: 0)...RangeDay(year: 2022, month: 5, day: 0)
+private let nextFixtureDateClosedRange = RangeDay(year: 2022, month: 6, day: 1)...RangeDay(year: 2022, month: 7, day: 1)
+
+@Suite("Defaults' range tests, ported")
+struct DefaultsRangePortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func key() {
+        let key = PreferenceKey<Range>("independentRangeKey", default: fixtureRange)
+        #expect(suite[key] == fixtureRange)
+        suite[key] = nextFixtureRange
+        #expect(suite[key] == nextFixtureRange)
+        let dateKey = PreferenceKey<Range<RangeDay>>("independentRangeDateKey", default: fixtureDateRange)
+        #expect(suite[dateKey] == fixtureDateRange)
+        suite[dateKey] = nextFixtureDateRange
+        #expect(suite[dateKey] == nextFixtureDateRange)
+        let closedKey = PreferenceKey<ClosedRange>("independentClosedRangeKey", default: fixtureClosedRange)
+        #expect(suite[closedKey] == fixtureClosedRange)
+        suite[closedKey] = nextFixtureClosedRange
+        #expect(suite[closedKey] == nextFixtureClosedRange)
+        let closedDateKey = PreferenceKey<ClosedRange<RangeDay>>("independentClosedRangeDateKey", default: fixtureDateClosedRange)
+        #expect(suite[closedDateKey] == fixtureDateClosedRange)
+        suite[closedDateKey] = nextFixtureDateClosedRange
+        #expect(suite[closedDateKey] == nextFixtureDateClosedRange)
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<Range<Int>?>("independentRangeOptionalKey")
+        #expect(suite[key] == nil)
+        suite[key] = fixtureRange
+        #expect(suite[key] == fixtureRange)
+        let dateKey = PreferenceKey<Range<RangeDay>?>("independentRangeDateOptionalKey")
+        #expect(suite[dateKey] == nil)
+        suite[dateKey] = fixtureDateRange
+        #expect(suite[dateKey] == fixtureDateRange)
+        let closedKey = PreferenceKey<ClosedRange<Int>?>("independentClosedRangeOptionalKey")
+        #expect(suite[closedKey] == nil)
+        suite[closedKey] = fixtureClosedRange
+        #expect(suite[closedKey] == fixtureClosedRange)
+        let closedDateKey = PreferenceKey<ClosedRange<RangeDay>?>("independentClosedRangeDateOptionalKey")
+        #expect(suite[closedDateKey] == nil)
+        suite[closedDateKey] = fixtureDateClosedRange
+        #expect(suite[closedDateKey] == fixtureDateClosedRange)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[Range]>("independentRangeArrayKey", default: [fixtureRange])
+        suite[key].append(nextFixtureRange)
+        #expect(suite[key] == [fixtureRange, nextFixtureRange])
+        let dateKey = PreferenceKey<[Range<RangeDay>]>("independentRangeDateArrayKey", default: [fixtureDateRange])
+        suite[dateKey].append(nextFixtureDateRange)
+        #expect(suite[dateKey] == [fixtureDateRange, nextFixtureDateRange])
+        let closedKey = PreferenceKey<[ClosedRange]>("independentClosedRangeArrayKey", default: [fixtureClosedRange])
+        suite[closedKey].append(nextFixtureClosedRange)
+        #expect(suite[closedKey] == [fixtureClosedRange, nextFixtureClosedRange])
+        let closedDateKey = PreferenceKey<[ClosedRange<RangeDay>]>("independentClosedRangeDateArrayKey", default: [fixtureDateClosedRange])
+        suite[closedDateKey].append(nextFixtureDateClosedRange)
+        #expect(suite[closedDateKey] == [fixtureDateClosedRange, nextFixtureDateClosedRange])
+    }
+
+    @Test func dictionaryKey() {
+        let key = PreferenceKey<[String: Range]>("independentRangeDictionaryKey", default: ["0": fixtureRange])
+        suite[key]["1"] = nextFixtureRange
+        #expect(suite[key] == ["0": fixtureRange, "1": nextFixtureRange])
+        let dateKey = PreferenceKey<[String: Range<RangeDay>]>("independentRangeDateDictionaryKey", default: ["0": fixtureDateRange])
+        suite[dateKey]["1"] = nextFixtureDateRange
+        #expect(suite[dateKey] == ["0": fixtureDateRange, "1": nextFixtureDateRange])
+        let closedKey = PreferenceKey<[String: ClosedRange]>("independentClosedRangeDictionaryKey", default: ["0": fixtureClosedRange])
+        suite[closedKey]["1"] = nextFixtureClosedRange
+        #expect(suite[closedKey] == ["0": fixtureClosedRange, "1": nextFixtureClosedRange])
+        let closedDateKey = PreferenceKey<[String: ClosedRange<RangeDay>]>("independentClosedRangeDateDictionaryKey", default: ["0": fixtureDateClosedRange])
+        suite[closedDateKey]["1"] = nextFixtureDateClosedRange
+        #expect(suite[closedDateKey] == ["0": fixtureDateClosedRange, "1": nextFixtureDateClosedRange])
+    }
+}

@@ -139,6 +139,21 @@ extension PreferenceSuite {
         return stream
     }
 
+    /// The typed values of several keys, together, each time any of them changes (first at once,
+    /// with `initial`), as Defaults' `updates(key1, key2)` does.
+    ///
+    /// ```swift
+    /// for await (volume, muted) in suite.updates(.volume, .muted) { mixer.apply(volume, muted) }
+    /// ```
+    public func updates<each Value: PreferenceValue & Sendable>(
+        _ keys: repeat PreferenceKey<each Value>, initial: Bool = true
+    ) -> some AsyncSequence<(repeat each Value), Never> {
+        var names: [any AnyPreferenceKey] = []
+        for key in repeat each keys { names.append(key) }
+        let read: @Sendable () -> (repeat each Value) = { [self] in (repeat self[each keys]) }
+        return updates(names, initial: initial).map { _ in read() }
+    }
+
     /// Failures nobody was waiting for: a background write that failed, a suite file that does not
     /// parse (a `loadFailed` event: the last good values are kept), a stored value of the wrong type.
     public func failures() -> some AsyncSequence<PreferenceError, Never> {

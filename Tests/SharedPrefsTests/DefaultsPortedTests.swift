@@ -2220,3 +2220,148 @@ struct DefaultsRangePortedTests {
         #expect(suite[closedDateKey] == ["0": fixtureDateClosedRange, "1": nextFixtureDateClosedRange])
     }
 }
+
+// Defaults' DefaultsObservationAdvancedTests, ported. Theirs observe with `.initial` by default
+// and wait with sleeps; these ask for `.initial` and await each delivery. Not ported:
+// `withoutPropagation` and lifetime ties (no equivalent API here).
+
+@Suite("Defaults' observation tests, ported")
+struct DefaultsObservationPortedTests {
+    let suite = PreferenceSuite.inMemory()
+    let observationTest = PreferenceKey<String>("observationTest", default: "initial")
+
+    @Test func multipleObservationsOnSameKey() async throws {
+        let heard = Recorder<String>()
+        let observation1 = suite.observe(observationTest, options: .initial) { heard.record("1 \($0.newValue)") }
+        let observation2 = suite.observe(observationTest, options: .initial) { heard.record("2 \($0.newValue)") }
+        defer { observation1.cancel(); observation2.cancel() }
+        _ = try await heard.wait(for: 2)
+        suite[observationTest] = "changed"
+        let all = try await heard.wait(for: 4)
+        #expect(all.filter { $0.hasPrefix("1 ") } == ["1 initial", "1 changed"] && all.filter { $0.hasPrefix("2 ") } == ["2 initial", "2 changed"])
+    }
+
+    /// Theirs sleeps 50 ms to see that nothing more arrives; here a second observer, told in the
+    /// same step as the first would be, is awaited instead.
+    @Test func observationInvalidation() async throws {
+        let first = Recorder<String>()
+        let observation = suite.observe(observationTest) { first.record($0.newValue) }
+        suite[observationTest] = "test1"
+        #expect(try await first.wait(for: 1) == ["test1"])
+        observation.cancel()
+        let second = Recorder<String>()
+        let witness = suite.observe(observationTest) { second.record($0.newValue) }
+        defer { witness.cancel() }
+        suite[observationTest] = "test2"
+        _ = try await second.wait(for: 1)
+        #expect(first.items == ["test1"])
+    }
+
+    @Test func concurrentObservation() async throws {
+        let key = PreferenceKey<Int>("concurrentObservation", default: 0)
+        let count = Recorder<Int>()
+        let observation = suite.observe(key) { count.record($0.newValue) }
+        defer { observation.cancel() }
+        await withTaskGroup(of: Void.self) { group in
+            for index in 1...100 { group.addTask { [suite] in suite[key] = index } }
+        }
+        // Every set changed the value, so each is one change.
+        #expect(Set(try await count.wait(for: 100)) == Set(1...100))
+    }
+
+    @Test func asyncUpdatesStream() async throws {
+        let key = PreferenceKey<String>("asyncUpdates", default: "start")
+        let values = suite.values(for: key)
+        let received = Recorder<String>()
+        let task = Task {
+            for await value in values {
+                received.record(value)
+                if value == "update3" { break }
+            }
+        }
+        _ = try await received.wait(for: 1)
+        for update in ["update1", "update2", "update3"] {
+            suite[key] = update
+            _ = try await received.wait(until: { $0.last == update })
+        }
+        await task.value
+        #expect(received.items == ["start", "update1", "update2", "update3"])
+    }
+
+    @Test func asyncUpdatesStreamWithoutInitial() async throws {
+        let key = PreferenceKey<String>("asyncUpdatesNoInitial", default: "start")
+        let values = suite.values(for: key, initial: false)
+        let received = Recorder<String>()
+        let task = Task {
+            for await value in values {
+                received.record(value)
+                if value == "update2" { break }
+            }
+        }
+        suite[key] = "update1"
+        _ = try await received.wait(for: 1)
+        suite[key] = "update2"
+        await task.value
+        #expect(received.items == ["update1", "update2"])
+    }
+
+    @Test func multipleKeysUpdatesStream() async throws {
+        let key1 = PreferenceKey<String>("multiKey1", default: "start1")
+        let key2 = PreferenceKey<Int>("multiKey2", default: 0)
+        let stream = suite.updates(key1, key2)
+        let received = Recorder<String>()
+        let task = Task {
+            for await (value1, value2) in stream {
+                received.record("\(value1) \(value2)")
+                if value1 == "changed1" && value2 == 42 { break }
+            }
+        }
+        #expect(try await received.wait(for: 1) == ["start1 0"])
+        suite[key1] = "changed1"
+        _ = try await received.wait(until: { $0.last == "changed1 0" })
+        suite[key2] = 42
+        await task.value
+        #expect(received.items == ["start1 0", "changed1 0", "changed1 42"])
+    }
+
+    @Test func arrayKeysUpdatesStream() async throws {
+        let key1 = PreferenceKey<String>("arrayKey1", default: "start1")
+        let key2 = PreferenceKey<Int>("arrayKey2", default: 0)
+        let stream = suite.updates([key1, key2])
+        let count = Recorder<Int>()
+        let task = Task {
+            var updates = 0
+            for await _ in stream {
+                updates += 1
+                count.record(updates)
+                if updates >= 3 { break }
+            }
+        }
+        _ = try await count.wait(for: 1)
+        suite[key1] = "changed1"
+        _ = try await count.wait(for: 2)
+        suite[key2] = 42
+        await task.value
+        #expect(count.items == [1, 2, 3])
+    }
+
+    @Test func compositeObservation() async throws {
+        let key1 = PreferenceKey<String>("composite1", default: "start1")
+        let key2 = PreferenceKey<Int>("composite2", default: 0)
+        let stream = suite.updates([key1, key2], initial: false)
+        let count = Recorder<Int>()
+        let task = Task {
+            var updates = 0
+            for await _ in stream {
+                updates += 1
+                count.record(updates)
+                if updates >= 2 { break }
+            }
+        }
+        suite[key1] = "changed"
+        _ = try await count.wait(for: 1)
+        suite[key2] = 42
+        await task.value
+        #expect(count.items == [1, 2])
+    }
+}

@@ -2365,3 +2365,170 @@ struct DefaultsObservationPortedTests {
         #expect(count.items == [1, 2])
     }
 }
+
+// Defaults' DefaultsStressTests, ported (its `autoreleasepool` has no meaning on Linux and is
+// left out; the large values are also written to a suite file and read back by a second suite
+// object, which theirs cannot do).
+
+@Suite("Defaults' stress tests, ported")
+struct DefaultsStressPortedTests {
+    let suite = PreferenceSuite.inMemory()
+
+    @Test func concurrentReadWrite() async {
+        let key = PreferenceKey<Int>("concurrentTest", default: 0)
+        await withTaskGroup(of: Void.self) { group in
+            for index in 1...1000 { group.addTask { [suite] in suite[key] = index } }
+        }
+        #expect(suite[key] > 0 && suite[key] <= 1000)
+    }
+
+    @Test func concurrentDifferentKeys() async {
+        let keys = (0..<100).map { PreferenceKey<Int>("concurrent_\($0)", default: $0) }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, key) in keys.enumerated() { group.addTask { [suite] in suite[key] = index * 100 } }
+        }
+        for (index, key) in keys.enumerated() { #expect(suite[key] == index * 100) }
+    }
+
+    @Test func rapidKeyUpdates() async {
+        let key = PreferenceKey<Int>("rapidUpdate", default: 0)
+        for index in 1...100 { suite[key] = index }
+        #expect(suite[key] == 100)
+        for index in 1...100 {
+            suite[key] = index
+            await Task.yield()
+        }
+        #expect(suite[key] == 100)
+    }
+
+    @Test func largeValuesSurviveAWriteAndARead() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("large.plist")
+        let writer = try PreferenceSuite(fileURL: file)
+        let largeString = String(repeating: "A", count: 100_000)
+        let largeArray = Array(0..<10_000)
+        let largeDictionary = Dictionary(uniqueKeysWithValues: (0..<1000).map { ("key_\($0)", $0) })
+        let stringKey = PreferenceKey<String>("largeString", default: "")
+        let arrayKey = PreferenceKey<[Int]>("largeArray", default: [])
+        let dictionaryKey = PreferenceKey<[String: Int]>("largeDictionary", default: [:])
+        writer[stringKey] = largeString
+        writer[arrayKey] = largeArray
+        writer[dictionaryKey] = largeDictionary
+        #expect(writer[stringKey] == largeString && writer[arrayKey] == largeArray && writer[dictionaryKey] == largeDictionary)
+        try await writer.flush()
+        let values = try readSuiteFile(file)
+        #expect(values["largeString"]?.get(String.self)?.count == 100_000)
+        #expect(values["largeArray"]?.get([Int].self) == largeArray && values["largeDictionary"]?.get([String: Int].self) == largeDictionary)
+    }
+
+    @Test func deepNesting() {
+        typealias NestedDict = [String: [String: [String: Int]]]
+        let key = PreferenceKey<NestedDict>("deepNesting", default: [:])
+        suite[key] = ["level1": ["level2": ["level3": 42]]]
+        #expect(suite[key]["level1"]?["level2"]?["level3"] == 42)
+    }
+
+    @Test func manyKeys() {
+        let keys = (0..<100).map { PreferenceKey<String>("manyKeys_\($0)", default: "default_\($0)") }
+        for (index, key) in keys.enumerated() { suite[key] = "value_\(index)" }
+        for (index, key) in keys.enumerated() { #expect(suite[key] == "value_\(index)") }
+        for key in keys.prefix(50) { suite.reset(key) }
+        for (index, key) in keys.prefix(50).enumerated() { #expect(suite[key] == "default_\(index)") }
+        for index in 50..<100 { #expect(suite[keys[index]] == "value_\(index)") }
+    }
+
+    @Test func concurrentObservations() async throws {
+        let key = PreferenceKey<Int>("observationStress", default: 0)
+        let count = Recorder<Int>()
+        let observations = (0..<10).map { _ in suite.observe(key) { count.record($0.newValue) } }
+        defer { observations.forEach { $0.cancel() } }
+        for index in 1...10 {
+            suite[key] = index
+            await Task.yield()
+        }
+        // Each of 10 observers sees each of 10 updates.
+        #expect(try await count.wait(for: 100).count == 100)
+    }
+
+    @Test func memoryPressure() async {
+        for iteration in 0..<10 {
+            let keys = (0..<100).map { PreferenceKey<Data>("memoryTest_\(iteration)_\($0)", default: Data(repeating: 0, count: 1000)) }
+            for key in keys { suite[key] = Data(repeating: 0xFF, count: 10_000) }
+            suite.removeAll()
+            #expect(suite.storedValues.isEmpty)
+            await Task.yield()
+        }
+    }
+
+    @Test func edgeCaseEmptyValues() {
+        let stringKey = PreferenceKey<String>("emptyString", default: "default")
+        suite[stringKey] = ""
+        #expect(suite[stringKey].isEmpty)
+        let arrayKey = PreferenceKey<[Int]>("emptyArray", default: [1, 2, 3])
+        suite[arrayKey] = []
+        #expect(suite[arrayKey].isEmpty)
+        let dictKey = PreferenceKey<[String: Int]>("emptyDict", default: ["a": 1])
+        suite[dictKey] = [:]
+        #expect(suite[dictKey].isEmpty)
+        let setKey = PreferenceKey<Set<String>>("emptySet", default: ["a", "b"])
+        suite[setKey] = []
+        #expect(suite[setKey].isEmpty)
+    }
+
+    @Test func unicodeAndSpecialCharacters() {
+        let key = PreferenceKey<String>("unicodeTest", default: "")
+        let testStrings = [
+            "Hello 世界 🌍", "Emoji: 😀😃😄😁😆", "Arabic: مرحبا بالعالم", "Hebrew: שלום עולם", "Math: ∑∏∫∞", "Symbols: ™®©℗",
+            "Zero-width: \u{200B}test\u{200C}string\u{200D}", "Control: \n\r\t", String(repeating: "🦄", count: 1000),
+        ]
+        for testString in testStrings {
+            suite[key] = testString
+            #expect(suite[key] == testString)
+        }
+    }
+
+    @Test func numericEdgeCases() {
+        let intKey = PreferenceKey<Int>("intLimits", default: 0)
+        suite[intKey] = Int.max
+        #expect(suite[intKey] == Int.max)
+        suite[intKey] = Int.min
+        #expect(suite[intKey] == Int.min)
+        let doubleKey = PreferenceKey<Double>("doubleLimits", default: 0.0)
+        for value in [Double.infinity, -.infinity, .leastNormalMagnitude, .greatestFiniteMagnitude] {
+            suite[doubleKey] = value
+            #expect(suite[doubleKey] == value)
+        }
+        suite[doubleKey] = .nan
+        #expect(suite[doubleKey].isNaN)
+    }
+
+    @Test func rapidResetCycle() async {
+        let key = PreferenceKey<Int>("rapidReset", default: 42)
+        for index in 0..<100 {
+            suite[key] = index * 100
+            #expect(suite[key] == index * 100)
+            suite.reset(key)
+            #expect(suite[key] == 42)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<50 {
+                group.addTask { [suite] in suite[key] = index }
+                group.addTask { [suite] in suite.reset(key) }
+            }
+        }
+        let finalValue = suite[key]
+        #expect(finalValue == 42 || (0..<50).contains(finalValue))
+    }
+
+    @Test func suiteInterference() {
+        let suite1 = PreferenceSuite.inMemory(name: "stress_suite1")
+        let suite2 = PreferenceSuite.inMemory(name: "stress_suite2")
+        let key1 = PreferenceKey<String>("suite1_key", default: "default1")
+        let key2 = PreferenceKey<String>("suite2_key", default: "default2")
+        suite1[key1] = "value1"
+        suite2[key2] = "value2"
+        #expect(suite1[key1] == "value1" && suite2[key2] == "value2")
+        suite1.reset(key1)
+        #expect(suite1[key1] == "default1" && suite2[key2] == "value2")
+    }
+}

@@ -38,9 +38,9 @@ public struct PreferenceKey<Value: PreferenceValue> {
         }
     }
 
-    /// The default as a property-list value to register, when it is fixed.
-    var registrableDefault: PlistValue? {
-        if case .fixed(let value) = makeDefault { return value.plistValue }
+    /// The fixed default, if it is one: the value to register.
+    var fixedDefault: Value? {
+        if case .fixed(let value) = makeDefault { return value }
         return nil
     }
 

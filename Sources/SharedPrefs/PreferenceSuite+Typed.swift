@@ -24,8 +24,8 @@ extension PreferenceSuite {
     /// Registers the key's fixed default under its name, unless something is registered there.
     @usableFromInline
     func _registerDefault<Value: PreferenceValue>(of key: PreferenceKey<Value>) {
-        guard let value = key.registrableDefault else { return }
-        store.registerIfAbsent(key.name, value)
+        guard let value = key.fixedDefault else { return }
+        store.registerIfAbsent(key.name) { value.plistValue }
     }
 
     /// Whether the key reads as its declared default (compared as stored: no `Equatable` needed).

@@ -71,14 +71,14 @@ struct Edit: ParsableCommand {
             }
             return conflicts
         }
-        let applied = changes.filter { change in !conflicts.contains { $0.key.utf8.elementsEqual(change.key.utf8) } }
+        let applied = changes.filter { change in !conflicts.contains { $0.key.isExactly(change.key) } }
         let set = applied.filter { $0.value != nil }.map { Self.quoted($0.key) }
         let removed = applied.filter { $0.value == nil }.map { Self.quoted($0.key) }
         if !set.isEmpty { note("Set \(set.joined(separator: ", ")).") }
         if !removed.isEmpty { note("Removed \(removed.joined(separator: ", ")).") }
         guard conflicts.isEmpty else {
             for conflict in conflicts {
-                let yours = changes.first { $0.key.utf8.elementsEqual(conflict.key.utf8) }?.value
+                let yours = changes.first { $0.key.isExactly(conflict.key) }?.value
                 note("Conflict: \(Self.quoted(conflict.key)) changed in another process while you edited: it was \(Self.show(base[conflict.key])), it is now \(Self.show(conflict.now)); you wrote \(Self.show(yours)). It was not overwritten.")
             }
             throw failure("\(conflicts.count) key(s) not written; run prefs-watch edit again to change them. Your edit is kept in \(file.path).")
@@ -176,7 +176,7 @@ struct EditDocument {
         guard case .dictionary(let values) = root else {
             throw Problem(message: "The edited file holds a \(root.typeName); it must keep the <dict> of keys at its root.")
         }
-        if let key, let other = values.keys.first(where: { !$0.utf8.elementsEqual(key.utf8) }) {
+        if let key, let other = values.keys.first(where: { !$0.isExactly(key) }) {
             throw Problem(message: "The edited file holds the key \(Edit.quoted(other)); only \(Edit.quoted(key)) is edited here. Run prefs-watch edit without a key to edit other keys.")
         }
         return values

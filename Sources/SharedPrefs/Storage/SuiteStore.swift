@@ -92,9 +92,11 @@ final class SuiteStore: Sendable {
         state.withLock { $0.registered.merge(defaults) { _, new in new } }
     }
 
-    func registerIfAbsent(_ key: String, _ value: PlistValue) {
+    /// Registers `value()` for `key` unless something is registered there; `value` (an encoding)
+    /// runs only then, so the typed subscript's calls cost one lookup after the first.
+    func registerIfAbsent(_ key: String, _ value: () -> PlistValue?) {
         state.withLock { s in
-            if s.registered[key] == nil { s.registered[key] = value }
+            if s.registered[key] == nil, let encoded = value() { s.registered[key] = encoded }
         }
     }
 

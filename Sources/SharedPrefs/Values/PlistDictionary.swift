@@ -32,7 +32,7 @@ struct PlistKey: Hashable, Sendable {
 
 extension String {
     /// Whether the two strings are the same Unicode scalars, not only canonically equivalent.
-    func isExactly(_ other: String) -> Bool { PlistKey(self) == PlistKey(other) }
+    package func isExactly(_ other: String) -> Bool { PlistKey(self) == PlistKey(other) }
 }
 
 /// Values by string key, the keys compared by their exact Unicode scalars: what a property-list

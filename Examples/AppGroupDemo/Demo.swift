@@ -134,7 +134,7 @@ struct Demo {
         let incrementStart = monotonicNanoseconds()
         for helper in helpers { helper.send("increment \(increments)") }
         for helper in helpers {
-            let done = try await events.first(after: cursor, timeout: .seconds(120)) { $0.source == "helper \(helper.id)" && $0.words == ["done", "increment"] }
+            let done = try await events.first(after: cursor, timeout: .seconds(300)) { $0.source == "helper \(helper.id)" && $0.words == ["done", "increment"] }
             line("helper \(helper.id)", "finished \(increments) increments", at: done.time == 0 ? monotonicNanoseconds() : done.time)
         }
         let total = try suite.update { $0[counterKey] } - before

@@ -49,7 +49,7 @@ final class EventLog: Sendable {
     }
 
     /// The first event at or after `index` that matches, waiting for it up to `timeout`.
-    func first(after index: Int, timeout: Duration = .seconds(15), where matches: @escaping @Sendable (Event) -> Bool) async throws -> Event {
+    func first(after index: Int, timeout: Duration = .seconds(120), where matches: @escaping @Sendable (Event) -> Bool) async throws -> Event {
         let id = state.withLock { s in
             s.nextID += 1
             return s.nextID

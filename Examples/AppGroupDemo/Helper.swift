@@ -26,15 +26,18 @@ enum Helper {
             let words = line.split(separator: " ").map(String.init)
             switch words.first {
             case "theme":
+                // The time is taken before the set: the write is on its way before `set` returns.
+                let time = monotonicNanoseconds()
                 settings.theme = Theme(rawValue: words[1]) ?? .system
-                say("wrote", "demo.theme", words[1], "\(monotonicNanoseconds())")
+                say("wrote", "demo.theme", words[1], "\(time)")
             case "increment":
                 let count = Int(words[1]) ?? 0
                 for _ in 0..<count { try suite.update { $0[counterKey] += 1 } }
                 say("done", "increment")
             case "forget-nickname":
+                let time = monotonicNanoseconds()
                 settings.nickname = nil
-                say("wrote", "demo.nickname", "-", "\(monotonicNanoseconds())")
+                say("wrote", "demo.nickname", "-", "\(time)")
             case "quit", nil:
                 _ = (watched, own)
                 return

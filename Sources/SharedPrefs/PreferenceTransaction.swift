@@ -9,28 +9,41 @@
 /// ```
 public struct PreferenceTransaction {
     /// The stored values, with this transaction's changes applied.
-    public private(set) var values: PlistDictionary
+    public var values: PlistDictionary {
+        var values = base
+        for (key, value) in overrides { values.storage[key] = value }
+        values.apply(operations)
+        return values
+    }
+
+    /// The suite's values, and where the file holds others (keys with local changes not yet
+    /// written), those: no copy of the suite is made for a transaction.
+    private let base: PlistDictionary
+    private let overrides: [PlistKey: PlistValue?]
     private let registered: PlistDictionary
     private(set) var operations: Operations = [:]
 
-    init(values: PlistDictionary, registered: PlistDictionary) {
-        self.values = values
+    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary) {
+        self.base = base
+        self.overrides = overrides
         self.registered = registered
     }
 
     /// The stored value of a key; setting `nil` removes it.
     public subscript(key: String) -> PlistValue? {
-        get { values[key] }
-        set {
-            values[key] = newValue
-            operations[PlistKey(key)] = newValue.map { .set($0) } ?? .remove
+        get {
+            let key = PlistKey(key)
+            if let operation = operations[key] { return operation.value }
+            if let override = overrides[key] { return override }
+            return base.storage[key]
         }
+        set { operations[PlistKey(key)] = newValue.map { .set($0) } ?? .remove }
     }
 
     /// A typed value: stored → registered → declared default, as ``PreferenceSuite`` reads it.
     public subscript<Value: PreferenceValue>(key: PreferenceKey<Value>) -> Value {
         get {
-            for candidate in [values[key.name], registered[key.name]] {
+            for candidate in [self[key.name], registered[key.name]] {
                 if let candidate, let value = Value(plistValue: candidate) { return value }
             }
             return key.defaultValue

@@ -120,7 +120,7 @@ struct MisuseTests {
                 }
                 if bytes.isEmpty { bytes = [0] }
             }
-            if (try? PropertyListFormat.decodeSuite(bytes)) != nil { decoded += 1 }
+            if (try? PropertyListFormat.decodeSuite(bytes).values) != nil { decoded += 1 }
         }
         #expect(decoded < 3000)  // mutations were real: most inputs are rejected
     }
@@ -135,9 +135,9 @@ extension MisuseTests {
         #expect(names.count >= 6)
         for name in names {
             let bytes = Array(try Data(contentsOf: Self.fuzzCorpus.appending(path: name)))
-            guard let suite = try? PropertyListFormat.decodeSuite(bytes) else { continue }
-            #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(.dictionary(suite))) == suite, "\(name): binary")
-            #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(.dictionary(suite))) == XMLPropertyList.storable(suite), "\(name): XML")
+            guard let suite = try? PropertyListFormat.decodeSuite(bytes).values else { continue }
+            #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.binary.encode(.dictionary(suite))).values == suite, "\(name): binary")
+            #expect(try PropertyListFormat.decodeSuite(PropertyListFormat.xml.encode(.dictionary(suite))).values == XMLPropertyList.storable(suite), "\(name): XML")
         }
     }
 

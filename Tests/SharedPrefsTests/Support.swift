@@ -152,7 +152,7 @@ func python(_ script: String, _ arguments: String...) async throws -> ProcessRes
 
 /// Reads a suite file straight from disk, bypassing every cache.
 func readSuiteFile(_ url: URL) throws -> PlistDictionary {
-    try PropertyListFormat.decodeSuite(Array(try Data(contentsOf: url)))
+    try PropertyListFormat.decodeSuite(Array(try Data(contentsOf: url))).values
 }
 
 /// The built `prefs-watch`, next to the test bundle.

@@ -30,23 +30,3 @@ extension PlistDictionary {
         return copy
     }
 }
-
-enum Diff {
-    /// The keys whose value differs between two snapshots, with old and new values.
-    static func changes(
-        from old: PlistDictionary, to new: PlistDictionary
-    ) -> [(key: String, old: PlistValue?, new: PlistValue?)] {
-        var result: [(key: String, old: PlistValue?, new: PlistValue?)] = []
-        var kept = 0
-        for (key, newValue) in new.storage {
-            let oldValue = old.storage[key]
-            if oldValue != nil { kept += 1 }
-            if oldValue != newValue { result.append((key.string, oldValue, newValue)) }
-        }
-        // Only when some old key was not found in `new` can anything have been removed.
-        if kept < old.count {
-            for (key, oldValue) in old.storage where new.storage[key] == nil { result.append((key.string, oldValue, nil)) }
-        }
-        return result
-    }
-}

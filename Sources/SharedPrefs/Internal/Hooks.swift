@@ -3,14 +3,29 @@ import Synchronization
 
 /// Entry points for `prefs-bench` into internals it measures. Not API: may change at any time.
 public enum _BenchmarkHooks {
-    /// Decodes a suite file's bytes (either format).
+    /// Decodes a suite file's bytes (either format) in full.
     public static func decodeSuite(_ bytes: [UInt8]) throws -> PlistDictionary {
-        try PropertyListFormat.decodeSuite(bytes)
+        try PropertyListFormat.decodeSuite(bytes).values
     }
 
-    /// The number of keys whose value differs between two snapshots.
-    public static func diffCount(_ old: PlistDictionary, _ new: PlistDictionary) -> Int {
-        Diff.changes(from: old, to: new).count
+    /// A binary suite file, decoded, ready to be compared with its next version.
+    public struct Image {
+        let image: SuiteImage
+    }
+
+    public static func image(_ bytes: [UInt8]) throws -> Image? {
+        try SuiteImage.decode(bytes).image.map(Image.init)
+    }
+
+    /// The incremental re-read of `bytes` against `image`, as a watcher makes it: the number of
+    /// keys whose value changed.
+    public static func changeCount(from image: Image, to bytes: [UInt8]) throws -> Int {
+        try image.image.changes(to: bytes).delta.count
+    }
+
+    /// `bytes` with `key` set to `value`, encoded as a writer does it: unchanged objects copied.
+    public static func encodeChange(_ image: Image, key: String, value: PlistValue) throws -> [UInt8] {
+        try image.image.applying([PlistKey(key): .set(value)]).bytes
     }
 }
 

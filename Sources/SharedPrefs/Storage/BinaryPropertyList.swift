@@ -22,7 +22,7 @@ enum BinaryPropertyList {
         }
     }
 
-    private struct Reader {
+    struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         let offsetSize: Int
         let refSize: Int
@@ -87,16 +87,26 @@ enum BinaryPropertyList {
             return Int(value)
         }
 
-        mutating func object(_ ref: Int, depth: Int) throws(PropertyListDecodingError) -> PlistValue {
+        /// Where object `ref` (a checked reference) begins.
+        func offset(_ ref: Int) throws(PropertyListDecodingError) -> Int {
+            let rawOffset = Self.uint(bytes, offsetTable + ref * offsetSize, offsetSize)
+            guard rawOffset < UInt64(offsetTable) else { throw PropertyListDecodingError("object offset \(rawOffset) points past the objects") }
+            guard rawOffset >= 8 else { throw PropertyListDecodingError("object offset \(rawOffset) points into the header") }
+            return Int(rawOffset)
+        }
+
+        /// Counts one object visited at `depth` against the depth limit and the node budget.
+        mutating func visit(depth: Int) throws(PropertyListDecodingError) {
             guard depth < BinaryPropertyList.maximumDepth else {
                 throw PropertyListDecodingError("nesting deeper than \(BinaryPropertyList.maximumDepth) levels (or a reference cycle)")
             }
             budget -= 1
             guard budget >= 0 else { throw PropertyListDecodingError("too many objects (shared references expand beyond the file size)") }
-            let rawOffset = Self.uint(bytes, offsetTable + ref * offsetSize, offsetSize)
-            guard rawOffset < UInt64(offsetTable) else { throw PropertyListDecodingError("object offset \(rawOffset) points past the objects") }
-            let offset = Int(rawOffset)
-            guard offset >= 8 else { throw PropertyListDecodingError("object offset \(offset) points into the header") }
+        }
+
+        mutating func object(_ ref: Int, depth: Int) throws(PropertyListDecodingError) -> PlistValue {
+            try visit(depth: depth)
+            let offset = try offset(ref)
             let marker = bytes[offset]
             var position = offset + 1
             switch marker >> 4 {
@@ -190,71 +200,161 @@ enum BinaryPropertyList {
     /// Encodes `root` with objects laid out breadth-first, so each container's children occupy a
     /// contiguous run of references that is known before the children are written.
     static func encode(_ root: PlistValue) -> [UInt8] {
-        let objectCount = count(root)
-        let refSize = byteWidth(UInt64(objectCount))
-        var out = magic
-        out.reserveCapacity(64 + objectCount * 12)
-        var offsets: [Int] = []
-        offsets.reserveCapacity(objectCount)
-        var queue: [PlistValue] = [root]
-        queue.reserveCapacity(objectCount)
-        var head = 0
-        while head < queue.count {
-            let value = queue[head]
-            head += 1
-            offsets.append(out.count)
-            switch value {
-            case .bool(let v): out.append(v ? 0x09 : 0x08)
-            case .integer(let v): appendInteger(v, to: &out)
-            case .unsignedInteger(let v):
-                if let small = Int64(exactly: v) {
-                    appendInteger(small, to: &out)
-                } else {
-                    // Above Int64.max: a 16-byte integer, as CFBinaryPList and plistlib write it.
-                    out.append(0x14)
-                    appendBigEndian(0, size: 8, to: &out)
-                    appendBigEndian(v, size: 8, to: &out)
-                }
-            case .real(let v):
-                out.append(0x23)
-                appendBigEndian(v.bitPattern, size: 8, to: &out)
-            case .date(let v):
-                out.append(0x33)
-                appendBigEndian(v.timeIntervalSinceReferenceDate.bitPattern, size: 8, to: &out)
-            case .data(let v):
-                appendMarker(0x40, count: v.count, to: &out)
-                out.append(contentsOf: v)
-            case .string(let v):
-                if v.utf8.allSatisfy({ $0 < 0x80 }) {
-                    appendMarker(0x50, count: v.utf8.count, to: &out)
-                    out.append(contentsOf: v.utf8)
-                } else {
-                    let units = Array(v.utf16)
-                    appendMarker(0x60, count: units.count, to: &out)
-                    for unit in units { out.append(UInt8(unit >> 8)); out.append(UInt8(unit & 0xFF)) }
-                }
-            case .array(let items):
-                appendMarker(0xA0, count: items.count, to: &out)
-                for i in 0..<items.count { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
-                queue.append(contentsOf: items)
-            case .dictionary(let items):
-                appendMarker(0xD0, count: items.count, to: &out)
-                for i in 0..<(2 * items.count) { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
-                queue.append(contentsOf: items.storage.keys.lazy.map { PlistValue.string($0.string) })
-                queue.append(contentsOf: items.storage.values)
-            }
-        }
-        let tableOffset = out.count
-        let offsetSize = byteWidth(UInt64(tableOffset))
-        for offset in offsets { appendBigEndian(UInt64(offset), size: offsetSize, to: &out) }
-        out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
-        appendBigEndian(UInt64(objectCount), size: 8, to: &out)
-        appendBigEndian(0, size: 8, to: &out)
-        appendBigEndian(UInt64(tableOffset), size: 8, to: &out)
-        return out
+        var encoder = Encoder(source: UnsafeBufferPointer(start: nil, count: 0), offsetTable: 0, offsetSize: 1)
+        return encoder.encode(.value(root))
     }
 
-    private static func count(_ value: PlistValue) -> Int {
+    /// An object to write: a value, an object copied from another binary property list (its
+    /// subtree copied with it, references renumbered), or a dictionary of such objects.
+    enum Item {
+        case value(PlistValue)
+        case copy(Int)
+        case dictionary(keys: [Item], values: [Item])
+    }
+
+    /// Writes items breadth-first; `.copy` objects come from `source` (a valid binary property list).
+    struct Encoder {
+        let source: UnsafeBufferPointer<UInt8>
+        let offsetTable: Int
+        let offsetSize: Int
+
+        func sourceOffset(_ ref: Int) -> Int {
+            Int(Reader.uint(source, offsetTable + ref * offsetSize, offsetSize))
+        }
+
+        /// The marker and where the children or payload of a copied object begin.
+        func header(_ ref: Int) -> (marker: UInt8, count: Int, body: Int) {
+            let offset = sourceOffset(ref)
+            let marker = source[offset]
+            var body = offset + 1
+            var count = Int(marker & 0x0F)
+            if count == 0x0F, [0x4, 0x5, 0x6, 0xA, 0xD].contains(marker >> 4) {
+                let size = 1 << Int(source[body] & 0x0F)
+                count = Int(Reader.uint(source, body + 1, size))
+                body += 1 + size
+            }
+            return (marker, count, body)
+        }
+
+        /// The source's references are `refSize` bytes wide.
+        var sourceRefSize: Int { Int(source[source.count - 32 + 7]) }
+
+        func count(_ item: Item) -> Int {
+            switch item {
+            case .value(let value): return BinaryPropertyList.count(value)
+            case .dictionary(let keys, let values): return keys.reduce(1) { $0 + count($1) } + values.reduce(0) { $0 + count($1) }
+            case .copy(let ref):
+                let (marker, children, body) = header(ref)
+                guard marker >> 4 == 0xA || marker >> 4 == 0xD else { return 1 }
+                let refSize = sourceRefSize
+                return (0..<(marker >> 4 == 0xD ? 2 * children : children)).reduce(1) {
+                    $0 + count(.copy(Int(Reader.uint(source, body + $1 * refSize, refSize))))
+                }
+            }
+        }
+
+        mutating func encode(_ root: Item) -> [UInt8] {
+            let objectCount = count(root)
+            let refSize = byteWidth(UInt64(objectCount))
+            var out = magic
+            out.reserveCapacity(64 + objectCount * 12)
+            var offsets: [Int] = []
+            offsets.reserveCapacity(objectCount)
+            var queue: [Item] = [root]
+            queue.reserveCapacity(objectCount)
+            var head = 0
+            func appendRefs(_ count: Int) {
+                for i in 0..<count { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
+            }
+            while head < queue.count {
+                let item = queue[head]
+                head += 1
+                offsets.append(out.count)
+                switch item {
+                case .value(.array(let items)):
+                    appendMarker(0xA0, count: items.count, to: &out)
+                    appendRefs(items.count)
+                    queue.append(contentsOf: items.lazy.map { .value($0) })
+                case .value(.dictionary(let items)):
+                    appendMarker(0xD0, count: items.count, to: &out)
+                    appendRefs(2 * items.count)
+                    queue.append(contentsOf: items.storage.keys.lazy.map { .value(.string($0.string)) })
+                    queue.append(contentsOf: items.storage.values.lazy.map { .value($0) })
+                case .value(let scalar):
+                    appendScalar(scalar, to: &out)
+                case .dictionary(let keys, let values):
+                    appendMarker(0xD0, count: keys.count, to: &out)
+                    appendRefs(2 * keys.count)
+                    queue.append(contentsOf: keys)
+                    queue.append(contentsOf: values)
+                case .copy(let ref):
+                    let (marker, children, body) = header(ref)
+                    if marker >> 4 == 0xA || marker >> 4 == 0xD {
+                        let total = marker >> 4 == 0xD ? 2 * children : children
+                        let sourceRefSize = sourceRefSize
+                        appendMarker(marker & 0xF0, count: children, to: &out)
+                        appendRefs(total)
+                        for i in 0..<total { queue.append(.copy(Int(Reader.uint(source, body + i * sourceRefSize, sourceRefSize)))) }
+                    } else {
+                        let start = sourceOffset(ref)
+                        let end = switch marker >> 4 {
+                        case 0x0: start + 1
+                        case 0x1, 0x2: start + 1 + 1 << Int(marker & 0x0F)
+                        case 0x3: start + 9
+                        case 0x6: body + 2 * children
+                        default: body + children  // data, ASCII string
+                        }
+                        out.append(contentsOf: UnsafeBufferPointer(rebasing: source[start..<end]))
+                    }
+                }
+            }
+            let tableOffset = out.count
+            let offsetSize = byteWidth(UInt64(tableOffset))
+            for offset in offsets { appendBigEndian(UInt64(offset), size: offsetSize, to: &out) }
+            out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
+            appendBigEndian(UInt64(objectCount), size: 8, to: &out)
+            appendBigEndian(0, size: 8, to: &out)
+            appendBigEndian(UInt64(tableOffset), size: 8, to: &out)
+            return out
+        }
+    }
+
+    static func appendScalar(_ value: PlistValue, to out: inout [UInt8]) {
+        switch value {
+        case .bool(let v): out.append(v ? 0x09 : 0x08)
+        case .integer(let v): appendInteger(v, to: &out)
+        case .unsignedInteger(let v):
+            if let small = Int64(exactly: v) {
+                appendInteger(small, to: &out)
+            } else {
+                // Above Int64.max: a 16-byte integer, as CFBinaryPList and plistlib write it.
+                out.append(0x14)
+                appendBigEndian(0, size: 8, to: &out)
+                appendBigEndian(v, size: 8, to: &out)
+            }
+        case .real(let v):
+            out.append(0x23)
+            appendBigEndian(v.bitPattern, size: 8, to: &out)
+        case .date(let v):
+            out.append(0x33)
+            appendBigEndian(v.timeIntervalSinceReferenceDate.bitPattern, size: 8, to: &out)
+        case .data(let v):
+            appendMarker(0x40, count: v.count, to: &out)
+            out.append(contentsOf: v)
+        case .string(let v):
+            if v.utf8.allSatisfy({ $0 < 0x80 }) {
+                appendMarker(0x50, count: v.utf8.count, to: &out)
+                out.append(contentsOf: v.utf8)
+            } else {
+                let units = Array(v.utf16)
+                appendMarker(0x60, count: units.count, to: &out)
+                for unit in units { out.append(UInt8(unit >> 8)); out.append(UInt8(unit & 0xFF)) }
+            }
+        case .array, .dictionary: break  // written by the encoder, with references to their children
+        }
+    }
+
+    static func count(_ value: PlistValue) -> Int {
         switch value {
         case .array(let items): items.reduce(1) { $0 + count($1) }
         case .dictionary(let items): items.values.reduce(1 + items.count) { $0 + count($1) }
@@ -262,11 +362,11 @@ enum BinaryPropertyList {
         }
     }
 
-    private static func byteWidth(_ value: UInt64) -> Int {
+    static func byteWidth(_ value: UInt64) -> Int {
         value <= 0xFF ? 1 : value <= 0xFFFF ? 2 : value <= 0xFFFF_FFFF ? 4 : 8
     }
 
-    private static func appendBigEndian(_ value: UInt64, size: Int, to out: inout [UInt8]) {
+    static func appendBigEndian(_ value: UInt64, size: Int, to out: inout [UInt8]) {
         var shift = UInt64(size) * 8
         while shift > 0 {
             shift -= 8
@@ -274,14 +374,14 @@ enum BinaryPropertyList {
         }
     }
 
-    private static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+    static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
         // 1-, 2- and 4-byte integers are unsigned in bplist00; negatives take 8 bytes.
         let size = value < 0 ? 8 : byteWidth(UInt64(value))
         out.append(0x10 | UInt8(size.trailingZeroBitCount))
         appendBigEndian(UInt64(bitPattern: value), size: size, to: &out)
     }
 
-    private static func appendMarker(_ type: UInt8, count: Int, to out: inout [UInt8]) {
+    static func appendMarker(_ type: UInt8, count: Int, to out: inout [UInt8]) {
         if count < 15 {
             out.append(type | UInt8(count))
         } else {

@@ -23,13 +23,17 @@ public enum PropertyListFormat: Sendable, Hashable {
             ? try BinaryPropertyList.decode(bytes) : try XMLPropertyList.decode(bytes)
     }
 
-    /// Decodes a suite file in either format; its root must be a dictionary.
-    static func decodeSuite(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistDictionary {
+    /// Decodes a suite file in either format; its root must be a dictionary. A binary file comes
+    /// with its image, for reading and writing its next versions incrementally.
+    static func decodeSuite(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> (values: PlistDictionary, image: SuiteImage?) {
+        if bytes.starts(with: BinaryPropertyList.magic.prefix(6)) { return try SuiteImage.decode(bytes) }
         let root = try decode(bytes)
-        guard case .dictionary(let values) = root else {
-            throw PropertyListDecodingError("the root is \(root.typeName == "array" ? "an" : "a") \(root.typeName), not a dictionary")
-        }
-        return values
+        guard case .dictionary(let values) = root else { throw notADictionary(root) }
+        return (values, nil)
+    }
+
+    static func notADictionary(_ root: PlistValue) -> PropertyListDecodingError {
+        PropertyListDecodingError("the root is \(root.typeName == "array" ? "an" : "a") \(root.typeName), not a dictionary")
     }
 
     /// Whether `bytes` look like a property list that this library or a peer would write, or the

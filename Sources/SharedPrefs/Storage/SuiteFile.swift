@@ -9,11 +9,18 @@ import SystemPackage
 enum SuiteFileContents {
     /// No file: the suite is empty.
     case missing
-    /// A good file.
-    case loaded(PlistDictionary, FileVersion)
+    /// A good file, and its image when it is a binary one.
+    case loaded(SuiteValues, FileVersion, SuiteImage?)
     /// A file that does not parse: a foreign writer mid-write, or garbage. `looksLikePropertyList`
     /// is `false` for a file that is plainly something else, which is never moved aside.
     case corrupt(PreferenceError, looksLikePropertyList: Bool, stamp: FileStamp)
+}
+
+/// The values of a suite file: in full, or what changed since the image it was read against.
+enum SuiteValues {
+    case full(PlistDictionary)
+    /// `added`: the keys the old file did not hold (see ``SuiteImage/changes(to:)``).
+    case changes(FileDelta, added: [PlistKey])
 }
 
 /// The on-disk protocol of one suite: `<directory>/<suite>.plist`, the lock file
@@ -57,16 +64,19 @@ struct SuiteFile: Sendable {
         guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
         guard FileStamp(st) == version.stamp else { return nil }
         if !version.isRacy { return version }
-        guard case .loaded(_, let current) = try read(in: dir, decoding: false), current.stamp == version.stamp,
-            current.contentHash == version.contentHash
+        guard case .loaded(_, let current, _) = try read(in: dir, decoding: false), current.stamp == version.stamp,
+            version.holds(current.content)
         else { return nil }
-        return FileVersion(stamp: version.stamp, contentHash: version.contentHash, takenAt: takenAt)
+        return FileVersion(stamp: version.stamp, content: version.content, takenAt: takenAt)
     }
 
     /// Reads and decodes the suite file. Never follows a symbolic link, never blocks, and never
     /// reads more than ``PreferenceSuite/Options/maximumFileSize`` bytes.
-    /// - Parameter decoding: `false` only hashes the bytes (the values come back empty).
-    func read(in dir: OpenDirectory, decoding: Bool = true) throws(PreferenceError) -> SuiteFileContents {
+    /// - Parameters:
+    ///   - decoding: `false` only reads the bytes (the values come back empty).
+    ///   - previous: The image of the file as last read or written: a binary file is then decoded
+    ///     only where it differs from it.
+    func read(in dir: OpenDirectory, decoding: Bool = true, previous: SuiteImage? = nil) throws(PreferenceError) -> SuiteFileContents {
         let fd: CInt
         switch Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
         case .success(let descriptor): fd = descriptor
@@ -82,10 +92,15 @@ struct SuiteFile: Sendable {
         if Int64(st.st_size) > Int64(limit) { throw tooLarge(Int64(st.st_size)) }
         let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit).get("read", path: path, doing: "read")
         if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
-        let version = FileVersion(stamp: FileStamp(st), contentHash: FileVersion.hash(bytes), takenAt: takenAt)
-        guard decoding else { return .loaded([:], version) }
+        let version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
+        guard decoding else { return .loaded(.full([:]), version, nil) }
+        // Anything unusual in the incremental read (a key twice, a broken file) is decoded in full.
+        if let previous, let (image, delta, added) = try? previous.changes(to: bytes) {
+            return .loaded(.changes(delta, added: added), version, image)
+        }
         do {
-            return .loaded(try PropertyListFormat.decodeSuite(bytes), version)
+            let (values, image) = try PropertyListFormat.decodeSuite(bytes)
+            return .loaded(.full(values), version, image)
         } catch {
             if PropertyListFormat.looksLikePropertyList(bytes) {
                 return .corrupt(
@@ -114,8 +129,8 @@ struct SuiteFile: Sendable {
     /// watched, with growing pauses, and read again whenever its stamp moves, until it parses, or
     /// has stayed unchanged for ``settleQuiet`` (or ``settleLimit`` passed); then it is read once
     /// more. A good file costs one read and no pause.
-    func readSettled(in dir: OpenDirectory) throws(PreferenceError) -> SuiteFileContents {
-        var contents = try read(in: dir)
+    func readSettled(in dir: OpenDirectory, previous: SuiteImage?) throws(PreferenceError) -> SuiteFileContents {
+        var contents = try read(in: dir, previous: previous)
         guard case .corrupt(_, true, var stamp) = contents else { return contents }
         let clock = ContinuousClock()
         let start = clock.now
@@ -125,14 +140,14 @@ struct SuiteFile: Sendable {
             Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
             pause = min(pause * 2, .milliseconds(50))
             guard case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) == stamp else {
-                contents = try read(in: dir)
+                contents = try read(in: dir, previous: previous)
                 guard case .corrupt(_, true, let current) = contents else { return contents }
                 stamp = current
                 quietSince = clock.now
                 continue
             }
         }
-        return try read(in: dir)
+        return try read(in: dir, previous: previous)
     }
 
     // MARK: Locking
@@ -254,7 +269,7 @@ struct SuiteFile: Sendable {
             // After the rename, which sets the file's ctime.
             let takenAt = FileVersion.now()
             let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-            version = FileVersion(stamp: FileStamp(st), contentHash: FileVersion.hash(bytes), takenAt: takenAt)
+            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
             Syscall.close(fd)
         } catch {
             if named { _ = Syscall.unlinkat(dir.fd, tempName) }

@@ -33,10 +33,12 @@ final class SuiteStore: Sendable {
     }
 
     struct State {
-        /// What this process sees: `disk` with `inFlight` and `pending` applied.
+        /// What this process sees: the file's values with `inFlight` and `pending` applied.
         var values = PlistDictionary()
-        /// The suite file as last read or written.
-        var disk = PlistDictionary()
+        /// The file's value of every key in `pending` or `inFlight` (`nil`: not in the file). Every
+        /// other key has its file value in `values`: the file's state costs no second dictionary,
+        /// and no copy of the suite is made when either changes.
+        var shadowed: [PlistKey: PlistValue?] = [:]
         /// Local operations not yet taken by the writer.
         var pending: Operations = [:]
         /// Local operations the writer is persisting right now.
@@ -44,6 +46,8 @@ final class SuiteStore: Sendable {
         var registered = PlistDictionary()
         /// The suite file as last read or written.
         var version = FileVersion.missing
+        /// The same file's image, when it is a binary one: reads and writes then work on what changed.
+        var image: SuiteImage?
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
@@ -53,6 +57,27 @@ final class SuiteStore: Sendable {
         var statistics = PreferenceSuite.Statistics()
         /// When this process last looked for temporary files a dead writer left (see `commit`).
         var lastStaleScan: ContinuousClock.Instant?
+
+        /// The value of `key` in the file as last read or written.
+        func diskValue(_ key: PlistKey) -> PlistValue? {
+            if let shadow = shadowed[key] { return shadow }
+            return values.storage[key]
+        }
+
+        /// The file's values in full: a copy of the suite, for the paths that need one.
+        var disk: PlistDictionary {
+            var disk = values
+            for (key, value) in shadowed { disk.storage[key] = value }
+            return disk
+        }
+
+        /// What changed in the file if it now holds `new`: every key compared.
+        func delta(to new: PlistDictionary) -> FileDelta {
+            var delta: FileDelta = new.storage.compactMap { key, value in diskValue(key) == value ? nil : (key, value) }
+            for (key, _) in values.storage where shadowed.index(forKey: key) == nil && new.storage[key] == nil { delta.append((key, nil)) }
+            for (key, value) in shadowed where value != nil && new.storage[key] == nil { delta.append((key, nil)) }
+            return delta
+        }
     }
 
     init(name: String, file: SuiteFile?) {
@@ -165,6 +190,7 @@ final class SuiteStore: Sendable {
 
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
         let new = operation.value
+        if file != nil, s.shadowed.index(forKey: key) == nil { s.shadowed[key] = .some(s.values.storage[key]) }
         let old: PlistValue?
         if let new { old = s.values.storage.updateValue(new, forKey: key) } else { old = s.values.storage.removeValue(forKey: key) }
         if file != nil { s.pending[key] = operation }
@@ -245,7 +271,7 @@ final class SuiteStore: Sendable {
         guard let file else {
             // In memory: a transaction runs on the snapshot; there is nothing to persist.
             guard let transaction else { return nil }
-            var tx = state.withLock { PreferenceTransaction(values: $0.values, registered: $0.registered) }
+            var tx = state.withLock { PreferenceTransaction(base: $0.values, registered: $0.registered) }
             let result = try transaction(&tx)
             apply(tx.operations)
             return result
@@ -264,56 +290,65 @@ final class SuiteStore: Sendable {
             defer { Syscall.close(lockfd) }
             removeStaleTemporaryFilesOccasionally(file, in: dir)
 
-            let (operations, lastVersion, lastDisk, registered) = state.withLock { ($0.inFlight, $0.version, $0.disk, $0.registered) }
-            var base = lastDisk
-            var version = lastVersion
-            var mustWrite = false
+            let (lastVersion, lastImage) = state.withLock { ($0.version, $0.image) }
             var quarantined: PreferenceError? = nil
             if try file.confirm(lastVersion, in: dir) == nil {
-                switch try file.readSettled(in: dir) {
+                switch try file.readSettled(in: dir, previous: lastImage) {
                 case .missing:
-                    base = [:]
-                    version = .missing
-                case .loaded(let values, let current):
-                    base = values
-                    version = current
+                    adoptRead(.full([:]), version: .missing, image: nil)
+                case .loaded(let values, let current, let image):
                     state.withLock { $0.statistics.fileReads += 1 }
+                    adoptRead(values, version: current, image: image)
                 case .corrupt(let error, looksLikePropertyList: true, _):
                     // It stayed broken: keep it beside the suite, and start from our last good state.
                     let aside = try file.moveAside(in: dir)
                     quarantined = PreferenceError(
                         code: .corruptFile,
-                        message: "\(error.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(lastDisk.count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
+                        message: "\(error.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(state.withLock { $0.disk.count }) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
                         path: file.path)
-                    mustWrite = true
                 case .corrupt(let error, looksLikePropertyList: false, _):
                     throw error
                 }
             }
-            var merged = base
-            merged.apply(operations)
-            mustWrite = mustWrite || operations.contains { base.storage[$0.key] != $0.value.value }
+            // The transaction sees the file's values with the operations being written, without
+            // the newer local ones still pending.
+            var (operations, image) = state.withLock { ($0.inFlight, $0.image) }
             var result: R? = nil
             var transactionKeys: Set<PlistKey> = []
             if let transaction {
-                var tx = PreferenceTransaction(values: merged, registered: registered)
+                var tx = state.withLock { s in
+                    PreferenceTransaction(
+                        base: s.values,
+                        overrides: Dictionary(uniqueKeysWithValues: s.pending.keys.map { ($0, s.inFlight[$0].map(\.value) ?? s.diskValue($0)) }),
+                        registered: s.registered)
+                }
                 result = try transaction(&tx)
                 for (key, operation) in tx.operations {
                     if let error = refusal(of: operation, forKey: key.string) { throw error }
                 }
-                merged.apply(tx.operations)
+                operations.merge(tx.operations) { _, transaction in transaction }
                 transactionKeys = Set(tx.operations.keys)
-                mustWrite = mustWrite || tx.operations.contains { base.storage[$0.key] != $0.value.value }
             }
+            let mustWrite = quarantined != nil || state.withLock { s in operations.contains { s.diskValue($0.key) != $0.value.value } }
+            var version = state.withLock { $0.version }
             if mustWrite {
-                let bytes = file.options.format.encode(.dictionary(merged))
+                let bytes: [UInt8]
+                if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(operations) {
+                    bytes = encoded
+                    image = next
+                } else {
+                    var disk = state.withLock { $0.disk }
+                    disk.apply(operations)
+                    bytes = file.options.format.encode(.dictionary(disk))
+                    image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys)) : nil
+                }
                 if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
                     logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
                 }
                 version = try file.write(bytes, in: dir)
                 state.withLock { $0.statistics.fileWrites += 1 }
             }
-            adopt(disk: merged, version: version, localKeys: transactionKeys)
+            adoptWritten(operations, version: version, image: image, transactionKeys: transactionKeys)
             // Written, and the caller told: what the corrupt file alone held is not in the suite.
             if let quarantined { throw quarantined }
             return result
@@ -389,40 +424,84 @@ final class SuiteStore: Sendable {
         guard let file else { return }
         guard let dir = try file.openDirectory(creating: false) else {
             // The directory is gone, and the suite with it.
-            adopt(disk: [:], version: .missing, localKeys: [])
+            adoptRead(.full([:]), version: .missing, image: nil)
             return
         }
         defer { dir.close() }
-        let lastVersion = state.withLock { $0.version }
+        let (lastVersion, lastImage) = state.withLock { ($0.version, $0.image) }
         if let same = try file.confirm(lastVersion, in: dir) {
             state.withLock { $0.version = same }
             return
         }
-        switch try file.read(in: dir) {
-        case .missing: adopt(disk: [:], version: .missing, localKeys: [])
-        case .loaded(let values, let version):
+        switch try file.read(in: dir, previous: lastImage) {
+        case .missing: adoptRead(.full([:]), version: .missing, image: nil)
+        case .loaded(let values, let version, let image):
             state.withLock { $0.statistics.fileReads += 1 }
-            adopt(disk: values, version: version, localKeys: [])
+            adoptRead(values, version: version, image: image)
         case .corrupt(let error, _, _):
             logger.warning("\(error.message)")
             report(error)
         }
     }
 
-    /// Makes `disk` the new file state, recomputes what this process sees, and tells observers.
-    private func adopt(disk: PlistDictionary, version: FileVersion, localKeys: Set<PlistKey>) {
+    /// Makes a file just read the state of the file: what changed in it reaches `values`, except
+    /// where a local change not yet written hides it, and observers hear of it as external.
+    private func adoptRead(_ read: SuiteValues, version: FileVersion, image: SuiteImage?) {
+        var read = read
+        // A key the incremental read calls new, though the suite has it: it occurs twice in the
+        // file. The last one wins, as in a full decode.
+        if case .changes(_, let added) = read, !added.isEmpty, state.withLock({ s in added.contains { s.diskValue($0) != nil } }),
+            let (values, _) = try? PropertyListFormat.decodeSuite(version.content) {
+            read = .full(values)
+        }
         let synchronous = state.withLock { s in
             s.version = version
-            s.disk = disk
-            s.inFlight = [:]
-            let values = disk.applying(s.pending)
-            let changes = Diff.changes(from: s.values, to: values).map {
-                PreferenceChange(suite: name, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: localKeys.contains(PlistKey($0.key)) ? .local : .external)
+            s.image = image
+            let delta: FileDelta
+            switch read {
+            case .full(let values): delta = s.delta(to: values)
+            case .changes(let changes, _): delta = changes
             }
-            s.values = values
+            var changes: [PreferenceChange] = []
+            for (key, new) in delta {
+                if let shadow = s.shadowed.index(forKey: key) {
+                    s.shadowed.values[shadow] = new
+                    continue
+                }
+                let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
+                if old != new, !s.observers.isEmpty {
+                    changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: .external))
+                }
+            }
             return publish(changes, in: s)
         }
-        // A transaction's own changes, on the I/O queue while `update` waits for it.
+        for deliver in synchronous { deliver() }
+    }
+
+    /// Makes a file just written (or found to hold `operations` already) the state of the file.
+    /// A transaction's changes reach `values` here and are told to observers, on the I/O queue
+    /// while `update` waits for it.
+    private func adoptWritten(_ operations: Operations, version: FileVersion, image: SuiteImage?, transactionKeys: Set<PlistKey>) {
+        let synchronous = state.withLock { s in
+            s.version = version
+            s.image = image
+            s.inFlight = [:]
+            var changes: [PreferenceChange] = []
+            for (key, operation) in operations {
+                let new = operation.value
+                if s.pending[key] != nil {
+                    // A newer local change still hides what was written.
+                    s.shadowed[key] = .some(new)
+                    continue
+                }
+                s.shadowed[key] = nil
+                let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
+                if old != new, !s.observers.isEmpty {
+                    changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: transactionKeys.contains(key) ? .local : .external))
+                }
+            }
+            return publish(changes, in: s)
+        }
         for deliver in synchronous { deliver() }
     }
 

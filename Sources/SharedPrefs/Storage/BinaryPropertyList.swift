@@ -228,10 +228,13 @@ enum BinaryPropertyList {
             let marker = source[offset]
             var body = offset + 1
             var count = Int(marker & 0x0F)
-            if count == 0x0F, [0x4, 0x5, 0x6, 0xA, 0xD].contains(marker >> 4) {
+            switch marker >> 4 {
+            case 0x4, 0x5, 0x6, 0xA, 0xD:
+                guard count == 0x0F else { break }
                 let size = 1 << Int(source[body] & 0x0F)
                 count = Int(Reader.uint(source, body + 1, size))
                 body += 1 + size
+            default: break
             }
             return (marker, count, body)
         }

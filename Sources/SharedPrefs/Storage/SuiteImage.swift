@@ -46,6 +46,8 @@ struct SuiteImage: Sendable {
     }
 
     /// What changed from this image to the binary suite file `newBytes`, and the new file's image.
+    /// The delta holds every key whose value changed, and may hold keys whose value is only
+    /// encoded differently (a nested dictionary's keys in another order): compare before telling.
     /// `added` are the keys the old file did not hold at all; the caller must check they are not
     /// in the suite already (a key that occurs twice in the new file), and decode the file in full
     /// if one is. Throws on anything unusual (the caller then decodes in full, for the error).

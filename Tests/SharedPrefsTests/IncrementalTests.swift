@@ -1,0 +1,163 @@
+import Foundation
+import Testing
+
+@testable import SharedPrefs
+
+/// The incremental paths (``SuiteImage``) must agree, always, with encoding and decoding in full.
+@Suite("Incremental reads and writes")
+struct IncrementalTests {
+    /// A seeded generator, so a failure can be replayed.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Keys of every shape: ASCII, long, UTF-16 in the file, two spellings of "café", empty.
+    static func key(_ rng: inout SplitMix) -> String {
+        let n = Int.random(in: 0..<40, using: &rng)
+        return ["key.\(n)", "a longer key than fifteen bytes \(n)", "ü\(n)", "caf\u{E9}", "cafe\u{301}", "", "k\(n)"][Int.random(in: 0..<7, using: &rng)]
+    }
+
+    static func value(_ rng: inout SplitMix, depth: Int = 0) -> PlistValue {
+        switch Int.random(in: 0..<(depth < 2 ? 10 : 8), using: &rng) {
+        case 0: .bool(Bool.random(using: &rng))
+        case 1: .integer(Int64.random(in: -1_000...Int64.max, using: &rng))
+        case 2: .real(Double.random(in: -1e9...1e9, using: &rng))
+        case 3: .string(key(&rng))
+        case 4: .date(Date(timeIntervalSinceReferenceDate: Double(Int.random(in: 0...1_000_000_000, using: &rng))))
+        case 5: .data(Data((0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }))
+        case 6: .unsignedInteger(UInt64.random(in: UInt64(Int64.max) + 1...UInt64.max, using: &rng))
+        case 7: .integer(Int64.random(in: 0...3, using: &rng))  // small values repeat: equal values in new places
+        case 8: .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in value(&rng, depth: depth + 1) })
+        default: .dictionary(PlistDictionary((0..<Int.random(in: 0...4, using: &rng)).map { _ in (key(&rng), value(&rng, depth: depth + 1)) }))
+        }
+    }
+
+    static func suite(_ rng: inout SplitMix, keys: Int) -> PlistDictionary {
+        PlistDictionary((0..<keys).map { _ in (key(&rng), value(&rng)) })
+    }
+
+    /// Sets of new and existing keys (some to the value they hold), and removals.
+    static func operations(on values: PlistDictionary, _ rng: inout SplitMix) -> Operations {
+        var operations: Operations = [:]
+        let existing = values.keys.sorted()
+        for _ in 0..<Int.random(in: 1...(Bool.random(using: &rng) ? 4 : 20), using: &rng) {
+            let key = !existing.isEmpty && Bool.random(using: &rng) ? existing.randomElement(using: &rng)! : Self.key(&rng)
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0: operations[PlistKey(key)] = .remove
+            case 1: operations[PlistKey(key)] = values[key].map { .set($0) } ?? .remove
+            default: operations[PlistKey(key)] = .set(value(&rng))
+            }
+        }
+        return operations
+    }
+
+    /// The keys whose value differs, by exact spelling.
+    static func changedKeys(_ old: PlistDictionary, _ new: PlistDictionary) -> Set<PlistKey> {
+        Set(Set(old.storage.keys).union(new.storage.keys).filter { old.storage[$0] != new.storage[$0] })
+    }
+
+    @Test func writesAndReadsAgreeWithTheFullCodecs() throws {
+        var rng = SplitMix(state: 0x5EED)
+        for round in 0..<300 {
+            var values = Self.suite(&rng, keys: Int.random(in: 0...(round % 10 == 0 ? 400 : 30), using: &rng))
+            var image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(values))).image)
+            // A few writes in a row, each on the image the one before left.
+            for _ in 0..<3 {
+                let operations = Self.operations(on: values, &rng)
+                let expected = values.applying(operations)
+                let (bytes, next) = try image.applying(operations)
+                let decoded = try SuiteImage.decode(bytes)
+                #expect(decoded.values == expected, "round \(round): the write")
+                #expect(decoded.image?.keys == next.keys, "round \(round): the keys in file order")
+                // A reader of the incremental write (the same order), and of a full encoding (another order).
+                for newBytes in [bytes, BinaryPropertyList.encode(.dictionary(expected))] {
+                    let read = try image.changes(to: newBytes)
+                    var seen = values
+                    for (key, value) in read.delta { seen.storage[key] = value }
+                    #expect(seen == expected, "round \(round): the read")
+                    // Every changed key; besides them, only keys whose value is encoded otherwise
+                    // (a dictionary's keys in another order), which the store finds equal.
+                    let changed = Self.changedKeys(values, expected)
+                    #expect(changed.isSubset(of: read.delta.map(\.key)), "round \(round): every changed key reported")
+                    #expect(read.delta.allSatisfy { changed.contains($0.key) || values.storage[$0.key] == $0.value }, "round \(round): no other change")
+                    #expect(read.added.allSatisfy { values.storage[$0] == nil })
+                }
+                values = expected
+                image = next
+            }
+        }
+    }
+
+    @Test func aMangledFileIsNeverReadDifferentlyThanInFull() throws {
+        var rng = SplitMix(state: 0xBAD)
+        var disagreements = 0
+        var incrementalReads = 0
+        for _ in 0..<3_000 {
+            let values = Self.suite(&rng, keys: Int.random(in: 1...30, using: &rng))
+            let image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(values))).image)
+            var bytes = try image.applying(Self.operations(on: values, &rng)).bytes
+            if Bool.random(using: &rng) {
+                for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
+            } else {
+                bytes.removeLast(Int.random(in: 1...min(40, bytes.count), using: &rng))
+            }
+            let full = try? PropertyListFormat.decodeSuite(bytes).values
+            guard let read = try? image.changes(to: bytes) else { continue }
+            // A key the old file had, reported as added, sends the store to the full decode.
+            if read.added.contains(where: { values.storage[$0] != nil }) { continue }
+            incrementalReads += 1
+            var seen = values
+            for (key, value) in read.delta { seen.storage[key] = value }
+            if seen != full { disagreements += 1 }
+        }
+        #expect(disagreements == 0)
+        #expect(incrementalReads > 500)
+    }
+
+    @Test func plistlibReadsWhatAnIncrementalWriteMakes() async throws {
+        var rng = SplitMix(state: 42)
+        let directory = try TemporaryDirectory()
+        // Over 256 objects, so references are two bytes wide, with containers copied and renumbered.
+        var values = Self.suite(&rng, keys: 300)
+        values["nested"] = ["list": [1, "two", ["three": 3.5]], "date": .date(Date(timeIntervalSinceReferenceDate: 1e8))]
+        let image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(values))).image)
+        let operations = Self.operations(on: values, &rng)
+        try Data(image.applying(operations).bytes).write(to: directory.file("incremental.plist"))
+        try Data(BinaryPropertyList.encode(.dictionary(values.applying(operations)))).write(to: directory.file("full.plist"))
+        let script = """
+            import plistlib, sys
+            a, b = (plistlib.load(open(p, 'rb')) for p in sys.argv[1:3])
+            sys.exit(0 if a == b else 1)
+            """
+        let result = try await python(script, directory.file("incremental.plist").path, directory.file("full.plist").path)
+        #expect(result.status == 0, "\(result.output)")
+    }
+
+    @Test func aKeyTwiceInAForeignFileIsReadAsInFull() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("twice.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(0, forKey: "k")
+        suite.set(1, forKey: "other")
+        try await suite.flush()
+        let (changes, token) = suite.record(.all)
+        defer { _ = token }
+        // No writer we know makes such a file; every reader lets the last one win.
+        var encoder = BinaryPropertyList.Encoder(source: UnsafeBufferPointer(start: nil, count: 0), offsetTable: 0, offsetSize: 1)
+        let bytes = encoder.encode(.dictionary(keys: [.value("k"), .value("other"), .value("k")], values: [.value(1), .value(1), .value(2)]))
+        try Data(bytes).write(to: directory.file(".twice.tmp"))
+        #expect(rename(directory.file(".twice.tmp").path, file.path) == 0)
+        let seen = try await changes.wait(for: 1)
+        #expect(seen.map(\.key) == ["k"] && seen[0].newValue == 2)
+        #expect(suite.integer(forKey: "k") == 2)
+    }
+}

@@ -4,6 +4,20 @@ import SharedPrefsLocking
 
 /// The roles this executable plays in the child processes the measurements start.
 enum Role {
+    /// `codec <keys> <rounds>`: the in-process work of one-key changes in a suite of `keys`
+    /// (encode, re-read), in a loop, for a profiler (`valgrind --tool=callgrind`).
+    static func codec(keys: Int, rounds: Int) throws {
+        var values = PlistDictionary()
+        for i in 0..<keys { values["key.\(i)"] = .string("value \(i)") }
+        guard let image = try _BenchmarkHooks.image(PlistValue.dictionary(values).propertyListData(format: .binary).map { $0 }) else { return }
+        var total = 0
+        for round in 0..<rounds {
+            let changed = try _BenchmarkHooks.encodeChange(image, key: "key.\(round % keys)", value: .string("changed \(round)"))
+            total += try _BenchmarkHooks.changeCount(from: image, to: changed)
+        }
+        print(total)
+    }
+
     /// `observe <plist>`: records `now − value` for every change of "stamp" until "done" changes;
     /// prints `ready`, then `L <sent> <latency>` lines and `end`.
     static func observe(_ path: String) throws {

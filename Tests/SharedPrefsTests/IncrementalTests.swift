@@ -33,7 +33,10 @@ struct IncrementalTests {
         case 4: .date(Date(timeIntervalSinceReferenceDate: Double(Int.random(in: 0...1_000_000_000, using: &rng))))
         case 5: .data(Data((0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }))
         case 6: .unsignedInteger(UInt64.random(in: UInt64(Int64.max) + 1...UInt64.max, using: &rng))
-        case 7: .integer(Int64.random(in: 0...3, using: &rng))  // small values repeat: equal values in new places
+        case 7:
+            // Equal values in new places, and long ones that differ only at the end.
+            [.integer(Int64.random(in: 0...3, using: &rng)), .string(String(repeating: "x", count: 20) + "\(Int.random(in: 0...3, using: &rng))"),
+             .data(Data(repeating: 7, count: 20) + [UInt8.random(in: 0...3, using: &rng)])][Int.random(in: 0..<3, using: &rng)]
         case 8: .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in value(&rng, depth: depth + 1) })
         default: .dictionary(PlistDictionary((0..<Int.random(in: 0...4, using: &rng)).map { _ in (key(&rng), value(&rng, depth: depth + 1)) }))
         }
@@ -153,7 +156,7 @@ struct IncrementalTests {
         defer { _ = token }
         // No writer we know makes such a file; every reader lets the last one win.
         var encoder = BinaryPropertyList.Encoder(source: UnsafeBufferPointer(start: nil, count: 0), offsetTable: 0, offsetSize: 1)
-        let bytes = encoder.encode(.dictionary(keys: [.value("k"), .value("other"), .value("k")], values: [.value(1), .value(1), .value(2)]))
+        let bytes = encoder.encodeDictionary(keys: [.value("k"), .value("other"), .value("k")], values: [.value(1), .value(1), .value(2)])
         try Data(bytes).write(to: directory.file(".twice.tmp"))
         #expect(rename(directory.file(".twice.tmp").path, file.path) == 0)
         let seen = try await changes.wait(for: 1)

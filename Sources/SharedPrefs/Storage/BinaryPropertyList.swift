@@ -53,10 +53,19 @@ enum BinaryPropertyList {
             budget = max(1 << 20, bytes.count * 4)
         }
 
+        /// The big-endian unsigned integer of `size` bytes at `at` (which the caller checked).
         static func uint(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> UInt64 {
-            var value: UInt64 = 0
-            for i in 0..<size { value = value << 8 | UInt64(bytes[at + i]) }
-            return value
+            let raw = UnsafeRawPointer(bytes.baseAddress! + at)
+            switch size {
+            case 1: return UInt64(bytes[at])
+            case 2: return UInt64(UInt16(bigEndian: raw.loadUnaligned(as: UInt16.self)))
+            case 4: return UInt64(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self)))
+            case 8: return UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self))
+            default:
+                var value: UInt64 = 0
+                for i in 0..<size { value = value << 8 | UInt64(bytes[at + i]) }
+                return value
+            }
         }
 
         func checked(_ at: Int, _ length: Int) throws(PropertyListDecodingError) {
@@ -201,30 +210,132 @@ enum BinaryPropertyList {
     /// contiguous run of references that is known before the children are written.
     static func encode(_ root: PlistValue) -> [UInt8] {
         var encoder = Encoder(source: UnsafeBufferPointer(start: nil, count: 0), offsetTable: 0, offsetSize: 1)
-        return encoder.encode(.value(root))
+        return encoder.encode(root)
     }
 
-    /// An object to write: a value, an object copied from another binary property list (its
-    /// subtree copied with it, references renumbered), or a dictionary of such objects.
+    /// An object to write: a value, or an object copied from another binary property list (its
+    /// subtree copied with it, references renumbered).
     enum Item {
         case value(PlistValue)
         case copy(Int)
-        case dictionary(keys: [Item], values: [Item])
     }
 
-    /// Writes items breadth-first; `.copy` objects come from `source` (a valid binary property list).
+    /// Writes objects breadth-first; `.copy` objects come from `source`, a valid binary property
+    /// list (a file already decoded).
     struct Encoder {
         let source: UnsafeBufferPointer<UInt8>
         let offsetTable: Int
         let offsetSize: Int
+        let sourceRefSize: Int
+        private var out: [UInt8] = []
+        private var offsets: [Int] = []
+        /// Objects whose references are written, in reference order, waiting to be written.
+        private var queue: [Item] = []
+        private var head = 0
+        private var nextRef = 1
+        private var refSize = 1
 
-        func sourceOffset(_ ref: Int) -> Int {
+        init(source: UnsafeBufferPointer<UInt8>, offsetTable: Int, offsetSize: Int) {
+            self.source = source
+            self.offsetTable = offsetTable
+            self.offsetSize = offsetSize
+            sourceRefSize = source.count >= 32 ? Int(source[source.count - 25]) : 1
+        }
+
+        mutating func encode(_ root: PlistValue) -> [UInt8] {
+            start(objects: count(.value(root)))
+            write(.value(root))
+            return finish()
+        }
+
+        /// Encodes a root dictionary of `keys[i]` → `values[i]`. Its entries are written in place,
+        /// not queued: the usual suite is a long root of short values.
+        mutating func encodeDictionary(keys: [Item], values: [Item]) -> [UInt8] {
+            start(objects: keys.reduce(1) { $0 + count($1) } + values.reduce(0) { $0 + count($1) })
+            offsets.append(out.count)
+            appendMarker(0xD0, count: keys.count, to: &out)
+            announce(2 * keys.count)
+            writeInOrder(keys)
+            writeInOrder(values)
+            return finish()
+        }
+
+        /// Writes `items` one after another. Copied scalars that lie one after another in the
+        /// source (the keys and short values of an unchanged suite) are copied in one piece.
+        private mutating func writeInOrder(_ items: [Item]) {
+            var run = (start: 0, end: -1, base: 0)  // the source bytes of the copies not yet appended
+            func flush(_ run: inout (start: Int, end: Int, base: Int), into out: inout [UInt8], from source: UnsafeBufferPointer<UInt8>) {
+                if run.end > run.start { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[run.start..<run.end])) }
+                run.end = -1
+            }
+            for item in items {
+                guard case .copy(let ref) = item, case let start = sourceOffset(ref), !Self.isContainer(source[start]) else {
+                    flush(&run, into: &out, from: source)
+                    write(item)
+                    continue
+                }
+                if start != run.end {
+                    flush(&run, into: &out, from: source)
+                    run = (start, start, out.count)
+                }
+                offsets.append(run.base + start - run.start)
+                run.end = scalarEnd(at: start)
+            }
+            flush(&run, into: &out, from: source)
+        }
+
+        /// Where the copied scalar object at `start` ends.
+        private func scalarEnd(at start: Int) -> Int {
+            let marker = source[start]
+            switch marker >> 4 {
+            case 0x0: return start + 1
+            case 0x1, 0x2: return start + 1 + 1 << Int(marker & 0x0F)
+            case 0x3: return start + 9
+            case 0x6:
+                let (_, count, body) = header(at: start)
+                return body + 2 * count
+            default:  // data, ASCII string
+                let (_, count, body) = header(at: start)
+                return body + count
+            }
+        }
+
+        private mutating func start(objects: Int) {
+            refSize = byteWidth(UInt64(objects))
+            out = magic
+            out.reserveCapacity(64 + objects * 12)
+            offsets.reserveCapacity(objects)
+        }
+
+        private mutating func finish() -> [UInt8] {
+            while head < queue.count {
+                let item = queue[head]
+                head += 1
+                write(item)
+            }
+            let tableOffset = out.count
+            let offsetSize = byteWidth(UInt64(tableOffset))
+            appendBigEndian(offsets, size: offsetSize, to: &out)
+            out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
+            appendBigEndian(UInt64(offsets.count), size: 8, to: &out)
+            appendBigEndian(0, size: 8, to: &out)
+            appendBigEndian(UInt64(tableOffset), size: 8, to: &out)
+            return out
+        }
+
+        /// Writes the next `count` references; the objects they name come next in the queue.
+        private mutating func announce(_ count: Int) {
+            appendBigEndian(nextRef..<nextRef + count, size: refSize, to: &out)
+            nextRef += count
+        }
+
+        private func sourceOffset(_ ref: Int) -> Int {
             Int(Reader.uint(source, offsetTable + ref * offsetSize, offsetSize))
         }
 
-        /// The marker and where the children or payload of a copied object begin.
-        func header(_ ref: Int) -> (marker: UInt8, count: Int, body: Int) {
-            let offset = sourceOffset(ref)
+        /// A copied object's marker, its length or child count, and where its payload or
+        /// references begin.
+        private func header(at offset: Int) -> (marker: UInt8, count: Int, body: Int) {
             let marker = source[offset]
             var body = offset + 1
             var count = Int(marker & 0x0F)
@@ -239,86 +350,53 @@ enum BinaryPropertyList {
             return (marker, count, body)
         }
 
-        /// The source's references are `refSize` bytes wide.
-        var sourceRefSize: Int { Int(source[source.count - 32 + 7]) }
+        private static func isContainer(_ marker: UInt8) -> Bool { marker >> 4 == 0xA || marker >> 4 == 0xD }
 
-        func count(_ item: Item) -> Int {
+        /// The references of a copied container, in order.
+        private func children(at offset: Int) -> (marker: UInt8, count: Int, refs: [Int]) {
+            let (marker, count, body) = header(at: offset)
+            let total = marker >> 4 == 0xD ? 2 * count : count
+            return (marker, count, (0..<total).map { Int(Reader.uint(source, body + $0 * sourceRefSize, sourceRefSize)) })
+        }
+
+        /// How many objects `item` writes, itself included.
+        private func count(_ item: Item) -> Int {
             switch item {
             case .value(let value): return BinaryPropertyList.count(value)
-            case .dictionary(let keys, let values): return keys.reduce(1) { $0 + count($1) } + values.reduce(0) { $0 + count($1) }
             case .copy(let ref):
-                let (marker, children, body) = header(ref)
-                guard marker >> 4 == 0xA || marker >> 4 == 0xD else { return 1 }
-                let refSize = sourceRefSize
-                return (0..<(marker >> 4 == 0xD ? 2 * children : children)).reduce(1) {
-                    $0 + count(.copy(Int(Reader.uint(source, body + $1 * refSize, refSize))))
-                }
+                let offset = sourceOffset(ref)
+                guard Self.isContainer(source[offset]) else { return 1 }
+                return children(at: offset).refs.reduce(1) { $0 + count(.copy($1)) }
             }
         }
 
-        mutating func encode(_ root: Item) -> [UInt8] {
-            let objectCount = count(root)
-            let refSize = byteWidth(UInt64(objectCount))
-            var out = magic
-            out.reserveCapacity(64 + objectCount * 12)
-            var offsets: [Int] = []
-            offsets.reserveCapacity(objectCount)
-            var queue: [Item] = [root]
-            queue.reserveCapacity(objectCount)
-            var head = 0
-            func appendRefs(_ count: Int) {
-                for i in 0..<count { appendBigEndian(UInt64(queue.count + i), size: refSize, to: &out) }
-            }
-            while head < queue.count {
-                let item = queue[head]
-                head += 1
-                offsets.append(out.count)
-                switch item {
-                case .value(.array(let items)):
-                    appendMarker(0xA0, count: items.count, to: &out)
-                    appendRefs(items.count)
-                    queue.append(contentsOf: items.lazy.map { .value($0) })
-                case .value(.dictionary(let items)):
-                    appendMarker(0xD0, count: items.count, to: &out)
-                    appendRefs(2 * items.count)
-                    queue.append(contentsOf: items.storage.keys.lazy.map { .value(.string($0.string)) })
-                    queue.append(contentsOf: items.storage.values.lazy.map { .value($0) })
-                case .value(let scalar):
-                    appendScalar(scalar, to: &out)
-                case .dictionary(let keys, let values):
-                    appendMarker(0xD0, count: keys.count, to: &out)
-                    appendRefs(2 * keys.count)
-                    queue.append(contentsOf: keys)
-                    queue.append(contentsOf: values)
-                case .copy(let ref):
-                    let (marker, children, body) = header(ref)
-                    if marker >> 4 == 0xA || marker >> 4 == 0xD {
-                        let total = marker >> 4 == 0xD ? 2 * children : children
-                        let sourceRefSize = sourceRefSize
-                        appendMarker(marker & 0xF0, count: children, to: &out)
-                        appendRefs(total)
-                        for i in 0..<total { queue.append(.copy(Int(Reader.uint(source, body + i * sourceRefSize, sourceRefSize)))) }
-                    } else {
-                        let start = sourceOffset(ref)
-                        let end = switch marker >> 4 {
-                        case 0x0: start + 1
-                        case 0x1, 0x2: start + 1 + 1 << Int(marker & 0x0F)
-                        case 0x3: start + 9
-                        case 0x6: body + 2 * children
-                        default: body + children  // data, ASCII string
-                        }
-                        out.append(contentsOf: UnsafeBufferPointer(rebasing: source[start..<end]))
-                    }
+        /// Writes one object. Its children get the next references and join the queue.
+        private mutating func write(_ item: Item) {
+            offsets.append(out.count)
+            switch item {
+            case .value(.array(let items)):
+                appendMarker(0xA0, count: items.count, to: &out)
+                announce(items.count)
+                queue.append(contentsOf: items.lazy.map { .value($0) })
+            case .value(.dictionary(let items)):
+                appendMarker(0xD0, count: items.count, to: &out)
+                announce(2 * items.count)
+                queue.append(contentsOf: items.storage.keys.lazy.map { .value(.string($0.string)) })
+                queue.append(contentsOf: items.storage.values.lazy.map { .value($0) })
+            case .value(let scalar):
+                appendScalar(scalar, to: &out)
+            case .copy(let ref):
+                let start = sourceOffset(ref)
+                let marker = source[start]
+                if Self.isContainer(marker) {
+                    let (marker, count, refs) = children(at: start)
+                    appendMarker(marker & 0xF0, count: count, to: &out)
+                    announce(refs.count)
+                    queue.append(contentsOf: refs.lazy.map { .copy($0) })
+                    return
                 }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: source[start..<scalarEnd(at: start)]))
             }
-            let tableOffset = out.count
-            let offsetSize = byteWidth(UInt64(tableOffset))
-            for offset in offsets { appendBigEndian(UInt64(offset), size: offsetSize, to: &out) }
-            out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
-            appendBigEndian(UInt64(objectCount), size: 8, to: &out)
-            appendBigEndian(0, size: 8, to: &out)
-            appendBigEndian(UInt64(tableOffset), size: 8, to: &out)
-            return out
         }
     }
 
@@ -374,6 +452,24 @@ enum BinaryPropertyList {
         while shift > 0 {
             shift -= 8
             out.append(UInt8(truncatingIfNeeded: value &>> shift))
+        }
+    }
+
+    /// Appends each of `values` as a big-endian integer of `size` bytes (1, 2, 4 or 8), in one
+    /// growth of `out`: the offset table and the references of a large suite.
+    static func appendBigEndian(_ values: some Collection<Int>, size: Int, to out: inout [UInt8]) {
+        var position = out.count
+        out.append(contentsOf: repeatElement(0, count: values.count * size))
+        out.withUnsafeMutableBytes { buffer in
+            for value in values {
+                switch size {
+                case 1: buffer[position] = UInt8(truncatingIfNeeded: value)
+                case 2: buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt16.self)
+                case 4: buffer.storeBytes(of: UInt32(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt32.self)
+                default: buffer.storeBytes(of: UInt64(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt64.self)
+                }
+                position += size
+            }
         }
     }
 

@@ -71,7 +71,7 @@ struct SuiteImage: Sendable {
                     let entry = try new.entry(j, of: count, at: refs)
                     var match: Int? = nil
                     for candidate in i..<min(i + Self.lookahead, oldCount)
-                    where try new.same(entry.key, as: &old, old.entry(candidate, of: oldCount, at: oldRefs).key, depth: 1) {
+                    where try new.equal(entry.key, as: &old, old.ref(candidate, at: oldRefs)) {
                         match = candidate
                         break
                     }
@@ -80,14 +80,14 @@ struct SuiteImage: Sendable {
                         newKeys.append(PlistKey(""))  // replaced below
                         continue
                     }
-                    unmatchedOld.append(contentsOf: i..<match)
+                    if match > i { unmatchedOld.append(contentsOf: i..<match) }
                     i = match + 1
                     newKeys.append(keys[match])
-                    if try !new.same(entry.value, as: &old, old.entry(match, of: oldCount, at: oldRefs).value, depth: 1) {
+                    if try !new.equal(entry.value, as: &old, old.ref(oldCount + match, at: oldRefs)) {
                         delta.append((keys[match], try new.object(entry.value, depth: 1)))
                     }
                 }
-                unmatchedOld.append(contentsOf: i..<oldCount)
+                if i < oldCount { unmatchedOld.append(contentsOf: i..<oldCount) }
                 // The rest, matched by key.
                 var added: [PlistKey] = []
                 if !unmatchedNew.isEmpty || !unmatchedOld.isEmpty {
@@ -152,7 +152,7 @@ struct SuiteImage: Sendable {
                 newKeys.append(key)
             }
             var encoder = BinaryPropertyList.Encoder(source: buffer, offsetTable: reader.offsetTable, offsetSize: reader.offsetSize)
-            let encoded = encoder.encode(.dictionary(keys: keyItems, values: valueItems))
+            let encoded = encoder.encodeDictionary(keys: keyItems, values: valueItems)
             return (encoded, SuiteImage(bytes: encoded, keys: newKeys))
         }
     }
@@ -173,13 +173,42 @@ extension BinaryPropertyList.Reader {
 
     /// The key and value objects of entry `i` of a dictionary of `count` entries at `refs`.
     func entry(_ i: Int, of count: Int, at refs: Int) throws(PropertyListDecodingError) -> (key: Int, value: Int) {
-        (try ref(refs + i * refSize), try ref(refs + (count + i) * refSize))
+        (try ref(i, at: refs), try ref(count + i, at: refs))
+    }
+
+    /// Reference `i` of a run of references at `refs` that is already bounds-checked.
+    func ref(_ i: Int, at refs: Int) throws(PropertyListDecodingError) -> Int {
+        let ref = Self.uint(bytes, refs + i * refSize, refSize)
+        guard ref < UInt64(objectCount) else { throw PropertyListDecodingError("object reference \(ref) out of range") }
+        return Int(ref)
     }
 
     /// A dictionary key: a string object.
     mutating func key(_ ref: Int) throws(PropertyListDecodingError) -> PlistKey {
         guard case .string(let key) = try object(ref, depth: 1) else { throw PropertyListDecodingError("dictionary key is not a string") }
         return PlistKey(key)
+    }
+
+    /// ``same(_:as:_:depth:)`` for a root entry, with a fast path for what most keys and values
+    /// are: numbers and short strings, compared without parsing more than their marker.
+    mutating func equal(_ object: Int, as other: inout Self, _ otherObject: Int) throws(PropertyListDecodingError) -> Bool {
+        let a = Int(Self.uint(bytes, offsetTable + object * offsetSize, offsetSize))
+        let b = Int(Self.uint(other.bytes, other.offsetTable + otherObject * other.offsetSize, other.offsetSize))
+        if a >= 8, a < offsetTable, b >= 8, b < other.offsetTable {
+            let marker = bytes[a]
+            let nibble = Int(marker & 0x0F)
+            let size: Int? = switch marker >> 4 {
+            case 0x1 where nibble <= 4, 0x2 where nibble <= 3: 1 << nibble
+            case 0x3: 8
+            case 0x4 where nibble < 0x0F, 0x5 where nibble < 0x0F: nibble
+            case 0x6 where nibble < 0x0F: 2 * nibble
+            default: nil
+            }
+            if let size, a + 1 + size <= offsetTable, b + 1 + size <= other.offsetTable {
+                return memcmp(bytes.baseAddress! + a, other.bytes.baseAddress! + b, 1 + size) == 0
+            }
+        }
+        return try same(object, as: &other, otherObject, depth: 1)
     }
 
     /// Whether `object` here and `otherObject` of `other` (a file already decoded, so

@@ -187,7 +187,10 @@ struct Measures {
                 blackHole(try _BenchmarkHooks.decodeSuite(changed))
                 decodeTimes.append(now() - t)
             }
-            func median(_ times: [Int64]) -> String { ms(percentile(times.sorted(), 0.5)) }
+            func median(_ times: [Int64]) -> String {
+                let ns = percentile(times.sorted(), 0.5)
+                return ns < 1_000_000 ? String(format: "%.1f µs", Double(ns) / 1000) : ms(ns)
+            }
             rows.append(Row(
                 group: "6. scale", name: "one-key change in a \(keys)-key suite → remote observer", n: sorted.count, p50: ms(percentile(sorted, 0.5)), p99: ms(percentile(sorted, 0.99)),
                 note: "encode \(median(encodeTimes)), re-read + diff \(median(rereadTimes)) (full decode \(median(decodeTimes))), \(bytes.count / 1024) KiB"))

@@ -251,7 +251,7 @@ enum BinaryPropertyList {
         /// Encodes a root dictionary of `keys[i]` → `values[i]`. Its entries are written in place,
         /// not queued: the usual suite is a long root of short values.
         mutating func encodeDictionary(keys: [Item], values: [Item]) -> [UInt8] {
-            start(objects: keys.reduce(1) { $0 + count($1) } + values.reduce(0) { $0 + count($1) })
+            start(objects: 1 + count(keys) + count(values))
             offsets.append(out.count)
             appendMarker(0xD0, count: keys.count, to: &out)
             announce(2 * keys.count)
@@ -268,7 +268,10 @@ enum BinaryPropertyList {
                 if run.end > run.start { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[run.start..<run.end])) }
                 run.end = -1
             }
-            for item in items {
+            var i = 0
+            while i < items.count {
+                let item = items[i]
+                i += 1
                 guard case .copy(let ref) = item, case let start = sourceOffset(ref), !Self.isContainer(source[start]) else {
                     flush(&run, into: &out, from: source)
                     write(item)
@@ -303,7 +306,8 @@ enum BinaryPropertyList {
         private mutating func start(objects: Int) {
             refSize = byteWidth(UInt64(objects))
             out = magic
-            out.reserveCapacity(64 + objects * 12)
+            // About the source's size when copying from one (a suite written anew).
+            out.reserveCapacity(64 + max(objects * 12, source.count + source.count / 8))
             offsets.reserveCapacity(objects)
         }
 
@@ -315,7 +319,7 @@ enum BinaryPropertyList {
             }
             let tableOffset = out.count
             let offsetSize = byteWidth(UInt64(tableOffset))
-            appendBigEndian(offsets, size: offsetSize, to: &out)
+            offsets.withUnsafeBufferPointer { appendBigEndian($0, size: offsetSize, to: &out) }
             out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
             appendBigEndian(UInt64(offsets.count), size: 8, to: &out)
             appendBigEndian(0, size: 8, to: &out)
@@ -325,7 +329,11 @@ enum BinaryPropertyList {
 
         /// Writes the next `count` references; the objects they name come next in the queue.
         private mutating func announce(_ count: Int) {
-            appendBigEndian(nextRef..<nextRef + count, size: refSize, to: &out)
+            let refs = [Int](unsafeUninitializedCapacity: count) { buffer, initialized in
+                for i in 0..<count { buffer[i] = nextRef + i }
+                initialized = count
+            }
+            refs.withUnsafeBufferPointer { appendBigEndian($0, size: refSize, to: &out) }
             nextRef += count
         }
 
@@ -357,6 +365,18 @@ enum BinaryPropertyList {
             let (marker, count, body) = header(at: offset)
             let total = marker >> 4 == 0xD ? 2 * count : count
             return (marker, count, (0..<total).map { Int(Reader.uint(source, body + $0 * sourceRefSize, sourceRefSize)) })
+        }
+
+        /// How many objects `items` write. (Loops, not `reduce`: every write counts every entry,
+        /// also in debug builds, where generic calls cost a hundred times more.)
+        private func count(_ items: [Item]) -> Int {
+            var total = 0
+            var i = 0
+            while i < items.count {
+                total += count(items[i])
+                i += 1
+            }
+            return total
         }
 
         /// How many objects `item` writes, itself included.
@@ -457,18 +477,16 @@ enum BinaryPropertyList {
 
     /// Appends each of `values` as a big-endian integer of `size` bytes (1, 2, 4 or 8), in one
     /// growth of `out`: the offset table and the references of a large suite.
-    static func appendBigEndian(_ values: some Collection<Int>, size: Int, to out: inout [UInt8]) {
-        var position = out.count
-        out.append(contentsOf: repeatElement(0, count: values.count * size))
-        out.withUnsafeMutableBytes { buffer in
+    /// (Concrete, not generic: this is a hot loop of every write, also in debug builds.)
+    static func appendBigEndian(_ values: UnsafeBufferPointer<Int>, size: Int, to out: inout [UInt8]) {
+        out += [UInt8](unsafeUninitializedCapacity: values.count * size) { buffer, initialized in
             for value in values {
-                switch size {
-                case 1: buffer[position] = UInt8(truncatingIfNeeded: value)
-                case 2: buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt16.self)
-                case 4: buffer.storeBytes(of: UInt32(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt32.self)
-                default: buffer.storeBytes(of: UInt64(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt64.self)
+                var shift = size * 8
+                while shift > 0 {
+                    shift -= 8
+                    buffer[initialized] = UInt8(truncatingIfNeeded: value &>> shift)
+                    initialized += 1
                 }
-                position += size
             }
         }
     }

@@ -129,9 +129,13 @@ struct SuiteImage: Sendable {
             newKeys.reserveCapacity(oldCount + operations.count)
             for i in 0..<oldCount {
                 let key = keys[i]
-                let operation: PendingOperation?
+                var operation: PendingOperation? = nil
                 if let few {
-                    operation = few.first { $0.key == key }?.value
+                    var k = 0
+                    while k < few.count, operation == nil {
+                        if few[k].key == key { operation = few[k].value }
+                        k += 1
+                    }
                 } else {
                     operation = remaining[key]
                 }

@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         // `swift package generate-documentation` (README); a plugin, built only when asked for.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
+        // prefs-bench's latency percentiles.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         .target(
@@ -84,7 +86,7 @@ let package = Package(
         // The benchmark: SharedPrefs beside UserDefaults, dconf and the kernel floor (release build).
         .executableTarget(
             name: "prefs-bench",
-            dependencies: ["SharedPrefs", "SharedPrefsLocking"],
+            dependencies: ["SharedPrefs", "SharedPrefsLocking", .product(name: "Histogram", package: "hdrhistogram-swift")],
             path: "Benchmarks/prefs-bench"
         ),
         // A child process for the multi-process tests; the tests find it next to their bundle.

@@ -83,8 +83,8 @@ enum Role {
     }
 
     /// `contend <plist> <deadline>`: `update` increments of "counter" until the deadline; prints the count.
-    static func contend(_ path: String, until deadline: Int64) throws {
-        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+    static func contend(_ path: String, until deadline: Int64, durability: PreferenceSuite.Durability) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path), options: .init(durability: durability))
         let counter = PreferenceKey<Int>("counter", default: 0)
         print("ready")
         fflush(nil)

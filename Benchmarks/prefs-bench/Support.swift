@@ -1,4 +1,5 @@
 import Foundation
+import Histogram
 import SharedPrefsLocking
 
 /// CLOCK_MONOTONIC in nanoseconds: comparable between processes of one machine.
@@ -13,24 +14,69 @@ func percentile(_ sorted: [Int64], _ p: Double) -> Int64 {
     return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))]
 }
 
-/// One line of the results table.
+/// A number and its unit: the JSON keeps them apart, so that a script can compare two runs.
+struct Quantity: Codable, CustomStringConvertible {
+    var value: Double
+    var unit: String
+
+    var description: String {
+        switch unit {
+        case "ns": String(format: "%.1f ns", value)
+        case "µs": String(format: "%.0f µs", value)
+        case "ms": String(format: "%.2f ms", value)
+        default: value >= 1e6 ? String(format: "%.2f M %@", value / 1e6, unit) : String(format: "%.0f %@", value, unit)
+        }
+    }
+}
+
+func ns(fromPicoseconds ps: Int64) -> Quantity { Quantity(value: Double(ps) / 1000, unit: "ns") }
+func µs(_ ns: Int64) -> Quantity { Quantity(value: (Double(ns) / 1000).rounded(), unit: "µs") }
+func ms(_ ns: Int64) -> Quantity { Quantity(value: (Double(ns) / 1e4).rounded() / 100, unit: "ms") }
+/// An in-process cost: µs below a millisecond, ms above.
+func cost(_ ns: Int64) -> Quantity { ns < 1_000_000 ? Quantity(value: (Double(ns) / 100).rounded() / 10, unit: "µs") : ms(ns) }
+
+func ratio(_ a: Int64, _ b: Int64) -> Double? {
+    b == 0 ? nil : Double(a) / Double(b)
+}
+
+/// Latencies in nanoseconds, in an HDR histogram (three significant digits, up to ten minutes).
+struct Latencies {
+    private var histogram = Histogram<UInt64>(highestTrackableValue: 600_000_000_000, numberOfSignificantValueDigits: .three)
+
+    init(_ samples: some Sequence<Int64>) {
+        for sample in samples { _ = histogram.record(UInt64(max(1, sample))) }
+    }
+
+    var count: Int { Int(histogram.totalCount) }
+    func at(_ percent: Double) -> Int64 { count == 0 ? 0 : Int64(histogram.valueAtPercentile(percent)) }
+    var p50: Int64 { at(50) }
+    var p99: Int64 { at(99) }
+
+    /// The distribution, as (nanoseconds, percentile) points, for `--plot`.
+    var cdf: [[Double]] {
+        count == 0 ? [] : histogram.percentiles(ticksPerHalfDistance: 4).map { [Double($0.value), $0.percentile] }
+    }
+}
+
+/// One line of the results table, and of the JSON.
 struct Row: Codable {
     var group: String
     var name: String
     var n: Int
-    var p50: String = ""
-    var p99: String = ""
-    var throughput: String = ""
-    var ratio: String = ""
+    var p50: Quantity? = nil
+    var p99: Quantity? = nil
+    var throughput: Quantity? = nil
+    /// The headline ratio: to what `ratioTo` names.
+    var ratio: Double? = nil
+    var ratioTo: String = ""
     var note: String = ""
-}
+    /// The latency distribution (nanoseconds, percentile), for `--plot`.
+    var cdf: [[Double]]? = nil
 
-func µs(_ ns: Int64) -> String { String(format: "%.0f µs", Double(ns) / 1000) }
-func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
-func times(_ a: Int64, _ b: Int64) -> String {
-    guard b != 0 else { return "" }
-    let ratio = Double(a) / Double(b)
-    return String(format: ratio < 0.1 ? "%.3f×" : "%.1f×", ratio)
+    var ratioText: String {
+        guard let ratio else { return "" }
+        return String(format: ratio < 0.1 ? "%.3f×" : "%.1f×", ratio) + " " + ratioTo
+    }
 }
 
 /// Where this executable is, to start copies of itself in other roles.

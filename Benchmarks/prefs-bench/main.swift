@@ -1,7 +1,7 @@
 // prefs-bench: SharedPrefs side by side with Foundation UserDefaults, dconf and the kernel floor,
 // in one run on one machine. Timings live here, never in tests.
 //
-//   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--only 1,3,…]
+//   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 1,3,…]
 import Foundation
 import SharedPrefs
 
@@ -10,7 +10,7 @@ switch arguments.first {
 case "observe": try Role.observe(arguments[1]); exit(0)
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
 case "floor": Role.floor(arguments[1]); exit(0)
-case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!); exit(0)
+case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
 case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
 case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
@@ -21,15 +21,17 @@ var quick = false
 var installDconf = false
 var jsonPath = ".build/prefs-bench.json"
 var only: Set<Int>? = nil
+var plotPath: String? = nil
 while let option = arguments.first {
     arguments.removeFirst()
     switch option {
     case "--quick": quick = true
     case "--install-dconf": installDconf = true
     case "--json" where !arguments.isEmpty: jsonPath = arguments.removeFirst()
+    case "--plot" where !arguments.isEmpty: plotPath = arguments.removeFirst()
     case "--only" where !arguments.isEmpty: only = Set(arguments.removeFirst().split(separator: ",").compactMap { Int($0) })
     default:
-        FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--only 1,3,...]\n".utf8))
+        FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 1,3,...]\n".utf8))
         exit(64)
     }
 }
@@ -43,7 +45,7 @@ let selected = only
 let steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (1, "cached reads", { try $0.cachedReads() }),
     (2, "set loop", { try $0.setLoop() }),
-    (4, "kernel floor", { try $0.kernelFloor() }),
+    (4, "kernel floor", { try $0.kernelFloor(); try $0.fsyncPair() }),
     (3, "remote latency", { try $0.remoteLatency() }),
     (5, "dconf", { try $0.dconf(install: installDconf) }),
     (6, "scale", { try $0.scale() }),
@@ -65,7 +67,7 @@ print("prefs-bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(
 print("| group | measure | n | p50 | p99 | throughput | ratio | note |")
 print("|---|---|---|---|---|---|---|---|")
 for row in measures.rows {
-    print("| \(row.group) | \(row.name) | \(row.n) | \(row.p50) | \(row.p99) | \(row.throughput) | \(row.ratio) | \(row.note) |")
+    print("| \(row.group) | \(row.name) | \(row.n) | \(row.p50?.description ?? "") | \(row.p99?.description ?? "") | \(row.throughput?.description ?? "") | \(row.ratioText) | \(row.note) |")
 }
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -77,4 +79,19 @@ do {
 } catch {
     FileHandle.standardError.write(Data("prefs-bench: could not write the results to \(jsonPath): \(error.localizedDescription). Pass --json with a writable path.\n".utf8))
     exit(1)
+}
+
+// The picture: a latency CDF per row against the kernel floor, by a script beside this file.
+if let plotPath {
+    let script = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appending(path: "plot-cdf.py")
+    let plot = Process()
+    plot.executableURL = URL(filePath: "/usr/bin/env")
+    plot.arguments = ["python3", script.path, jsonPath, plotPath]
+    do {
+        try plot.run()
+        plot.waitUntilExit()
+    } catch {
+        FileHandle.standardError.write(Data("prefs-bench: could not run \(script.path): \(error.localizedDescription). Is python3 installed?\n".utf8))
+    }
+    if plot.terminationStatus != 0 { exit(1) }
 }

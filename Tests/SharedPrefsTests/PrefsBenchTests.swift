@@ -13,5 +13,22 @@ import Testing
     let groups = Set(rows.compactMap { ($0["group"] as? String)?.split(separator: ".").first.map(String.init) })
     #expect(groups == ["1", "2", "3", "4", "6", "7", "8", "9"])
     #expect(!rows.contains { $0["name"] as? String == "failed" }, "\(rows)")
-    #expect(rows.contains { ($0["note"] as? String)?.hasPrefix("lost updates: 0 ") == true })
+    #expect(rows.filter { ($0["note"] as? String)?.hasPrefix("lost updates: 0 ") == true }.count == 2, "contention, .full and .none")
+    // Numbers and units apart, so that two runs compare by script; latency rows carry their CDF.
+    for row in rows where row["p50"] != nil {
+        let p50 = try #require(row["p50"] as? [String: Any])
+        #expect((p50["value"] as? Double ?? 0) > 0 && ["ns", "µs", "ms"].contains(p50["unit"] as? String ?? ""), "\(row)")
+    }
+    let floor = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("rename") == true })
+    let cdf = try #require(floor["cdf"] as? [[Double]])
+    #expect(cdf.count > 1 && cdf.last?[1] == 100)
+}
+
+@Test func prefsBenchPlotsTheLatencyDistribution() async throws {
+    let directory = try TemporaryDirectory()
+    let bench = childExecutable.deletingLastPathComponent().appending(path: "prefs-bench")
+    let png = directory.file("cdf.png")
+    let result = try await run(bench, ["--quick", "--only", "4", "--json", directory.file("bench.json").path, "--plot", png.path])
+    #expect(result.status == 0, "\(result.output)")
+    #expect(try Data(contentsOf: png).starts(with: [0x89, 0x50, 0x4E, 0x47]))
 }

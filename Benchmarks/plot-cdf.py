@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Draws the latency distribution of every prefs-bench row that has one, as a CDF against the
+kernel floor of the same run.
+
+    python3 Benchmarks/plot-cdf.py .build/prefs-bench.json Benchmarks/latency-cdf.png
+
+prefs-bench --plot PATH runs it. Needs matplotlib (pip install matplotlib).
+"""
+import json
+import sys
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit("plot-cdf.py needs matplotlib: pip install matplotlib (or apt-get install python3-matplotlib)")
+
+if len(sys.argv) != 3:
+    sys.exit("usage: plot-cdf.py RESULTS.json OUTPUT.png")
+with open(sys.argv[1]) as f:
+    rows = [row for row in json.load(f) if row.get("cdf")]
+if not rows:
+    sys.exit(f"{sys.argv[1]} holds no latency distribution: run prefs-bench without --only, or with 3, 4 or 7")
+
+fig, ax = plt.subplots(figsize=(10, 6), dpi=110)
+for row in rows:
+    points = row["cdf"]
+    xs = [value / 1000 for value, _ in points]  # µs
+    ys = [percentile for _, percentile in points]
+    floor = row["name"].startswith("rename")
+    ax.step(xs, ys, where="post", linewidth=2.5 if floor else 1.5, color="black" if floor else None,
+            linestyle="--" if floor else "-", label=f'{row["group"]}: {row["name"]} (p50 {row["p50"]["value"]:g} {row["p50"]["unit"]})')
+ax.set_xscale("log")
+ax.set_xlabel("latency (µs, log scale)")
+ax.set_ylabel("percentile")
+ax.set_ylim(0, 100)
+ax.grid(True, which="both", alpha=0.3)
+ax.set_title("SharedPrefs: set in one process → observer in another, against the kernel floor")
+ax.legend(fontsize=7, loc="lower right")
+fig.tight_layout()
+fig.savefig(sys.argv[2])
+print(f"plot-cdf.py: wrote {sys.argv[2]}")

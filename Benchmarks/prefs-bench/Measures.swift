@@ -123,6 +123,7 @@ struct Measures {
     }
 
     mutating func remoteLatency() throws {
+        defer { try? foundationAcrossProcesses() }
         for durability in [PreferenceSuite.Durability.none, .full] {
             let suite = try makeSuite("latency-\(durability)", keys: 100, durability: durability)
             let measured = Latencies(try remoteLatencies(suite, count: scaled(500))[0].map(\.latency))
@@ -167,7 +168,7 @@ struct Measures {
         if !available() && install {
             let apt = Process()
             apt.executableURL = URL(filePath: "/bin/sh")
-            apt.arguments = ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dconf-cli dconf-service dbus >/dev/null"]
+            apt.arguments = ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dconf-cli dconf-service dbus libdconf-dev pkg-config >/dev/null"]
             try apt.run()
             apt.waitUntilExit()
         }
@@ -175,6 +176,7 @@ struct Measures {
             rows.append(Row(group: "5. dconf", name: "dconf write → dconf watch", n: 0, note: "skipped: dconf or dbus-run-session not installed (run with --install-dconf)"))
             return
         }
+        try dconfClientLibrary()
         let session = try Child(["--", executable.path, "dconf-inner", String(scaled(200))], executable: URL(filePath: "/usr/bin/dbus-run-session"))
         let pairs = latencies(from: session)
         let total = Latencies(pairs.map(\.sent))
@@ -185,6 +187,53 @@ struct Measures {
         }
         rows.append(Row(group: "5. dconf", name: "dconf write (CLI) → dconf watch", n: total.count, p50: µs(total.p50), p99: µs(total.p99), ratio: ratio(fullP50, total.p50), ratioTo: "(SharedPrefs .full ÷ this)", note: "includes starting the dconf CLI; target SharedPrefs .full ≤ ½"))
         rows.append(Row(group: "5. dconf", name: "… counted from the write command's exit", n: afterExit.count, p50: µs(afterExit.p50), p99: µs(afterExit.p99), ratio: ratio(fullP50, afterExit.p50), ratioTo: "(SharedPrefs .full ÷ this)", note: "the service's write → notify alone"))
+    }
+
+    /// dconf as its users meet it: a write through libdconf (as GSettings makes it) → the
+    /// "changed" signal in another process, both in one D-Bus session with dconf-service.
+    mutating func dconfClientLibrary() throws {
+        let name = "libdconf write → \"changed\" signal in another process"
+        let peer = directory.appending(path: "dconf-peer")
+        let source = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appending(path: "dconf-peer.c")
+        let compile = Process()
+        compile.executableURL = URL(filePath: "/bin/sh")
+        compile.arguments = ["-c", "cc -O2 '\(source.path)' $(pkg-config --cflags --libs dconf) -o '\(peer.path)' 2>/dev/null"]
+        try compile.run()
+        compile.waitUntilExit()
+        guard compile.terminationStatus == 0 else {
+            rows.append(Row(group: "5. dconf", name: name, n: 0, note: "skipped: could not compile \(source.lastPathComponent) (needs cc, pkg-config and libdconf-dev: run with --install-dconf)"))
+            return
+        }
+        let session = try Child(["--", executable.path, "dconf-client", peer.path, String(scaled(500))], executable: URL(filePath: "/usr/bin/dbus-run-session"))
+        let measured = Latencies(latencies(from: session).map(\.latency))
+        rows.append(Row(
+            group: "5. dconf", name: name, n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99),
+            ratio: ratio(fullP50, measured.p50), ratioTo: "(SharedPrefs .full ÷ this)",
+            note: "the client library, \(scaled(500)) writes 2 ms apart (Benchmarks/dconf-peer.c); target SharedPrefs .full ≤ ½", cdf: measured.cdf))
+    }
+
+    /// Foundation's `UserDefaults` on Linux as a cross-process peer: another process writes (and
+    /// synchronizes) a suite; does this one notice, by notification or by reading again?
+    mutating func foundationAcrossProcesses() throws {
+        let count = 20
+        let suiteName = "sharedprefs-bench-cross-\(getpid())"
+        let defaults = UserDefaults(suiteName: suiteName)!
+        defaults.set("initial", forKey: "stamp")
+        defaults.synchronize()
+        defer { defaults.removePersistentDomain(forName: suiteName) }
+        let observer = try Child(["defaults-observe", suiteName, String(count)])
+        guard observer.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
+        for i in 0..<count {
+            defaults.set("value \(i)", forKey: "stamp")
+            defaults.synchronize()
+            gap(50)
+        }
+        let fields = observer.nextLine(timeout: 30)?.split(separator: " ").compactMap { Int($0) } ?? []
+        observer.waitForExit()
+        guard fields.count == 2 else { throw CocoaError(.featureUnsupported) }
+        rows.append(Row(
+            group: "3. set → remote observer", name: "Foundation UserDefaults, set + synchronize → another process", n: count,
+            note: "\(fields[0]) of \(count) didChangeNotifications arrived, and polling string(forKey:) every ms for 2 s more saw \(fields[1]) of \(count) new values: it does not notice other processes"))
     }
 
     // MARK: 6. Scale

@@ -107,6 +107,45 @@ enum Role {
 
     /// `dconf-inner <count>`: run under `dbus-run-session`. Writes a timestamp with `dconf write`
     /// and waits for `dconf watch` to print it; prints `L <total> <afterWriteExited>` lines and `end`.
+    /// `dconf-client <peer> <count>`: run under `dbus-run-session`. dconf through its client
+    /// library (Benchmarks/dconf-peer.c): one peer process writes, another hears the "changed"
+    /// signal; prints its `L <sent> <latency>` lines and `end`.
+    static func dconfClient(_ peer: String, _ count: Int) throws {
+        let watch = try Child(["watch"], executable: URL(filePath: peer))
+        if watch.nextLine(timeout: 30) == "ready" {
+            let writer = Process()
+            writer.executableURL = URL(filePath: peer)
+            writer.arguments = ["write", String(count), "2000"]
+            try writer.run()
+            writer.waitUntilExit()
+            while let line = watch.nextLine(timeout: 30), line != "end" { print(line) }
+        }
+        print("end")
+        fflush(nil)
+    }
+
+    /// `defaults-observe <suite> <count>`: whether Foundation's `UserDefaults` in this process
+    /// notices another process's writes: counts `didChangeNotification`s and values seen by
+    /// polling `string(forKey:)`, for 2 s after the writer's last write.
+    static func defaultsObserve(_ suiteName: String, _ count: Int) {
+        let defaults = UserDefaults(suiteName: suiteName)!
+        let notified = Lock(0)
+        let observer = NotificationCenter.default.addObserver(forName: UserDefaults.didChangeNotification, object: nil, queue: nil) { _ in
+            notified.withLock { $0 += 1 }
+        }
+        let initial = defaults.string(forKey: "stamp")
+        print("ready")
+        fflush(nil)
+        var seen: Set<String> = []
+        let deadline = now() + Int64(count) * 50_000_000 + 2_000_000_000
+        while now() < deadline {
+            if let value = defaults.string(forKey: "stamp"), value != initial { seen.insert(value) }
+            gap(1)
+        }
+        NotificationCenter.default.removeObserver(observer)
+        print("seen \(notified.withLock { $0 }) \(seen.count)")
+    }
+
     static func dconf(_ count: Int) throws {
         let dconf = URL(filePath: "/usr/bin/dconf")
         let watch = try Child(["watch", "/sharedprefs-bench/"], executable: dconf)

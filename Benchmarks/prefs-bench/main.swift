@@ -13,6 +13,8 @@ case "floor": Role.floor(arguments[1]); exit(0)
 case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
 case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
 case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
+case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
+case "defaults-observe": Role.defaultsObserve(arguments[1], Int(arguments[2])!); exit(0)
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
 default: break
 }

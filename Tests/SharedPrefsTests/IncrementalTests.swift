@@ -6,25 +6,13 @@ import Testing
 /// The incremental paths (``SuiteImage``) must agree, always, with encoding and decoding in full.
 @Suite("Incremental reads and writes")
 struct IncrementalTests {
-    /// A seeded generator, so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Keys of every shape: ASCII, long, UTF-16 in the file, two spellings of "café", empty.
-    static func key(_ rng: inout SplitMix) -> String {
+    static func key(_ rng: inout SplitMix64) -> String {
         let n = Int.random(in: 0..<40, using: &rng)
         return ["key.\(n)", "a longer key than fifteen bytes \(n)", "ü\(n)", "caf\u{E9}", "cafe\u{301}", "", "k\(n)"][Int.random(in: 0..<7, using: &rng)]
     }
 
-    static func value(_ rng: inout SplitMix, depth: Int = 0) -> PlistValue {
+    static func value(_ rng: inout SplitMix64, depth: Int = 0) -> PlistValue {
         switch Int.random(in: 0..<(depth < 2 ? 10 : 8), using: &rng) {
         case 0: .bool(Bool.random(using: &rng))
         case 1: .integer(Int64.random(in: -1_000...Int64.max, using: &rng))
@@ -42,12 +30,12 @@ struct IncrementalTests {
         }
     }
 
-    static func suite(_ rng: inout SplitMix, keys: Int) -> PlistDictionary {
+    static func suite(_ rng: inout SplitMix64, keys: Int) -> PlistDictionary {
         PlistDictionary((0..<keys).map { _ in (key(&rng), value(&rng)) })
     }
 
     /// Sets of new and existing keys (some to the value they hold), and removals.
-    static func operations(on values: PlistDictionary, _ rng: inout SplitMix) -> Operations {
+    static func operations(on values: PlistDictionary, _ rng: inout SplitMix64) -> Operations {
         var operations: Operations = [:]
         let existing = values.keys.sorted()
         for _ in 0..<Int.random(in: 1...(Bool.random(using: &rng) ? 4 : 20), using: &rng) {
@@ -67,7 +55,7 @@ struct IncrementalTests {
     }
 
     @Test func writesAndReadsAgreeWithTheFullCodecs() throws {
-        var rng = SplitMix(state: 0x5EED)
+        var rng = SplitMix64(seed: 0x5EED)
         for round in 0..<300 {
             var values = Self.suite(&rng, keys: Int.random(in: 0...(round % 10 == 0 ? 400 : 30), using: &rng))
             var image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(values))).image)
@@ -99,7 +87,7 @@ struct IncrementalTests {
     }
 
     @Test func aMangledFileIsNeverReadDifferentlyThanInFull() throws {
-        var rng = SplitMix(state: 0xBAD)
+        var rng = SplitMix64(seed: 0xBAD)
         var disagreements = 0
         var incrementalReads = 0
         for _ in 0..<3_000 {
@@ -127,7 +115,7 @@ struct IncrementalTests {
     }
 
     @Test func plistlibReadsWhatAnIncrementalWriteMakes() async throws {
-        var rng = SplitMix(state: 42)
+        var rng = SplitMix64(seed: 42)
         let directory = try TemporaryDirectory()
         // Over 256 objects, so references are two bytes wide, with containers copied and renumbered.
         var values = Self.suite(&rng, keys: 300)

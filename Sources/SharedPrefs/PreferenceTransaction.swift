@@ -8,7 +8,8 @@
 /// }
 /// ```
 public struct PreferenceTransaction {
-    /// The stored values, with this transaction's changes applied.
+    /// The stored values, with this transaction's changes applied: a copy of the suite made at
+    /// each access, so read single keys through the subscript.
     public var values: PlistDictionary {
         var values = base
         for (key, value) in overrides { values.storage[key] = value }

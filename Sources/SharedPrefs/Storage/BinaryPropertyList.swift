@@ -209,7 +209,7 @@ enum BinaryPropertyList {
     /// Encodes `root` with objects laid out breadth-first, so each container's children occupy a
     /// contiguous run of references that is known before the children are written.
     static func encode(_ root: PlistValue) -> [UInt8] {
-        var encoder = Encoder(source: UnsafeBufferPointer(start: nil, count: 0), offsetTable: 0, offsetSize: 1)
+        var encoder = Encoder()
         return encoder.encode(root)
     }
 
@@ -223,10 +223,11 @@ enum BinaryPropertyList {
     /// Writes objects breadth-first; `.copy` objects come from `source`, a valid binary property
     /// list (a file already decoded).
     struct Encoder {
-        let source: UnsafeBufferPointer<UInt8>
-        let offsetTable: Int
-        let offsetSize: Int
-        let sourceRefSize: Int
+        /// The file `.copy` objects come from (empty without one: then there are no copies).
+        private let bytes: UnsafeBufferPointer<UInt8>
+        private let offsetTable: Int
+        private let offsetSize: Int
+        private let sourceRefSize: Int
         private var out: [UInt8] = []
         private var offsets: [Int] = []
         /// Objects whose references are written, in reference order, waiting to be written.
@@ -235,11 +236,11 @@ enum BinaryPropertyList {
         private var nextRef = 1
         private var refSize = 1
 
-        init(source: UnsafeBufferPointer<UInt8>, offsetTable: Int, offsetSize: Int) {
-            self.source = source
-            self.offsetTable = offsetTable
-            self.offsetSize = offsetSize
-            sourceRefSize = source.count >= 32 ? Int(source[source.count - 25]) : 1
+        init(copyingFrom source: Reader? = nil) {
+            bytes = source?.bytes ?? UnsafeBufferPointer(start: nil, count: 0)
+            offsetTable = source?.offsetTable ?? 0
+            offsetSize = source?.offsetSize ?? 1
+            sourceRefSize = source?.refSize ?? 1
         }
 
         mutating func encode(_ root: PlistValue) -> [UInt8] {
@@ -264,32 +265,34 @@ enum BinaryPropertyList {
         /// source (the keys and short values of an unchanged suite) are copied in one piece.
         private mutating func writeInOrder(_ items: [Item]) {
             var run = (start: 0, end: -1, base: 0)  // the source bytes of the copies not yet appended
-            func flush(_ run: inout (start: Int, end: Int, base: Int), into out: inout [UInt8], from source: UnsafeBufferPointer<UInt8>) {
-                if run.end > run.start { out.append(contentsOf: UnsafeBufferPointer(rebasing: source[run.start..<run.end])) }
-                run.end = -1
-            }
             var i = 0
             while i < items.count {
                 let item = items[i]
                 i += 1
-                guard case .copy(let ref) = item, case let start = sourceOffset(ref), !Self.isContainer(source[start]) else {
-                    flush(&run, into: &out, from: source)
+                guard case .copy(let ref) = item, case let start = sourceOffset(ref), !Self.isContainer(bytes[start]) else {
+                    flush(&run)
                     write(item)
                     continue
                 }
                 if start != run.end {
-                    flush(&run, into: &out, from: source)
+                    flush(&run)
                     run = (start, start, out.count)
                 }
                 offsets.append(run.base + start - run.start)
                 run.end = scalarEnd(at: start)
             }
-            flush(&run, into: &out, from: source)
+            flush(&run)
+        }
+
+        /// Appends the copied bytes of `run`, if any, and ends it.
+        private mutating func flush(_ run: inout (start: Int, end: Int, base: Int)) {
+            if run.end > run.start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run.start..<run.end])) }
+            run.end = -1
         }
 
         /// Where the copied scalar object at `start` ends.
         private func scalarEnd(at start: Int) -> Int {
-            let marker = source[start]
+            let marker = bytes[start]
             switch marker >> 4 {
             case 0x0: return start + 1
             case 0x1, 0x2: return start + 1 + 1 << Int(marker & 0x0F)
@@ -307,7 +310,7 @@ enum BinaryPropertyList {
             refSize = byteWidth(UInt64(objects))
             out = magic
             // About the source's size when copying from one (a suite written anew).
-            out.reserveCapacity(64 + max(objects * 12, source.count + source.count / 8))
+            out.reserveCapacity(64 + max(objects * 12, bytes.count * 9 / 8))
             offsets.reserveCapacity(objects)
         }
 
@@ -338,20 +341,20 @@ enum BinaryPropertyList {
         }
 
         private func sourceOffset(_ ref: Int) -> Int {
-            Int(Reader.uint(source, offsetTable + ref * offsetSize, offsetSize))
+            Int(Reader.uint(bytes, offsetTable + ref * offsetSize, offsetSize))
         }
 
         /// A copied object's marker, its length or child count, and where its payload or
         /// references begin.
         private func header(at offset: Int) -> (marker: UInt8, count: Int, body: Int) {
-            let marker = source[offset]
+            let marker = bytes[offset]
             var body = offset + 1
             var count = Int(marker & 0x0F)
             switch marker >> 4 {
             case 0x4, 0x5, 0x6, 0xA, 0xD:
                 guard count == 0x0F else { break }
-                let size = 1 << Int(source[body] & 0x0F)
-                count = Int(Reader.uint(source, body + 1, size))
+                let size = 1 << Int(bytes[body] & 0x0F)
+                count = Int(Reader.uint(bytes, body + 1, size))
                 body += 1 + size
             default: break
             }
@@ -364,7 +367,7 @@ enum BinaryPropertyList {
         private func children(at offset: Int) -> (marker: UInt8, count: Int, refs: [Int]) {
             let (marker, count, body) = header(at: offset)
             let total = marker >> 4 == 0xD ? 2 * count : count
-            return (marker, count, (0..<total).map { Int(Reader.uint(source, body + $0 * sourceRefSize, sourceRefSize)) })
+            return (marker, count, (0..<total).map { Int(Reader.uint(bytes, body + $0 * sourceRefSize, sourceRefSize)) })
         }
 
         /// How many objects `items` write. (Loops, not `reduce`: every write counts every entry,
@@ -385,7 +388,7 @@ enum BinaryPropertyList {
             case .value(let value): return BinaryPropertyList.count(value)
             case .copy(let ref):
                 let offset = sourceOffset(ref)
-                guard Self.isContainer(source[offset]) else { return 1 }
+                guard Self.isContainer(bytes[offset]) else { return 1 }
                 return children(at: offset).refs.reduce(1) { $0 + count(.copy($1)) }
             }
         }
@@ -407,7 +410,7 @@ enum BinaryPropertyList {
                 appendScalar(scalar, to: &out)
             case .copy(let ref):
                 let start = sourceOffset(ref)
-                let marker = source[start]
+                let marker = bytes[start]
                 if Self.isContainer(marker) {
                     let (marker, count, refs) = children(at: start)
                     appendMarker(marker & 0xF0, count: count, to: &out)
@@ -415,7 +418,7 @@ enum BinaryPropertyList {
                     queue.append(contentsOf: refs.lazy.map { .copy($0) })
                     return
                 }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: source[start..<scalarEnd(at: start)]))
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<scalarEnd(at: start)]))
             }
         }
     }

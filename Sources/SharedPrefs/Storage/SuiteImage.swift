@@ -37,8 +37,9 @@ struct SuiteImage: Sendable {
             var keys: [PlistKey] = []
             keys.reserveCapacity(count)
             for i in 0..<count {
-                let key = try reader.key(reader.entry(i, of: count, at: refs).key)
-                values.storage[key] = try reader.object(reader.entry(i, of: count, at: refs).value, depth: 1)
+                let entry = try reader.entry(i, of: count, at: refs)
+                let key = try reader.key(entry.key)
+                values.storage[key] = try reader.object(entry.value, depth: 1)
                 keys.append(key)
             }
             return (values, values.count == count ? SuiteImage(bytes: bytes, keys: keys) : nil)
@@ -155,7 +156,7 @@ struct SuiteImage: Sendable {
                 valueItems.append(.value(value))
                 newKeys.append(key)
             }
-            var encoder = BinaryPropertyList.Encoder(source: buffer, offsetTable: reader.offsetTable, offsetSize: reader.offsetSize)
+            var encoder = BinaryPropertyList.Encoder(copyingFrom: reader)
             let encoded = encoder.encodeDictionary(keys: keyItems, values: valueItems)
             return (encoded, SuiteImage(bytes: encoded, keys: newKeys))
         }

@@ -312,7 +312,7 @@ final class SuiteStore: Sendable {
             }
             // The transaction sees the file's values with the operations being written, without
             // the newer local ones still pending.
-            var (operations, image) = state.withLock { ($0.inFlight, $0.image) }
+            var (operations, image, version) = state.withLock { ($0.inFlight, $0.image, $0.version) }
             var result: R? = nil
             var transactionKeys: Set<PlistKey> = []
             if let transaction {
@@ -330,7 +330,6 @@ final class SuiteStore: Sendable {
                 transactionKeys = Set(tx.operations.keys)
             }
             let mustWrite = quarantined != nil || state.withLock { s in operations.contains { s.diskValue($0.key) != $0.value.value } }
-            var version = state.withLock { $0.version }
             if mustWrite {
                 let bytes: [UInt8]
                 if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(operations) {

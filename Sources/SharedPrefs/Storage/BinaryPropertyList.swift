@@ -332,6 +332,7 @@ enum BinaryPropertyList {
 
         /// Writes the next `count` references; the objects they name come next in the queue.
         private mutating func announce(_ count: Int) {
+            guard count > 0 else { return }
             let refs = [Int](unsafeUninitializedCapacity: count) { buffer, initialized in
                 for i in 0..<count { buffer[i] = nextRef + i }
                 initialized = count
@@ -480,8 +481,11 @@ enum BinaryPropertyList {
 
     /// Appends each of `values` as a big-endian integer of `size` bytes (1, 2, 4 or 8), in one
     /// growth of `out`: the offset table and the references of a large suite.
-    /// (Concrete, not generic: this is a hot loop of every write, also in debug builds.)
+    /// (Concrete, not generic: this is a hot loop of every write, also in debug builds. Never with
+    /// no values: an empty `Array(unsafeUninitializedCapacity:)` stores its count in the shared
+    /// empty-array singleton, a race that ThreadSanitizer reports.)
     static func appendBigEndian(_ values: UnsafeBufferPointer<Int>, size: Int, to out: inout [UInt8]) {
+        guard !values.isEmpty else { return }
         out += [UInt8](unsafeUninitializedCapacity: values.count * size) { buffer, initialized in
             for value in values {
                 var shift = size * 8

@@ -9,11 +9,6 @@ func now() -> Int64 {
     return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
 }
 
-func percentile(_ sorted: [Int64], _ p: Double) -> Int64 {
-    guard !sorted.isEmpty else { return 0 }
-    return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))]
-}
-
 /// A number and its unit: the JSON keeps them apart, so that a script can compare two runs.
 struct Quantity: Codable, CustomStringConvertible {
     var value: Double
@@ -21,7 +16,6 @@ struct Quantity: Codable, CustomStringConvertible {
 
     var description: String {
         switch unit {
-        case "ns": String(format: "%.1f ns", value)
         case "µs": String(format: "%.0f µs", value)
         case "ms": String(format: "%.2f ms", value)
         default: value >= 1e6 ? String(format: "%.2f M %@", value / 1e6, unit) : String(format: "%.0f %@", value, unit)
@@ -29,11 +23,8 @@ struct Quantity: Codable, CustomStringConvertible {
     }
 }
 
-func ns(fromPicoseconds ps: Int64) -> Quantity { Quantity(value: Double(ps) / 1000, unit: "ns") }
 func µs(_ ns: Int64) -> Quantity { Quantity(value: (Double(ns) / 1000).rounded(), unit: "µs") }
 func ms(_ ns: Int64) -> Quantity { Quantity(value: (Double(ns) / 1e4).rounded() / 100, unit: "ms") }
-/// An in-process cost: µs below a millisecond, ms above.
-func cost(_ ns: Int64) -> Quantity { ns < 1_000_000 ? Quantity(value: (Double(ns) / 100).rounded() / 10, unit: "µs") : ms(ns) }
 
 func ratio(_ a: Int64, _ b: Int64) -> Double? {
     b == 0 ? nil : Double(a) / Double(b)

@@ -1,7 +1,8 @@
-// prefs-bench: SharedPrefs side by side with Foundation UserDefaults, dconf and the kernel floor,
-// in one run on one machine. Timings live here, never in tests.
+// prefs-bench: what crosses processes, SharedPrefs side by side with Foundation UserDefaults,
+// dconf and the kernel floor, in one run on one machine. Timings live here, never in tests; the
+// in-process costs (cached reads, encode, re-read + diff, decode) are in Benchmarks/InProcess.
 //
-//   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 1,3,…]
+//   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,…]
 import Foundation
 import SharedPrefs
 
@@ -33,7 +34,7 @@ while let option = arguments.first {
     case "--plot" where !arguments.isEmpty: plotPath = arguments.removeFirst()
     case "--only" where !arguments.isEmpty: only = Set(arguments.removeFirst().split(separator: ",").compactMap { Int($0) })
     default:
-        FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 1,3,...]\n".utf8))
+        FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,...]\n".utf8))
         exit(64)
     }
 }
@@ -45,7 +46,6 @@ defer { try? FileManager.default.removeItem(at: directory) }
 var measures = Measures(directory: directory, quick: quick)
 let selected = only
 let steps: [(Int, String, (inout Measures) throws -> Void)] = [
-    (1, "cached reads", { try $0.cachedReads() }),
     (2, "set loop", { try $0.setLoop() }),
     (4, "kernel floor", { try $0.kernelFloor(); try $0.fsyncPair() }),
     (3, "remote latency", { try $0.remoteLatency() }),

@@ -1,11 +1,17 @@
 import SharedPrefsLocking
 import Synchronization
 
-/// Entry points for `prefs-bench` into internals it measures. Not API: may change at any time.
+/// Entry points for the benchmarks (`Benchmarks/`) into internals they measure. Not API: may
+/// change at any time.
 public enum _BenchmarkHooks {
     /// Decodes a suite file's bytes (either format) in full.
     public static func decodeSuite(_ bytes: [UInt8]) throws -> PlistDictionary {
         try PropertyListFormat.decodeSuite(bytes).values
+    }
+
+    /// Encodes `values` in full as a binary suite file, as a first write does.
+    public static func encodeSuite(_ values: PlistDictionary) -> [UInt8] {
+        BinaryPropertyList.encode(.dictionary(values))
     }
 
     /// A binary suite file, decoded, ready to be compared with its next version.

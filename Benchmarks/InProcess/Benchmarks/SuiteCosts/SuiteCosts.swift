@@ -9,7 +9,7 @@ import SharedPrefs
 //
 // The static thresholds (`Thresholds/`) hold allocation counts: they are exact on every run and
 // machine, so a check of them fails on a change of the code, never on the machine's noise.
-// Wall-clock figures are reported, never checked. Names have no spaces: the thresholds' file
+// Wall-clock figures are reported, never checked. Names have no spaces (nor colons, for other systems' checkouts): the thresholds' file
 // names are the benchmarks' names, and the tool writes a space as `_` but looks it up as a space.
 
 let benchmarks: @Sendable () -> Void = {
@@ -25,18 +25,18 @@ let benchmarks: @Sendable () -> Void = {
     let reads = Benchmark.Configuration(
         metrics: Benchmark.defaultConfiguration.metrics, timeUnits: .nanoseconds, scalingFactor: .kilo,
         maxDuration: .seconds(2), thresholds: Benchmark.defaultConfiguration.thresholds)
-    Benchmark("cached-read:typed-subscript", configuration: reads) { benchmark, suite in
+    Benchmark("cached-read.typed-subscript", configuration: reads) { benchmark, suite in
         let key = PreferenceKey<Int>("number", default: 0)
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= suite[key] }
         blackHole(sum)
     } setup: { try readSuite() }
-    Benchmark("cached-read:integer(forKey:)", configuration: reads) { benchmark, suite in
+    Benchmark("cached-read.integer-forKey", configuration: reads) { benchmark, suite in
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= suite.integer(forKey: "number") }
         blackHole(sum)
     } setup: { try readSuite() }
-    Benchmark("cached-read:UserDefaults.integer(forKey:)-peer", configuration: reads) { benchmark, defaults in
+    Benchmark("cached-read.UserDefaults-integer-forKey-peer", configuration: reads) { benchmark, defaults in
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= defaults.integer(forKey: "number") }
         blackHole(sum)
@@ -44,20 +44,20 @@ let benchmarks: @Sendable () -> Void = {
 
     // One-key changes per suite size.
     for keys in [10, 1_000, 10_000, 100_000] {
-        Benchmark("encode-one-key-change:\(keys)-keys") { benchmark, file in
+        Benchmark("encode-one-key-change.\(keys)-keys") { benchmark, file in
             for _ in benchmark.scaledIterations {
                 blackHole(try? _BenchmarkHooks.encodeChange(file.image, key: "key.0", value: .string("changed")))
             }
         } setup: { try SuiteFile(keys: keys) }
-        Benchmark("re-read+diff-one-key-change:\(keys)-keys") { benchmark, file in
+        Benchmark("re-read+diff-one-key-change.\(keys)-keys") { benchmark, file in
             for _ in benchmark.scaledIterations {
                 blackHole(try? _BenchmarkHooks.changeCount(from: file.image, to: file.changed))
             }
         } setup: { try SuiteFile(keys: keys) }
-        Benchmark("full-decode:\(keys)-keys") { benchmark, file in
+        Benchmark("full-decode.\(keys)-keys") { benchmark, file in
             for _ in benchmark.scaledIterations { blackHole(try? _BenchmarkHooks.decodeSuite(file.changed)) }
         } setup: { try SuiteFile(keys: keys) }
-        Benchmark("full-encode:\(keys)-keys") { benchmark, file in
+        Benchmark("full-encode.\(keys)-keys") { benchmark, file in
             for _ in benchmark.scaledIterations { blackHole(_BenchmarkHooks.encodeSuite(file.values)) }
         } setup: { try SuiteFile(keys: keys) }
     }

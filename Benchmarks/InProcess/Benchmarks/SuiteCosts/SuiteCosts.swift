@@ -9,8 +9,9 @@ import SharedPrefs
 //
 // The static thresholds (`Thresholds/`) hold allocation counts: they are exact on every run and
 // machine, so a check of them fails on a change of the code, never on the machine's noise.
-// Wall-clock figures are reported, never checked. Names have no spaces (nor colons, for other systems' checkouts): the thresholds' file
-// names are the benchmarks' names, and the tool writes a space as `_` but looks it up as a space.
+// Wall-clock figures are reported, never checked. Names have no spaces (nor colons, for other
+// systems' checkouts): they name the thresholds' files, and the tool writes a space as `_` but
+// looks it up as a space.
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
@@ -30,17 +31,17 @@ let benchmarks: @Sendable () -> Void = {
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= suite[key] }
         blackHole(sum)
-    } setup: { try readSuite() }
+    } setup: { try readSuite() } teardown: { try? FileManager.default.removeItem(at: scratch) }
     Benchmark("cached-read.integer-forKey", configuration: reads) { benchmark, suite in
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= suite.integer(forKey: "number") }
         blackHole(sum)
-    } setup: { try readSuite() }
+    } setup: { try readSuite() } teardown: { try? FileManager.default.removeItem(at: scratch) }
     Benchmark("cached-read.UserDefaults-integer-forKey-peer", configuration: reads) { benchmark, defaults in
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= defaults.integer(forKey: "number") }
         blackHole(sum)
-    } setup: { userDefaults() }
+    } setup: { userDefaults() } teardown: { UserDefaults.standard.removePersistentDomain(forName: scratch.lastPathComponent) }
 
     // One-key changes per suite size.
     for keys in [10, 1_000, 10_000, 100_000] {
@@ -80,11 +81,13 @@ struct SuiteFile: @unchecked Sendable {
     }
 }
 
-/// A 100-key suite in a temporary directory, with `number` = 42 stored.
+/// Where the cached-read suite lives while its benchmark runs; also the UserDefaults suite's name.
+let scratch = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-benchmarks-\(getpid())")
+
+/// A 100-key suite in `scratch`, with `number` = 42 stored.
 func readSuite() throws -> PreferenceSuite {
-    let directory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-benchmarks-\(getpid())")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let suite = try PreferenceSuite(fileURL: directory.appending(path: "reads.plist"))
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    let suite = try PreferenceSuite(fileURL: scratch.appending(path: "reads.plist"))
     for i in 0..<100 { suite.set("value \(i)", forKey: "key.\(i)") }
     suite.set(42, forKey: "number")
     return suite
@@ -92,7 +95,7 @@ func readSuite() throws -> PreferenceSuite {
 
 /// Foundation's UserDefaults with the same 100 keys and `number` = 42, in memory.
 func userDefaults() -> UserDefaults {
-    let defaults = UserDefaults(suiteName: "sharedprefs-benchmarks-\(getpid())")!
+    let defaults = UserDefaults(suiteName: scratch.lastPathComponent)!
     for i in 0..<100 { defaults.set("value \(i)", forKey: "key.\(i)") }
     defaults.set(42, forKey: "number")
     return defaults

@@ -86,14 +86,87 @@ struct IncrementalTests {
         }
     }
 
+    /// Sets of 1 to 8 existing keys to scalar values: the usual write, which a canonical file
+    /// takes by splicing (and its reader by comparing bytes), where those keys hold scalars.
+    static func scalarSets(on values: PlistDictionary, _ rng: inout SplitMix64) -> Operations {
+        var operations: Operations = [:]
+        for _ in 0..<Int.random(in: 1...8, using: &rng) {
+            guard let key = values.storage.keys.randomElement(using: &rng) else { break }
+            var value = Self.value(&rng, depth: 2)  // depth 2: a scalar
+            if Int.random(in: 0..<4, using: &rng) == 0 { value = values.storage[key]! }  // the same value
+            operations[key] = .set(value)
+        }
+        return operations
+    }
+
+    @Test func scalarWritesSpliceAndTheirReadersCompareBytes() throws {
+        var rng = SplitMix64(seed: 0x5A1CE)
+        var spliced = 0
+        for round in 0..<300 {
+            var values = Self.suite(&rng, keys: Int.random(in: 1...(round % 10 == 0 ? 400 : 30), using: &rng))
+            var image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(values))).image)
+            #expect(image.canonical, "round \(round): the encoder's layout")
+            for _ in 0..<5 {
+                let operations = Self.scalarSets(on: values, &rng)
+                let expected = values.applying(operations)
+                let onlyScalars = operations.keys.allSatisfy {
+                    switch values.storage[$0]! { case .array, .dictionary: false; default: true }
+                }
+                // The splice makes exactly the bytes of the entry-by-entry write, in the same layout.
+                let inFull = try SuiteImage(bytes: image.bytes, keys: image.keys, canonical: false).applying(operations)
+                let splice = image.splicing(operations)
+                #expect((splice != nil) == onlyScalars, "round \(round): spliced where scalars were")
+                if let splice {
+                    spliced += 1
+                    #expect(splice.bytes == inFull.bytes, "round \(round): the splice")
+                }
+                let (bytes, next) = try image.applying(operations)
+                let decoded = try #require(try SuiteImage.decode(bytes).image)
+                #expect(decoded.canonical && next.canonical, "round \(round): still canonical")
+                #expect(try SuiteImage.decode(bytes).values == expected, "round \(round): the write")
+                // Where scalars were, the reader compares bytes.
+                let fast = try image.fastChanges(to: bytes)
+                #expect(fast != nil || !onlyScalars, "round \(round): compared by bytes where scalars were")
+                let read = try image.changes(to: bytes)
+                var seen = values
+                for (key, value) in read.delta { seen.storage[key] = value }
+                #expect(seen == expected, "round \(round): the read")
+                // Every changed key, and besides them only keys whose value is spelled otherwise
+                // ("café" composed and decomposed), which the store finds equal.
+                let changed = Self.changedKeys(values, expected)
+                #expect(changed.isSubset(of: read.delta.map(\.key)), "round \(round): every changed key")
+                #expect(read.delta.allSatisfy { changed.contains($0.key) || values.storage[$0.key] == $0.value }, "round \(round): no other change")
+                values = expected
+                image = next
+            }
+        }
+        #expect(spliced > 500)
+    }
+
+    @Test func aFileWhoseValuesShareAnObjectIsNotSpliced() async throws {
+        // plistlib (like CoreFoundation) writes equal values once: "a" and "b" share one object.
+        let directory = try TemporaryDirectory()
+        let file = directory.file("shared.plist")
+        let result = try await python("import plistlib, sys; plistlib.dump({'a': 'same', 'b': 'same', 'c': 1}, open(sys.argv[1], 'wb'), fmt=plistlib.FMT_BINARY)", file.path)
+        #expect(result.status == 0, "\(result.output)")
+        let image = try #require(try SuiteImage.decode(Array(Data(contentsOf: file))).image)
+        #expect(!image.canonical)
+        #expect(image.splicing([PlistKey("a"): .set("changed")]) == nil)
+        let (bytes, next) = try image.applying([PlistKey("a"): .set("changed")])
+        #expect(try SuiteImage.decode(bytes).values == ["a": "changed", "b": "same", "c": 1])
+        #expect(next.canonical)
+    }
+
     @Test func aMangledFileIsNeverReadDifferentlyThanInFull() throws {
         var rng = SplitMix64(seed: 0xBAD)
         var disagreements = 0
         var incrementalReads = 0
+        var bytewiseReads = 0
         for _ in 0..<3_000 {
             let values = Self.suite(&rng, keys: Int.random(in: 1...30, using: &rng))
             let image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(values))).image)
-            var bytes = try image.applying(Self.operations(on: values, &rng)).bytes
+            let operations = Bool.random(using: &rng) ? Self.operations(on: values, &rng) : Self.scalarSets(on: values, &rng)
+            var bytes = try image.applying(operations).bytes
             if Bool.random(using: &rng) {
                 for _ in 0..<Int.random(in: 1...3, using: &rng) {
                     bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
@@ -106,12 +179,14 @@ struct IncrementalTests {
             // A key the old file had, reported as added, sends the store to the full decode.
             if read.added.contains(where: { values.storage[$0] != nil }) { continue }
             incrementalReads += 1
+            if (try? image.fastChanges(to: bytes)) != nil { bytewiseReads += 1 }
             var seen = values
             for (key, value) in read.delta { seen.storage[key] = value }
             if seen != full { disagreements += 1 }
         }
         #expect(disagreements == 0)
         #expect(incrementalReads > 500)
+        #expect(bytewiseReads > 20, "\(bytewiseReads) reads compared bytes")
     }
 
     @Test func plistlibReadsWhatAnIncrementalWriteMakes() async throws {
@@ -150,5 +225,17 @@ struct IncrementalTests {
         let seen = try await changes.wait(for: 1)
         #expect(seen.map(\.key) == ["k"] && seen[0].newValue == 2)
         #expect(suite.integer(forKey: "k") == 2)
+    }
+}
+
+extension SuiteImage {
+    /// The byte comparison of ``changes(to:)`` alone: `nil` where it does not apply.
+    func fastChanges(to newBytes: [UInt8]) throws -> FileDelta? {
+        try bytes.withUnsafeBufferPointer { old in
+            try newBytes.withUnsafeBufferPointer { new in
+                var reader = try BinaryPropertyList.Reader(new)
+                return try scalarChanges(from: BinaryPropertyList.Reader(old), to: &reader)
+            }
+        }
     }
 }

@@ -320,13 +320,7 @@ enum BinaryPropertyList {
                 head += 1
                 write(item)
             }
-            let tableOffset = out.count
-            let offsetSize = byteWidth(UInt64(tableOffset))
-            offsets.withUnsafeBufferPointer { appendBigEndian($0, size: offsetSize, to: &out) }
-            out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
-            appendBigEndian(UInt64(offsets.count), size: 8, to: &out)
-            appendBigEndian(0, size: 8, to: &out)
-            appendBigEndian(UInt64(tableOffset), size: 8, to: &out)
+            appendTable(offsets, refSize: refSize, to: &out)
             return out
         }
 
@@ -422,6 +416,23 @@ enum BinaryPropertyList {
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<scalarEnd(at: start)]))
             }
         }
+    }
+
+    /// Appends the offset table of objects at `offsets`, and the trailer (the root is object 0),
+    /// to the objects in `out`.
+    static func appendTable(_ offsets: [Int], refSize: Int, to out: inout [UInt8]) {
+        let tableOffset = out.count
+        let offsetSize = byteWidth(UInt64(tableOffset))
+        offsets.withUnsafeBufferPointer { appendBigEndian($0, size: offsetSize, to: &out) }
+        appendTrailer(offsetSize: offsetSize, refSize: refSize, objects: offsets.count, table: tableOffset, to: &out)
+    }
+
+    /// Appends the trailer of a file of `objects` objects whose offset table is at `table`.
+    static func appendTrailer(offsetSize: Int, refSize: Int, objects: Int, table: Int, to out: inout [UInt8]) {
+        out.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(refSize)])
+        appendBigEndian(UInt64(objects), size: 8, to: &out)
+        appendBigEndian(0, size: 8, to: &out)
+        appendBigEndian(UInt64(table), size: 8, to: &out)
     }
 
     static func appendScalar(_ value: PlistValue, to out: inout [UInt8]) {

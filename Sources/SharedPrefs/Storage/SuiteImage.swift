@@ -14,9 +14,19 @@ typealias FileDelta = [(key: PlistKey, value: PlistValue?)]
 /// entry it does not change and encodes only the rest (``applying(_:)``), keeping the order of
 /// the entries, so that the next reader finds them where they were. The file stays a standard
 /// `bplist00` property list.
+///
+/// In the layout this library writes (``canonical``), the usual change, a few values set to other
+/// numbers, strings, dates or data, costs less still: a write copies the bytes around the new
+/// values and shifts the offsets after them, and a re-read finds the bytes that differ with
+/// `memcmp` and decodes the values there, without visiting the other entries.
 struct SuiteImage: Sendable {
     let bytes: [UInt8]
     let keys: [PlistKey]
+    /// Whether the file has the layout this library's encoder writes: the root dictionary first,
+    /// then its `n` keys and `n` values as objects `1...2n`, referenced by the root alone, then the
+    /// objects nested in values, every object starting where the one before ends. Files from
+    /// other writers (plistlib and CoreFoundation share equal values) usually do not.
+    let canonical: Bool
 
     /// How many entries a re-read looks ahead in the old file for the next key before it gives
     /// up on finding the two files in the same order (and matches the rest by key).
@@ -42,7 +52,8 @@ struct SuiteImage: Sendable {
                 values.storage[key] = try reader.object(entry.value, depth: 1)
                 keys.append(key)
             }
-            return (values, values.count == count ? SuiteImage(bytes: bytes, keys: keys) : nil)
+            guard values.count == count else { return (values, nil) }
+            return (values, SuiteImage(bytes: bytes, keys: keys, canonical: reader.isCanonical(entries: count)))
         }
     }
 
@@ -57,6 +68,9 @@ struct SuiteImage: Sendable {
             try newBytes.withUnsafeBufferPointer { newBuffer throws(PropertyListDecodingError) in
                 var old = try BinaryPropertyList.Reader(oldBuffer)
                 var new = try BinaryPropertyList.Reader(newBuffer)
+                if canonical, let delta = try scalarChanges(from: old, to: &new) {
+                    return (SuiteImage(bytes: newBytes, keys: keys, canonical: true), delta, [])
+                }
                 let (oldCount, oldRefs) = try old.topDictionary()
                 try new.visit(depth: 0)
                 let (count, refs) = try new.topDictionary()
@@ -108,7 +122,7 @@ struct SuiteImage: Sendable {
                     // A key twice among the new ones (the file in full decides which one wins).
                     if Set(added).count != added.count { throw PropertyListDecodingError("a key occurs twice") }
                 }
-                return (SuiteImage(bytes: newBytes, keys: newKeys), delta, added)
+                return (SuiteImage(bytes: newBytes, keys: newKeys, canonical: new.isCanonical(entries: count)), delta, added)
             }
         }
     }
@@ -116,7 +130,8 @@ struct SuiteImage: Sendable {
     /// This file with `operations` applied, encoded, and its image: the objects of the entries
     /// the operations leave alone are copied; changed values keep their place, new keys go last.
     func applying(_ operations: Operations) throws(PropertyListDecodingError) -> (bytes: [UInt8], image: SuiteImage) {
-        try bytes.withUnsafeBufferPointer { buffer throws(PropertyListDecodingError) in
+        if let spliced = splicing(operations) { return spliced }
+        return try bytes.withUnsafeBufferPointer { buffer throws(PropertyListDecodingError) in
             let reader = try BinaryPropertyList.Reader(buffer)
             let (oldCount, oldRefs) = try reader.topDictionary()
             var remaining = operations
@@ -158,12 +173,182 @@ struct SuiteImage: Sendable {
             }
             var encoder = BinaryPropertyList.Encoder(copyingFrom: reader)
             let encoded = encoder.encodeDictionary(keys: keyItems, values: valueItems)
-            return (encoded, SuiteImage(bytes: encoded, keys: newKeys))
+            return (encoded, SuiteImage(bytes: encoded, keys: newKeys, canonical: true))
         }
+    }
+
+    /// ``applying(_:)`` for the usual write to a ``canonical`` file: a few of its keys set to
+    /// scalar values where they hold scalars. The new values replace the old ones' bytes, the
+    /// bytes between them are copied, and the offsets after each are shifted; the file keeps its
+    /// layout. `nil` for any other write.
+    func splicing(_ operations: Operations) -> (bytes: [UInt8], image: SuiteImage)? {
+        guard canonical, !operations.isEmpty, operations.count <= 8 else { return nil }
+        // Each key as this library encodes it, and the new value's bytes.
+        var needles: [(key: Range<Int>, value: Range<Int>, object: Int)] = []
+        var encoded: [UInt8] = []
+        for (key, operation) in operations {
+            switch operation {
+            case .set(.array), .set(.dictionary), .remove: return nil
+            case .set(let value):
+                let keyStart = encoded.count
+                BinaryPropertyList.appendScalar(.string(key.string), to: &encoded)
+                let valueStart = encoded.count
+                BinaryPropertyList.appendScalar(value, to: &encoded)
+                needles.append((keyStart..<valueStart, valueStart..<encoded.count, -1))
+            }
+        }
+        return bytes.withUnsafeBufferPointer { buffer in
+            encoded.withUnsafeBufferPointer { encoded in
+                guard let reader = try? BinaryPropertyList.Reader(buffer), var position = try? reader.offset(1) else { return nil }
+                // One pass over the key objects (1...n, one after another) finds each entry by its
+                // key's bytes: value object 1 + n + i.
+                let n = keys.count
+                var found = 0
+                for i in 0..<n where found < needles.count {
+                    guard let key = try? reader.scalar(at: position) else { return nil }
+                    for k in 0..<needles.count where buffer[position] == encoded[needles[k].key.lowerBound] && key.count == needles[k].key.count
+                        && memcmp(buffer.baseAddress! + position, encoded.baseAddress! + needles[k].key.lowerBound, key.count) == 0 {
+                        needles[k].object = 1 + n + i
+                        found += 1
+                    }
+                    position = key.upperBound
+                }
+                // A key written otherwise (UTF-16 where it could be ASCII) or not there: in full.
+                guard found == needles.count else { return nil }
+                needles.sort { $0.object < $1.object }
+                // The bytes, with the new values in place of the old ones.
+                var out: [UInt8] = []
+                out.reserveCapacity(buffer.count + encoded.count + 64)
+                var copied = 0
+                var shifts: [Int] = []  // how far the objects after each new value moved
+                for needle in needles {
+                    guard let start = try? reader.offset(needle.object), let old = try? reader.scalar(at: start) else { return nil }
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[copied..<start]))
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: encoded[needle.value]))
+                    copied = old.upperBound
+                    shifts.append(out.count - copied)
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[copied..<reader.offsetTable]))
+                // The offset table: up to the first new value as it was (when its width stays),
+                // the rest shifted.
+                let tableOffset = out.count
+                let (count, oldSize, size) = (reader.objectCount, reader.offsetSize, BinaryPropertyList.byteWidth(UInt64(tableOffset)))
+                let same = size == oldSize ? needles[0].object + 1 : 0
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[reader.offsetTable..<(reader.offsetTable + same * size)]))
+                out += [UInt8](unsafeUninitializedCapacity: (count - same) * size) { table, initialized in
+                    var (shift, next) = (0, 0)
+                    while next < needles.count, needles[next].object < same {
+                        shift = shifts[next]
+                        next += 1
+                    }
+                    for i in same..<count {
+                        let offset = Int(BinaryPropertyList.Reader.uint(buffer, reader.offsetTable + i * oldSize, oldSize)) + shift
+                        for byte in 0..<size { table[initialized + byte] = UInt8(truncatingIfNeeded: offset &>> (8 * (size - 1 - byte))) }
+                        initialized += size
+                        if next < needles.count, needles[next].object == i {
+                            shift = shifts[next]
+                            next += 1
+                        }
+                    }
+                }
+                BinaryPropertyList.appendTrailer(offsetSize: size, refSize: reader.refSize, objects: count, table: tableOffset, to: &out)
+                return (out, SuiteImage(bytes: out, keys: keys, canonical: true))
+            }
+        }
+    }
+
+    /// ``changes(to:)`` for the usual change between two ``canonical`` files: the same keys in the
+    /// same order, and a few scalar values changed where scalars were. The files' object bytes
+    /// are compared with `memcmp` from both ends; the objects in between must be such values, and
+    /// every other object must sit where it sat, moved by what the values grew or shrank. The new
+    /// file is then canonical too, and only the values in between are decoded. `nil` when the
+    /// files are not so (the caller compares them entry by entry).
+    func scalarChanges(from old: BinaryPropertyList.Reader, to new: inout BinaryPropertyList.Reader) throws(PropertyListDecodingError) -> FileDelta? {
+        let n = keys.count
+        let count = old.objectCount
+        guard n > 0, new.refSize == old.refSize, new.objectCount == count, new.topObject == 0 else { return nil }
+        let (a, b) = (old.bytes.baseAddress!, new.bytes.baseAddress!)
+        // The root, with its references, is the same, and where the first object begins.
+        let rootEnd = try old.offset(1)
+        guard new.offsetTable >= rootEnd, memcmp(a, b, rootEnd) == 0 else { return nil }
+        let (oldEnd, newEnd) = (old.offsetTable, new.offsetTable)
+        // The bytes that differ: [p, oldEnd - s) in the old file, [p, newEnd - s) in the new.
+        let p = Self.commonPrefix(a, b, from: rootEnd, to: min(oldEnd, newEnd))
+        let s = Self.commonSuffix(a + p, oldEnd - p, b + p, newEnd - p)
+        // The old objects they cover: `first...last`, values (`n + 1...2n`) and scalars.
+        func object(at position: Int) -> Int {
+            var (low, high) = (1, count - 1)  // the last object starting at or before `position`
+            while low < high {
+                let mid = (low + high + 1) / 2
+                if Int(BinaryPropertyList.Reader.uint(old.bytes, oldEnd + mid * old.offsetSize, old.offsetSize)) <= position { low = mid } else { high = mid - 1 }
+            }
+            return low
+        }
+        let identical = p == oldEnd && oldEnd == newEnd
+        let first = identical ? count : object(at: min(p, oldEnd - 1))
+        let last = identical ? count - 1 : max(first, object(at: oldEnd - s - 1))
+        guard identical || (first > n && last <= 2 * n) else { return nil }
+        // Every object outside them where it was, moved by the change in size after them.
+        let moved = newEnd - oldEnd
+        for i in 0..<count where i < first || i > last {
+            let was = Int(BinaryPropertyList.Reader.uint(old.bytes, oldEnd + i * old.offsetSize, old.offsetSize))
+            let now = Int(BinaryPropertyList.Reader.uint(new.bytes, newEnd + i * new.offsetSize, new.offsetSize))
+            guard now == (i < first ? was : was + moved) else { return nil }
+        }
+        // The objects in between, one after another from where the first one was: scalars, and
+        // containers left as they were (their children lie outside, after the root's objects).
+        var delta: FileDelta = []
+        var position = identical ? newEnd : try old.offset(first)
+        for i in first..<(last + 1) {
+            guard try new.offset(i) == position, let before = try old.extent(at: old.offset(i)), let after = try new.extent(at: position) else { return nil }
+            if before.range.count != after.range.count || memcmp(a + before.range.lowerBound, b + after.range.lowerBound, before.range.count) != 0 {
+                guard before.refs == nil, after.refs == nil else { return nil }
+                delta.append((keys[i - n - 1], try new.object(i, depth: 1)))
+            }
+            position = after.range.upperBound
+        }
+        guard position == (last + 1 < count ? try new.offset(last + 1) : newEnd) else { return nil }
+        return delta
+    }
+
+    /// Where `a[from..<end]` and `b[from..<end]` first differ (`end` if nowhere).
+    private static func commonPrefix(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, from: Int, to end: Int) -> Int {
+        var i = from
+        while end - i >= 256, memcmp(a + i, b + i, 256) == 0 { i += 256 }
+        while i < end, a[i] == b[i] { i += 1 }
+        return i
+    }
+
+    /// How many bytes `a[0..<aCount]` and `b[0..<bCount]` have in common at their ends.
+    private static func commonSuffix(_ a: UnsafePointer<UInt8>, _ aCount: Int, _ b: UnsafePointer<UInt8>, _ bCount: Int) -> Int {
+        let limit = min(aCount, bCount)
+        var s = 0
+        while limit - s >= 256, memcmp(a + aCount - s - 256, b + bCount - s - 256, 256) == 0 { s += 256 }
+        while s < limit, a[aCount - s - 1] == b[bCount - s - 1] { s += 1 }
+        return s
     }
 }
 
 extension BinaryPropertyList.Reader {
+    /// Whether this file, whose root is a dictionary of `n` entries, has the layout of
+    /// ``SuiteImage/canonical``. One pass over the objects; `false` at anything else.
+    func isCanonical(entries n: Int) -> Bool {
+        guard topObject == 0, objectCount >= 1 + 2 * n, (try? offset(0)) == 8, let (count, refs) = try? topDictionary(), count == n else { return false }
+        for k in 0..<2 * n where Self.uint(bytes, refs + k * refSize, refSize) != UInt64(1 + k) { return false }
+        var end = refs + 2 * n * refSize
+        for i in 1..<objectCount {
+            guard (try? offset(i)) == end, let object = try? extent(at: end) else { return false }
+            // A container's children are nested objects, after the root's.
+            if let refs = object.refs {
+                for at in stride(from: refs, to: object.range.upperBound, by: refSize) where (try? ref(at)).map({ $0 <= 2 * n }) ?? true {
+                    return false
+                }
+            }
+            end = object.range.upperBound
+        }
+        return end == offsetTable
+    }
+
     /// The root dictionary's entry count and where its references begin.
     func topDictionary() throws(PropertyListDecodingError) -> (count: Int, refs: Int) {
         let offset = try offset(topObject)
@@ -243,6 +428,20 @@ extension BinaryPropertyList.Reader {
             guard let mine = try scalar(at: a), let theirs = try other.scalar(at: b), mine.count == theirs.count else { return false }
             return memcmp(bytes.baseAddress! + mine.lowerBound, other.bytes.baseAddress! + theirs.lowerBound, mine.count) == 0
         }
+    }
+
+    /// The bytes of the object at `offset`, marker included (a container's end with its
+    /// references), and for a container where its references begin; `nil` for an object this
+    /// library does not read.
+    func extent(at offset: Int) throws(PropertyListDecodingError) -> (range: Range<Int>, refs: Int?)? {
+        let marker = bytes[offset]
+        guard marker >> 4 == 0xA || marker >> 4 == 0xD else { return try scalar(at: offset).map { ($0, nil) } }
+        var position = offset + 1
+        let count = try length(marker, at: &position)
+        let children = marker >> 4 == 0xD ? 2 * count : count
+        guard children <= Int.max / refSize else { throw PropertyListDecodingError("container length overflows") }
+        try checked(position, children * refSize)
+        return (offset..<(position + children * refSize), position)
     }
 
     /// The bytes of the scalar object at `offset`, marker included; `nil` for a container or an

@@ -339,7 +339,7 @@ final class SuiteStore: Sendable {
                     var disk = state.withLock { $0.disk }
                     disk.apply(operations)
                     bytes = file.options.format.encode(.dictionary(disk))
-                    image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys)) : nil
+                    image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys), canonical: true) : nil
                 }
                 if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
                     logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")

@@ -184,8 +184,12 @@ struct SuiteImage: Sendable {
     func splicing(_ operations: Operations) -> (bytes: [UInt8], image: SuiteImage)? {
         guard canonical, !operations.isEmpty, operations.count <= 8 else { return nil }
         // Each key as this library encodes it, and the new value's bytes.
+        // (Capacities reserved, so that the allocations are the same on every run: the benchmark's
+        // thresholds count them.)
         var needles: [(key: Range<Int>, value: Range<Int>, object: Int)] = []
+        needles.reserveCapacity(operations.count)
         var encoded: [UInt8] = []
+        encoded.reserveCapacity(256)
         for (key, operation) in operations {
             switch operation {
             case .set(.array), .set(.dictionary), .remove: return nil
@@ -221,6 +225,7 @@ struct SuiteImage: Sendable {
                 out.reserveCapacity(buffer.count + encoded.count + 64)
                 var copied = 0
                 var shifts: [Int] = []  // how far the objects after each new value moved
+                shifts.reserveCapacity(needles.count)
                 for needle in needles {
                     guard let start = try? reader.offset(needle.object), let old = try? reader.scalar(at: start) else { return nil }
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[copied..<start]))
@@ -235,19 +240,23 @@ struct SuiteImage: Sendable {
                 let (count, oldSize, size) = (reader.objectCount, reader.offsetSize, BinaryPropertyList.byteWidth(UInt64(tableOffset)))
                 let same = size == oldSize ? needles[0].object + 1 : 0
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[reader.offsetTable..<(reader.offsetTable + same * size)]))
-                out += [UInt8](unsafeUninitializedCapacity: (count - same) * size) { table, initialized in
-                    var (shift, next) = (0, 0)
-                    while next < needles.count, needles[next].object < same {
-                        shift = shifts[next]
-                        next += 1
-                    }
-                    for i in same..<count {
-                        let offset = Int(BinaryPropertyList.Reader.uint(buffer, reader.offsetTable + i * oldSize, oldSize)) + shift
-                        for byte in 0..<size { table[initialized + byte] = UInt8(truncatingIfNeeded: offset &>> (8 * (size - 1 - byte))) }
-                        initialized += size
-                        if next < needles.count, needles[next].object == i {
+                // (Not when the last object changed: an empty `Array(unsafeUninitializedCapacity:)`
+                // writes to the shared empty-array singleton, a race ThreadSanitizer reports.)
+                if count > same {
+                    out += [UInt8](unsafeUninitializedCapacity: (count - same) * size) { table, initialized in
+                        var (shift, next) = (0, 0)
+                        while next < needles.count, needles[next].object < same {
                             shift = shifts[next]
                             next += 1
+                        }
+                        for i in same..<count {
+                            let offset = Int(BinaryPropertyList.Reader.uint(buffer, reader.offsetTable + i * oldSize, oldSize)) + shift
+                            for byte in 0..<size { table[initialized + byte] = UInt8(truncatingIfNeeded: offset &>> (8 * (size - 1 - byte))) }
+                            initialized += size
+                            if next < needles.count, needles[next].object == i {
+                                shift = shifts[next]
+                                next += 1
+                            }
                         }
                     }
                 }

@@ -206,7 +206,7 @@ struct Measures {
     mutating func scale() throws {
         for keys in quick ? [10, 1000] : [10, 1000, 10_000, 100_000] {
             let suite = try makeSuite("scale-\(keys)", keys: keys, durability: .none)
-            let measured = Latencies(try remoteLatencies(suite, count: scaled(keys >= 100_000 ? 40 : 200), gapMs: keys >= 10_000 ? Double(keys) / 1000 : 2)[0].map(\.latency))
+            let measured = Latencies(try remoteLatencies(suite, count: scaled(keys >= 100_000 ? 40 : 200), gapMs: keys >= 100_000 ? 100 : 10)[0].map(\.latency))
             let bytes = try FileManager.default.attributesOfItem(atPath: suite.fileURL!.path)[.size] as? Int ?? 0
             rows.append(Row(
                 group: "6. scale", name: "one-key change in a \(keys)-key suite → remote observer", n: measured.count, p50: ms(measured.p50), p99: ms(measured.p99),

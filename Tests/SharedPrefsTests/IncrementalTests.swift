@@ -54,6 +54,18 @@ struct IncrementalTests {
         Set(Set(old.storage.keys).union(new.storage.keys).filter { old.storage[$0] != new.storage[$0] })
     }
 
+    /// A re-read's delta takes `values` to `expected`, and holds every changed key; besides them,
+    /// only keys whose value is encoded otherwise (a dictionary's keys in another order, "café"
+    /// composed and decomposed), which the store finds equal.
+    static func expect(_ delta: FileDelta, from values: PlistDictionary, to expected: PlistDictionary, round: Int) {
+        var seen = values
+        for (key, value) in delta { seen.storage[key] = value }
+        #expect(seen == expected, "round \(round): the read")
+        let changed = changedKeys(values, expected)
+        #expect(changed.isSubset(of: delta.map(\.key)), "round \(round): every changed key reported")
+        #expect(delta.allSatisfy { changed.contains($0.key) || values.storage[$0.key] == $0.value }, "round \(round): no other change")
+    }
+
     @Test func writesAndReadsAgreeWithTheFullCodecs() throws {
         var rng = SplitMix64(seed: 0x5EED)
         for round in 0..<300 {
@@ -70,14 +82,7 @@ struct IncrementalTests {
                 // A reader of the incremental write (the same order), and of a full encoding (another order).
                 for newBytes in [bytes, BinaryPropertyList.encode(.dictionary(expected))] {
                     let read = try image.changes(to: newBytes)
-                    var seen = values
-                    for (key, value) in read.delta { seen.storage[key] = value }
-                    #expect(seen == expected, "round \(round): the read")
-                    // Every changed key; besides them, only keys whose value is encoded otherwise
-                    // (a dictionary's keys in another order), which the store finds equal.
-                    let changed = Self.changedKeys(values, expected)
-                    #expect(changed.isSubset(of: read.delta.map(\.key)), "round \(round): every changed key reported")
-                    #expect(read.delta.allSatisfy { changed.contains($0.key) || values.storage[$0.key] == $0.value }, "round \(round): no other change")
+                    Self.expect(read.delta, from: values, to: expected, round: round)
                     #expect(read.added.allSatisfy { values.storage[$0] == nil })
                 }
                 values = expected
@@ -127,15 +132,7 @@ struct IncrementalTests {
                 // Where scalars were, the reader compares bytes.
                 let fast = try image.fastChanges(to: bytes)
                 #expect(fast != nil || !onlyScalars, "round \(round): compared by bytes where scalars were")
-                let read = try image.changes(to: bytes)
-                var seen = values
-                for (key, value) in read.delta { seen.storage[key] = value }
-                #expect(seen == expected, "round \(round): the read")
-                // Every changed key, and besides them only keys whose value is spelled otherwise
-                // ("café" composed and decomposed), which the store finds equal.
-                let changed = Self.changedKeys(values, expected)
-                #expect(changed.isSubset(of: read.delta.map(\.key)), "round \(round): every changed key")
-                #expect(read.delta.allSatisfy { changed.contains($0.key) || values.storage[$0.key] == $0.value }, "round \(round): no other change")
+                Self.expect(try image.changes(to: bytes).delta, from: values, to: expected, round: round)
                 values = expected
                 image = next
             }

@@ -182,7 +182,7 @@ struct SuiteImage: Sendable {
     /// bytes between them are copied, and the offsets after each are shifted; the file keeps its
     /// layout. `nil` for any other write.
     func splicing(_ operations: Operations) -> (bytes: [UInt8], image: SuiteImage)? {
-        guard canonical, !operations.isEmpty, operations.count <= 8 else { return nil }
+        guard canonical, !keys.isEmpty, !operations.isEmpty, operations.count <= 8 else { return nil }
         // Each key as this library encodes it, and the new value's bytes.
         // (Capacities reserved, so that the allocations are the same on every run: the benchmark's
         // thresholds count them.)

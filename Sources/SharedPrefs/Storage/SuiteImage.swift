@@ -361,13 +361,10 @@ extension BinaryPropertyList.Reader {
     /// The root dictionary's entry count and where its references begin.
     func topDictionary() throws(PropertyListDecodingError) -> (count: Int, refs: Int) {
         let offset = try offset(topObject)
-        let marker = bytes[offset]
-        guard marker >> 4 == 0xD else { throw PropertyListDecodingError("the root is not a dictionary") }
-        var position = offset + 1
-        let count = try length(marker, at: &position)
-        guard count <= Int.max / (2 * refSize) else { throw PropertyListDecodingError("dictionary length overflows") }
-        try checked(position, count * 2 * refSize)
-        return (count, position)
+        guard bytes[offset] >> 4 == 0xD, case let (range, refs?)? = try extent(at: offset) else {
+            throw PropertyListDecodingError("the root is not a dictionary")
+        }
+        return ((range.upperBound - refs) / (2 * refSize), refs)
     }
 
     /// The key and value objects of entry `i` of a dictionary of `count` entries at `refs`.
@@ -417,26 +414,17 @@ extension BinaryPropertyList.Reader {
         try visit(depth: depth)
         let a = try offset(object)
         let b = try other.offset(otherObject)
-        let marker = bytes[a]
-        guard marker == other.bytes[b] else { return false }
-        switch marker >> 4 {
-        case 0xA, 0xD:
-            var pa = a + 1
-            var pb = b + 1
-            let count = try length(marker, at: &pa)
-            guard count == (try other.length(marker, at: &pb)) else { return false }
-            let children = marker >> 4 == 0xD ? 2 * count : count
-            guard children <= Int.max / refSize else { throw PropertyListDecodingError("container length overflows") }
-            try checked(pa, children * refSize)
-            try other.checked(pb, children * other.refSize)
-            for k in 0..<children where try !same(ref(pa + k * refSize), as: &other, other.ref(pb + k * other.refSize), depth: depth + 1) {
-                return false
-            }
-            return true
-        default:
-            guard let mine = try scalar(at: a), let theirs = try other.scalar(at: b), mine.count == theirs.count else { return false }
-            return memcmp(bytes.baseAddress! + mine.lowerBound, other.bytes.baseAddress! + theirs.lowerBound, mine.count) == 0
+        guard bytes[a] == other.bytes[b], let mine = try extent(at: a), let theirs = try other.extent(at: b) else { return false }
+        guard let pa = mine.refs, let pb = theirs.refs else {
+            return mine.range.count == theirs.range.count
+                && memcmp(bytes.baseAddress! + mine.range.lowerBound, other.bytes.baseAddress! + theirs.range.lowerBound, mine.range.count) == 0
         }
+        let children = (mine.range.upperBound - pa) / refSize
+        guard children == (theirs.range.upperBound - pb) / other.refSize else { return false }
+        for k in 0..<children where try !same(ref(pa + k * refSize), as: &other, other.ref(pb + k * other.refSize), depth: depth + 1) {
+            return false
+        }
+        return true
     }
 
     /// The bytes of the object at `offset`, marker included (a container's end with its

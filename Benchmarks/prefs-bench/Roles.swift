@@ -82,6 +82,36 @@ enum Role {
         print("end")
     }
 
+    /// `replace-floor <dir>`: the floor of an atomic replace. Watches the directory; each time
+    /// `s` is renamed into it, reads the send time from its first 8 bytes (`-1` ends); prints
+    /// `L <sent> <latency>` lines and `end`.
+    static func replaceFloor(_ directory: String) {
+        let fd = inotify_init1(CInt(IN_CLOEXEC))
+        guard fd >= 0, inotify_add_watch(fd, directory, UInt32(IN_MOVED_TO)) >= 0 else {
+            print("error inotify")
+            return
+        }
+        print("ready")
+        fflush(nil)
+        var pairs: [(Int64, Int64)] = []
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 8)
+        let path = directory + "/s"
+        while read(fd, buffer, 65536) > 0 {
+            var sent: Int64 = 0
+            let file = open(path, O_RDONLY | O_CLOEXEC)
+            guard file >= 0 else { continue }
+            let count = read(file, buffer, 65536)
+            close(file)
+            let arrival = now()
+            guard count >= 8 else { continue }
+            sent = buffer.loadUnaligned(as: Int64.self)
+            if sent < 0 { break }
+            pairs.append((sent, arrival - sent))
+        }
+        for (sent, latency) in pairs { print("L \(sent) \(latency)") }
+        print("end")
+    }
+
     /// `contend <plist> <deadline>`: `update` increments of "counter" until the deadline; prints the count.
     static func contend(_ path: String, until deadline: Int64, durability: PreferenceSuite.Durability) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path), options: .init(durability: durability))

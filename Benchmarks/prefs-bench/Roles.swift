@@ -56,36 +56,43 @@ enum Role {
     /// `floor <dir>`: the kernel floor. Watches the directory with inotify; each file renamed into
     /// it is named `f-<sent>`; prints `L <sent> <latency>` lines and `end` after `done`.
     static func floor(_ directory: String) {
-        let fd = inotify_init1(CInt(IN_CLOEXEC))
-        guard fd >= 0, inotify_add_watch(fd, directory, UInt32(IN_MOVED_TO)) >= 0 else {
-            print("error inotify")
-            return
-        }
-        print("ready")
-        fflush(nil)
-        var pairs: [(Int64, Int64)] = []
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 8)
-        reading: while true {
-            let count = read(fd, buffer, 65536)
-            let arrival = now()
-            guard count > 0 else { break }
+        timeArrivals(in: directory) { buffer, count in
+            var sent: [Int64] = []
             var offset = 0
             while offset < count {
                 let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                 let name = String(cString: (buffer + offset + MemoryLayout<inotify_event>.size).assumingMemoryBound(to: CChar.self))
                 offset += MemoryLayout<inotify_event>.size + Int(event.len)
-                if name == "done" { break reading }
-                if name.hasPrefix("f-"), let sent = Int64(name.dropFirst(2)) { pairs.append((sent, arrival - sent)) }
+                if name == "done" { return nil }
+                if name.hasPrefix("f-"), let time = Int64(name.dropFirst(2)) { sent.append(time) }
             }
+            return sent
         }
-        for (sent, latency) in pairs { print("L \(sent) \(latency)") }
-        print("end")
     }
 
     /// `replace-floor <dir>`: the floor of an atomic replace. Watches the directory; each time
-    /// `s` is renamed into it, reads the send time from its first 8 bytes (`-1` ends); prints
-    /// `L <sent> <latency>` lines and `end`.
+    /// `s` is renamed into it, opens and reads it: the send time is in its first 8 bytes (`-1`
+    /// ends); prints `L <sent> <latency>` lines and `end`.
     static func replaceFloor(_ directory: String) {
+        let path = directory + "/s"
+        timeArrivals(in: directory, stampedAfterReading: true) { buffer, _ in
+            let file = open(path, O_RDONLY | O_CLOEXEC)
+            guard file >= 0 else { return [] }
+            let count = read(file, buffer, 65536)
+            close(file)
+            guard count >= 8 else { return [] }
+            let sent = buffer.loadUnaligned(as: Int64.self)
+            return sent < 0 ? nil : [sent]
+        }
+    }
+
+    /// Blocks in `read` on an inotify descriptor watching `directory` for renames into it, and
+    /// hands each batch of events to `sent`, which returns the send times it names (`nil`: the
+    /// end). The arrival is taken when `read` returns, or after `sent` when `stampedAfterReading`.
+    private static func timeArrivals(
+        in directory: String, stampedAfterReading: Bool = false,
+        _ sent: (_ buffer: UnsafeMutableRawPointer, _ count: Int) -> [Int64]?
+    ) {
         let fd = inotify_init1(CInt(IN_CLOEXEC))
         guard fd >= 0, inotify_add_watch(fd, directory, UInt32(IN_MOVED_TO)) >= 0 else {
             print("error inotify")
@@ -95,18 +102,12 @@ enum Role {
         fflush(nil)
         var pairs: [(Int64, Int64)] = []
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 8)
-        let path = directory + "/s"
-        while read(fd, buffer, 65536) > 0 {
-            var sent: Int64 = 0
-            let file = open(path, O_RDONLY | O_CLOEXEC)
-            guard file >= 0 else { continue }
-            let count = read(file, buffer, 65536)
-            close(file)
-            let arrival = now()
-            guard count >= 8 else { continue }
-            sent = buffer.loadUnaligned(as: Int64.self)
-            if sent < 0 { break }
-            pairs.append((sent, arrival - sent))
+        while true {
+            let count = read(fd, buffer, 65536)
+            var arrival = now()
+            guard count > 0, let times = sent(buffer, count) else { break }
+            if stampedAfterReading { arrival = now() }
+            for time in times { pairs.append((time, arrival - time)) }
         }
         for (sent, latency) in pairs { print("L \(sent) \(latency)") }
         print("end")

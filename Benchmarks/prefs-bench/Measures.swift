@@ -131,11 +131,10 @@ struct Measures {
         rows.append(Row(group: "4. kernel floor", name: "fsync of a 2.6 KB file and its directory", n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), note: "what .full adds to a write at least", cdf: measured.cdf))
     }
 
-    /// Replaces `replace/s` the way any atomic-replace design must at least: a new 2.6 KB file
-    /// (the send time in its first 8 bytes), renamed over it; the fsync pair too when `durable`.
-    func replaceFile(sent: Int64, durable: Bool = false) {
-        let dirfd = open(directory.appending(path: "replace").path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { close(dirfd) }
+    /// Replaces `s` in the directory `dirfd` the way any atomic-replace design must at least: a
+    /// new 2.6 KB file (the send time in its first 8 bytes), renamed over it; the fsync pair too
+    /// when `durable`.
+    func replaceFile(in dirfd: CInt, sent: Int64, durable: Bool = false) {
         var payload = [UInt8](repeating: 1, count: 2_600)
         withUnsafeBytes(of: sent) { payload.replaceSubrange(0..<8, with: $0) }
         let fd = openat(dirfd, ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -146,19 +145,29 @@ struct Measures {
         if durable { fsync(dirfd) }
     }
 
+    /// The directory of the atomic-replace floor, created and opened.
+    func openReplaceDirectory() throws -> CInt {
+        let dir = directory.appending(path: "replace")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let fd = open(dir.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw CocoaError(.fileReadUnknown) }
+        return fd
+    }
+
     /// The floor of an atomic replace, with nothing of this library in it: `replaceFile`, then
     /// each observer process wakes on inotify, opens and reads the file. Measured right before
     /// the row it bounds: this machine's noise drifts within minutes.
     mutating func replaceLatency(observers: Int, count: Int, gapMs: Double) throws {
-        try FileManager.default.createDirectory(at: directory.appending(path: "replace"), withIntermediateDirectories: true)
-        replaceFile(sent: 0)
+        let dirfd = try openReplaceDirectory()
+        defer { close(dirfd) }
+        replaceFile(in: dirfd, sent: 0)
         let children = try (0..<observers).map { _ in try Child(["replace-floor", directory.appending(path: "replace").path]) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
         for _ in 0..<count {
-            replaceFile(sent: now())
+            replaceFile(in: dirfd, sent: now())
             gap(gapMs)
         }
-        replaceFile(sent: -1)
+        replaceFile(in: dirfd, sent: -1)
         var slowest: [Int64: Int64] = [:]
         for child in children {
             for (sent, latency) in latencies(from: child) { slowest[sent] = max(slowest[sent] ?? 0, latency) }
@@ -175,13 +184,14 @@ struct Measures {
     /// How many atomic replaces one process makes per second, alone, without and with the fsync
     /// pair: what 8 processes taking turns under a lock cannot exceed.
     mutating func replaceRates() throws {
-        try FileManager.default.createDirectory(at: directory.appending(path: "replace"), withIntermediateDirectories: true)
+        let dirfd = try openReplaceDirectory()
+        defer { close(dirfd) }
         for durable in [false, true] {
             let seconds = quick ? 0.5 : 2.0
             let end = now() + Int64(seconds * 1e9)
             var count = 0
             while now() < end {
-                replaceFile(sent: 0, durable: durable)
+                replaceFile(in: dirfd, sent: 0, durable: durable)
                 count += 1
             }
             let rate = Double(count) / seconds

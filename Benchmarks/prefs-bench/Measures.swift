@@ -49,6 +49,18 @@ struct Measures {
         return children.map(latencies(from:))
     }
 
+    /// For each change that every observer saw, the latency of the slowest of them.
+    func slowestOfEach(_ observers: [[(sent: Int64, latency: Int64)]]) -> [Int64] {
+        var slowest: [Int64: (count: Int, latency: Int64)] = [:]
+        for observer in observers {
+            for (sent, latency) in observer {
+                let seen = slowest[sent, default: (0, 0)]
+                slowest[sent] = (seen.count + 1, max(seen.latency, latency))
+            }
+        }
+        return slowest.values.filter { $0.count == observers.count }.map(\.latency)
+    }
+
     // MARK: 2. A loop of sets
 
     mutating func setLoop() throws {
@@ -168,11 +180,7 @@ struct Measures {
             gap(gapMs)
         }
         replaceFile(in: dirfd, sent: -1)
-        var slowest: [Int64: Int64] = [:]
-        for child in children {
-            for (sent, latency) in latencies(from: child) { slowest[sent] = max(slowest[sent] ?? 0, latency) }
-        }
-        let measured = Latencies(slowest.values)
+        let measured = Latencies(slowestOfEach(children.map(latencies(from:))))
         if observers == 1 { replace.p50 = measured.p50 } else { replace.fanOutP99 = measured.p99 }
         rows.append(Row(
             group: "4. kernel floor", name: observers == 1 ? "atomic replace → inotify + read in another process" : "atomic replace → inotify + read, slowest of \(observers) observer processes",
@@ -297,11 +305,7 @@ struct Measures {
         try replaceLatency(observers: observers, count: scaled(300), gapMs: 4)
         let suite = try makeSuite("fanout", keys: 100, durability: .none)
         let all = try remoteLatencies(suite, observers: observers, count: scaled(300), gapMs: 4)
-        var slowest: [Int64: (count: Int, latency: Int64)] = [:]
-        for observer in all {
-            for (sent, latency) in observer { slowest[sent, default: (0, 0)] = (slowest[sent, default: (0, 0)].count + 1, max(slowest[sent, default: (0, 0)].latency, latency)) }
-        }
-        let measured = Latencies(slowest.values.filter { $0.count == observers }.map(\.latency))
+        let measured = Latencies(slowestOfEach(all))
         rows.append(Row(group: "7. fan-out", name: "\(observers) observer processes, slowest of each change", n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(measured.p99, floorP50), ratioTo: "the kernel floor (p99)",
             note: "target p99 ≤ 10× floor (\(µs(10 * floorP50)))" + (replace.fanOutP99 > 0 ? String(format: "; p99 %.1f× the atomic-replace floor's with as many observers", Double(measured.p99) / Double(replace.fanOutP99)) : ""),
             cdf: measured.cdf))

@@ -11,6 +11,7 @@ public struct PreferenceTransaction {
     /// The stored values, with this transaction's changes applied: a copy of the suite made at
     /// each access, so read single keys through the subscript.
     public var values: PlistDictionary {
+        readLog?.all = true
         var values = base
         for (key, value) in overrides { values.storage[key] = value }
         values.apply(operations)
@@ -23,11 +24,27 @@ public struct PreferenceTransaction {
     private let overrides: [PlistKey: PlistValue?]
     private let registered: PlistDictionary
     private(set) var operations: Operations = [:]
+    /// The keys read, for a backend that compares them when it writes (etcd); `nil` elsewhere.
+    private let readLog: ReadLog?
 
-    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary) {
+    /// What a transaction read: some keys, or all of them.
+    final class ReadLog {
+        var keys: Set<PlistKey> = []
+        var all = false
+    }
+
+    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary, logsReads: Bool = false) {
         self.base = base
         self.overrides = overrides
         self.registered = registered
+        self.readLog = logsReads ? ReadLog() : nil
+    }
+
+    /// The keys this transaction read (its own writes aside); `nil` when it read the whole suite
+    /// (``values``) or reads are not logged.
+    var reads: Set<PlistKey>? {
+        guard let readLog, !readLog.all else { return nil }
+        return readLog.keys
     }
 
     /// The stored value of a key; setting `nil` removes it.
@@ -35,6 +52,7 @@ public struct PreferenceTransaction {
         get {
             let key = PlistKey(key)
             if let operation = operations[key] { return operation.value }
+            readLog?.keys.insert(key)
             if let override = overrides[key] { return override }
             return base.storage[key]
         }

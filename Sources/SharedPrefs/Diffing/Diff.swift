@@ -1,20 +1,20 @@
 /// One pending local operation on a key: the last one per key wins.
-enum PendingOperation: Sendable, Equatable {
+package enum PendingOperation: Sendable, Equatable {
     case set(PlistValue)
     case remove
 
-    var value: PlistValue? {
+    package var value: PlistValue? {
         if case .set(let value) = self { return value }
         return nil
     }
 }
 
 /// Pending operations by exact key.
-typealias Operations = [PlistKey: PendingOperation]
+package typealias Operations = [PlistKey: PendingOperation]
 
 extension PlistDictionary {
     /// Applies operations key by key: the per-key merge that keeps other writers' keys.
-    mutating func apply(_ operations: Operations) {
+    package mutating func apply(_ operations: Operations) {
         for (key, operation) in operations {
             switch operation {
             case .set(let value): storage[key] = value

@@ -23,8 +23,9 @@ enum StoreRegistry {
             if let existing = stores[key]?.store { return existing }
             // Watch first, then read, so no change can fall between the two. Fail early and
             // clearly on an unusable directory or file (insecure, a link, unreadable).
-            let store = SuiteStore(name: name, file: file)
-            InotifyWatcher.shared.watch(store, location: file.location, fileName: file.fileName)
+            let backend = FileBackend(file: file)
+            let store = SuiteStore(name: name, backend: backend)
+            backend.watch(store)
             try store.reload()
             // Forget stores gone since, when the table has doubled: pruning at every opening
             // would make opening n suites cost n².

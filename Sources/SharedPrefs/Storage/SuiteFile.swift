@@ -17,7 +17,7 @@ enum SuiteFileContents {
 }
 
 /// The values of a suite file: in full, or what changed since the image it was read against.
-enum SuiteValues {
+package enum SuiteValues {
     case full(PlistDictionary)
     /// `added`: the keys the old file did not hold (see ``SuiteImage/changes(to:)``).
     case changes(FileDelta, added: [PlistKey])

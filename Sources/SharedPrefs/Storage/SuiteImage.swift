@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Top-level changes of a suite file: each key's new value, `nil` where the key was removed.
-typealias FileDelta = [(key: PlistKey, value: PlistValue?)]
+package typealias FileDelta = [(key: PlistKey, value: PlistValue?)]
 
 /// A binary suite file as last read or written: its bytes, and its top-level keys in the order of
 /// its root dictionary.

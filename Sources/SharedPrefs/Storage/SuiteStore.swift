@@ -5,16 +5,19 @@ import Dispatch
 import SharedPrefsLocking
 
 /// The one live store of a suite in this process, shared by every `PreferenceSuite` for the same
-/// file. Reads come from an in-memory snapshot; writes change it at once and are persisted by a
-/// coalescing background writer; the watcher schedules re-reads when the file changes.
+/// file (or etcd prefix). Reads come from an in-memory snapshot; writes change it at once and are
+/// persisted by a coalescing background writer; the backend's watcher schedules re-reads when the
+/// stored values change.
 ///
-/// All file I/O of a store runs under `ioExclusion`: queued work on the serial `ioQueue`, and a
-/// re-read the watcher thread runs inline when nothing holds it. Everything else is in `state`,
-/// behind a mutex, and is never held across I/O.
-final class SuiteStore: Sendable {
-    let name: String
-    /// `nil` for an in-memory suite.
-    let file: SuiteFile?
+/// All I/O of a store (its ``SuiteBackend``'s calls) runs under `ioExclusion`: queued work on the
+/// serial `ioQueue`, and a re-read the watcher thread runs inline when nothing holds it.
+/// Everything else is in `state`, behind a mutex, and is never held across I/O.
+package final class SuiteStore: Sendable {
+    package let name: String
+    /// Where the values live; `nil` for an in-memory suite.
+    let backend: (any SuiteBackend)?
+    /// The suite's file, for a file-backed suite.
+    var file: SuiteFile? { (backend as? FileBackend)?.file }
     private let ioQueue: DispatchQueue
     /// Held by every job on `ioQueue` while it runs. The watcher thread only ever *tries* it: when
     /// it is free the re-read runs inline (one thread wake-up saved per change another process
@@ -44,10 +47,6 @@ final class SuiteStore: Sendable {
         /// Local operations the writer is persisting right now.
         var inFlight: Operations = [:]
         var registered = PlistDictionary()
-        /// The suite file as last read or written.
-        var version = FileVersion.missing
-        /// The same file's image, when it is a binary one: reads and writes then work on what changed.
-        var image: SuiteImage?
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
@@ -55,8 +54,6 @@ final class SuiteStore: Sendable {
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []
         var statistics = PreferenceSuite.Statistics()
-        /// When this process last looked for temporary files a dead writer left (see `commit`).
-        var lastStaleScan: ContinuousClock.Instant?
 
         /// The value of `key` in the file as last read or written.
         func diskValue(_ key: PlistKey) -> PlistValue? {
@@ -80,15 +77,15 @@ final class SuiteStore: Sendable {
         }
     }
 
-    init(name: String, file: SuiteFile?) {
+    package init(name: String, backend: (any SuiteBackend)?) {
         self.name = name
-        self.file = file
+        self.backend = backend
         self.ioQueue = DispatchQueue(label: "SharedPrefs.io.\(name)")
         ioQueue.setSpecific(key: Self.ioQueueKey, value: ObjectIdentifier(self))
     }
 
     deinit {
-        if let file { InotifyWatcher.shared.unwatch(ObjectIdentifier(self), fileName: file.fileName) }
+        backend?.unwatch(self)
     }
 
     private var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: Self.ioQueueKey) == ObjectIdentifier(self) }
@@ -131,7 +128,7 @@ final class SuiteStore: Sendable {
         let isNew = state.withLock { $0.reportedMismatches.insert("\(key)\u{0}\(stored.typeName)\u{0}\(type)").inserted }
         if isNew {
             logger.warning("\(message)")
-            report(PreferenceError(code: .unsupportedValue, message: message, path: file?.path))
+            report(PreferenceError(code: .unsupportedValue, message: message, path: backend?.location))
         }
     }
 
@@ -170,7 +167,7 @@ final class SuiteStore: Sendable {
         return PreferenceError(
             code: .unsupportedValue,
             message: "Not stored: the value for key \"\(key)\" in suite \(name) is nested more than \(PlistValue.maximumNesting) levels deep, which no property-list reader of this library accepts. Flatten the value; nothing else in the suite was touched.",
-            path: file?.path)
+            path: backend?.location)
     }
 
     /// Runs `body` under the state lock, tells observers what it changed, and schedules a flush.
@@ -180,7 +177,7 @@ final class SuiteStore: Sendable {
             var changes: [PreferenceChange] = []
             body(&s, &changes)
             synchronous = publish(changes, in: s)
-            guard file != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
+            guard backend != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
             s.flushScheduled = true
             return true
         }
@@ -190,10 +187,10 @@ final class SuiteStore: Sendable {
 
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
         let new = operation.value
-        if file != nil, s.shadowed.index(forKey: key) == nil { s.shadowed[key] = .some(s.values.storage[key]) }
+        if backend != nil, s.shadowed.index(forKey: key) == nil { s.shadowed[key] = .some(s.values.storage[key]) }
         let old: PlistValue?
         if let new { old = s.values.storage.updateValue(new, forKey: key) } else { old = s.values.storage.removeValue(forKey: key) }
-        if file != nil { s.pending[key] = operation }
+        if backend != nil { s.pending[key] = operation }
         if old != new, !s.observers.isEmpty {
             changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: .local))
         }
@@ -223,7 +220,7 @@ final class SuiteStore: Sendable {
     /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
     ///   suite, where waiting for the write would wait for itself.
     func flushSynchronously() throws {
-        guard file != nil else { return }
+        guard backend != nil else { return }
         try refuseInsideTransaction("synchronize() or the exit flush")
         try ioSync { try commitPending() }
     }
@@ -238,12 +235,12 @@ final class SuiteStore: Sendable {
         throw PreferenceError(
             code: .unsupportedOperation,
             message: "\(what) was called inside an update of the suite \(name); it would wait for the update that called it. Values set inside the update body are written right after it; call synchronize() after update returns.",
-            path: file?.path)
+            path: backend?.location)
     }
 
     /// Writes everything pending without blocking the caller's thread.
     func flush() async throws {
-        guard file != nil else { return }
+        guard backend != nil else { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             ioAsync { [self] in
                 continuation.resume(with: Result { try commitPending() })
@@ -264,11 +261,12 @@ final class SuiteStore: Sendable {
         _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?)
     }
 
-    /// The write path: lock → re-read if changed → merge pending operations key by key → run the
-    /// transaction → atomic write → unlock → tell observers. Returns `nil` when there was nothing to do.
+    /// The write path: the backend brings the values up to date under its lock (or
+    /// compare-and-swap) → merge the pending operations key by key → run the transaction → the
+    /// backend writes → tell observers. Returns `nil` when there was nothing to do.
     /// Runs under `ioExclusion` only.
     private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?) throws -> R? {
-        guard let file else {
+        guard let backend else {
             // In memory: a transaction runs on the snapshot; there is nothing to persist.
             guard let transaction else { return nil }
             var tx = state.withLock { PreferenceTransaction(base: $0.values, registered: $0.registered) }
@@ -284,72 +282,35 @@ final class SuiteStore: Sendable {
         }
         guard hasWork else { return nil }
         do {
-            guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
-            defer { dir.close() }
-            let lockfd = try file.lock(in: dir)
-            defer { Syscall.close(lockfd) }
-            removeStaleTemporaryFilesOccasionally(file, in: dir)
-
-            let (lastVersion, lastImage) = state.withLock { ($0.version, $0.image) }
-            var quarantined: PreferenceError? = nil
-            if try file.confirm(lastVersion, in: dir) == nil {
-                switch try file.readSettled(in: dir, previous: lastImage) {
-                case .missing:
-                    adoptRead(.full([:]), version: .missing, image: nil)
-                case .loaded(let values, let current, let image):
-                    state.withLock { $0.statistics.fileReads += 1 }
-                    adoptRead(values, version: current, image: image)
-                case .corrupt(let error, looksLikePropertyList: true, _):
-                    // It stayed broken: keep it beside the suite, and start from our last good state.
-                    let aside = try file.moveAside(in: dir)
-                    quarantined = PreferenceError(
-                        code: .corruptFile,
-                        message: "\(error.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(state.withLock { $0.disk.count }) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
-                        path: file.path)
-                case .corrupt(let error, looksLikePropertyList: false, _):
-                    throw error
-                }
-            }
-            // The transaction sees the file's values with the operations being written, without
-            // the newer local ones still pending.
-            var (operations, image, version) = state.withLock { ($0.inFlight, $0.image, $0.version) }
             var result: R? = nil
+            var written: Operations = [:]
             var transactionKeys: Set<PlistKey> = []
-            if let transaction {
-                var tx = state.withLock { s in
-                    PreferenceTransaction(
-                        base: s.values,
-                        overrides: Dictionary(uniqueKeysWithValues: s.pending.keys.map { ($0, s.inFlight[$0].map(\.value) ?? s.diskValue($0)) }),
-                        registered: s.registered)
+            let notice = try backend.write(self) { () throws -> WritePlan in
+                // The transaction sees the stored values with the operations being written,
+                // without the newer local ones still pending.
+                var operations = state.withLock { $0.inFlight }
+                var reads: Set<PlistKey>? = nil
+                if let transaction {
+                    var tx = state.withLock { s in
+                        PreferenceTransaction(
+                            base: s.values,
+                            overrides: Dictionary(uniqueKeysWithValues: s.pending.keys.map { ($0, s.inFlight[$0].map(\.value) ?? s.diskValue($0)) }),
+                            registered: s.registered, logsReads: backend.comparesReads)
+                    }
+                    result = try transaction(&tx)
+                    for (key, operation) in tx.operations {
+                        if let error = refusal(of: operation, forKey: key.string) { throw error }
+                    }
+                    operations.merge(tx.operations) { _, transaction in transaction }
+                    transactionKeys = Set(tx.operations.keys)
+                    reads = tx.reads
                 }
-                result = try transaction(&tx)
-                for (key, operation) in tx.operations {
-                    if let error = refusal(of: operation, forKey: key.string) { throw error }
-                }
-                operations.merge(tx.operations) { _, transaction in transaction }
-                transactionKeys = Set(tx.operations.keys)
+                written = operations
+                let changesSomething = state.withLock { s in operations.contains { s.diskValue($0.key) != $0.value.value } }
+                return WritePlan(operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil)
             }
-            let mustWrite = quarantined != nil || state.withLock { s in operations.contains { s.diskValue($0.key) != $0.value.value } }
-            if mustWrite {
-                let bytes: [UInt8]
-                if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(operations) {
-                    bytes = encoded
-                    image = next
-                } else {
-                    var disk = state.withLock { $0.disk }
-                    disk.apply(operations)
-                    bytes = file.options.format.encode(.dictionary(disk))
-                    image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys), canonical: true) : nil
-                }
-                if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
-                    logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
-                }
-                version = try file.write(bytes, in: dir)
-                state.withLock { $0.statistics.fileWrites += 1 }
-            }
-            adoptWritten(operations, version: version, image: image, transactionKeys: transactionKeys)
-            // Written, and the caller told: what the corrupt file alone held is not in the suite.
-            if let quarantined { throw quarantined }
+            adoptWritten(written, transactionKeys: transactionKeys)
+            if let notice { throw notice }
             return result
         } catch {
             // Put the operations back unless newer ones replaced them (after a quarantine they
@@ -369,20 +330,6 @@ final class SuiteStore: Sendable {
             if retry { apply([:], forceFlush: true) }
             throw error
         }
-    }
-
-    /// Under the lock, at the first write of this process and then at most once a minute: a
-    /// directory listing per write would cost more than the rare crash it cleans up after.
-    private func removeStaleTemporaryFilesOccasionally(_ file: SuiteFile, in dir: OpenDirectory) {
-        let due = state.withLock { s -> Bool in
-            let now = ContinuousClock.now
-            guard s.lastStaleScan.map({ now - $0 > .seconds(60) }) ?? true else { return false }
-            s.lastStaleScan = now
-            return true
-        }
-        guard due else { return }
-        let removed = file.removeStaleTemporaryFiles(in: dir)
-        if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(file.directory) by a writer that died mid-write") }
     }
 
     // MARK: Re-reading
@@ -416,46 +363,17 @@ final class SuiteStore: Sendable {
         }
     }
 
-    /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
-    /// snapshot and is reported (the next event, a complete write, is read again); other failures
-    /// throw. Runs under `ioExclusion`, or from the registry before the store is shared.
-    func reload() throws(PreferenceError) {
-        guard let file else { return }
-        guard let dir = try file.openDirectory(creating: false) else {
-            // The directory is gone, and the suite with it.
-            adoptRead(.full([:]), version: .missing, image: nil)
-            return
-        }
-        defer { dir.close() }
-        let (lastVersion, lastImage) = state.withLock { ($0.version, $0.image) }
-        if let same = try file.confirm(lastVersion, in: dir) {
-            state.withLock { $0.version = same }
-            return
-        }
-        switch try file.read(in: dir, previous: lastImage) {
-        case .missing: adoptRead(.full([:]), version: .missing, image: nil)
-        case .loaded(let values, let version, let image):
-            state.withLock { $0.statistics.fileReads += 1 }
-            adoptRead(values, version: version, image: image)
-        case .corrupt(let error, _, _):
-            logger.warning("\(error.message)")
-            report(error)
-        }
+    /// Reads what changed in the stored values; failures throw. Runs under `ioExclusion`, or
+    /// from the registry before the store is shared.
+    package func reload() throws(PreferenceError) {
+        try backend?.reload(self)
     }
 
-    /// Makes a file just read the state of the file: what changed in it reaches `values`, except
+    /// Makes values just read the stored state: what changed in them reaches `values`, except
     /// where a local change not yet written hides it, and observers hear of it as external.
-    private func adoptRead(_ read: SuiteValues, version: FileVersion, image: SuiteImage?) {
-        var read = read
-        // A key the incremental read calls new, though the suite has it: it occurs twice in the
-        // file. The last one wins, as in a full decode.
-        if case .changes(_, let added) = read, !added.isEmpty, state.withLock({ s in added.contains { s.diskValue($0) != nil } }),
-            let (values, _) = try? PropertyListFormat.decodeSuite(version.content) {
-            read = .full(values)
-        }
+    /// Called by the backend, under `ioExclusion`.
+    package func adoptRead(_ read: SuiteValues) {
         let synchronous = state.withLock { s in
-            s.version = version
-            s.image = image
             let delta: FileDelta
             switch read {
             case .full(let values): delta = s.delta(to: values)
@@ -477,13 +395,36 @@ final class SuiteStore: Sendable {
         for deliver in synchronous { deliver() }
     }
 
-    /// Makes a file just written (or found to hold `operations` already) the state of the file.
+    /// The stored value of `key` as last read or written (without this process's unwritten changes).
+    package func persistedValue(forKey key: PlistKey) -> PlistValue? {
+        state.withLock { $0.diskValue(key) }
+    }
+
+    /// The stored values in full, as last read or written: a copy of the suite.
+    package func persistedValues() -> PlistDictionary {
+        state.withLock { $0.disk }
+    }
+
+    /// Whether any of `keys` is stored.
+    func hasStoredValue(forAnyOf keys: [PlistKey]) -> Bool {
+        state.withLock { s in keys.contains { s.diskValue($0) != nil } }
+    }
+
+    /// Counts a read of the stored values that found them changed (``PreferenceSuite/Statistics``).
+    package func countRead() {
+        state.withLock { $0.statistics.fileReads += 1 }
+    }
+
+    /// Counts a write (``PreferenceSuite/Statistics``).
+    package func countWrite() {
+        state.withLock { $0.statistics.fileWrites += 1 }
+    }
+
+    /// Makes values just written (or found to hold `operations` already) the stored state.
     /// A transaction's changes reach `values` here and are told to observers, on the I/O queue
     /// while `update` waits for it.
-    private func adoptWritten(_ operations: Operations, version: FileVersion, image: SuiteImage?, transactionKeys: Set<PlistKey>) {
+    private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>) {
         let synchronous = state.withLock { s in
-            s.version = version
-            s.image = image
             s.inFlight = [:]
             var changes: [PreferenceChange] = []
             for (key, operation) in operations {
@@ -560,7 +501,7 @@ final class SuiteStore: Sendable {
 
     /// Reports a failure that no caller is waiting for (a background write, a corrupt file).
     func report(_ error: any Error) {
-        let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: file?.path)
+        let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: backend?.location)
         state.withLock { s in
             for deliver in s.failureObservers.values { deliver(failure) }
         }

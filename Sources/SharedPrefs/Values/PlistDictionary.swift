@@ -7,12 +7,12 @@ import Glibc
 /// Swift's `String` equality is canonical equivalence: `"caf\u{E9}" == "cafe\u{301}"`. Property
 /// lists, like every reader of them (Apple's, `plistlib`), keep those two keys apart, so every
 /// map of keys in SharedPrefs is keyed by this instead.
-struct PlistKey: Hashable, Sendable {
-    let string: String
+package struct PlistKey: Hashable, Sendable {
+    package let string: String
 
-    init(_ string: String) { self.string = string }
+    package init(_ string: String) { self.string = string }
 
-    static func == (lhs: PlistKey, rhs: PlistKey) -> Bool {
+    package static func == (lhs: PlistKey, rhs: PlistKey) -> Bool {
         let (a, b) = (lhs.string.utf8, rhs.string.utf8)
         guard a.count == b.count else { return false }
         // Native strings are contiguous UTF-8: compare the bytes in place.
@@ -22,7 +22,7 @@ struct PlistKey: Hashable, Sendable {
         return (same ?? nil) ?? a.elementsEqual(b)
     }
 
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         let utf8 = string.utf8
         if utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
             Array(utf8).withUnsafeBytes { hasher.combine(bytes: $0) }

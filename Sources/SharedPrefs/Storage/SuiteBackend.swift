@@ -1,0 +1,181 @@
+import SharedPrefsLocking
+
+/// Where a store's values live: a suite file here, a key prefix in an etcd cluster in
+/// `SharedPrefsEtcd`. The snapshot, the pending operations, the per-key diff and the observers
+/// are ``SuiteStore``'s, one implementation for every backend; a backend only reads, writes and
+/// watches, and hands what it read to the store (``SuiteStore/adoptRead(_:)``).
+///
+/// The store calls a backend under its I/O exclusion only, one call at a time.
+package protocol SuiteBackend: Sendable {
+    /// The suite's file path or address, for messages.
+    var location: String { get }
+
+    /// Whether a transaction's plan must say which keys it read (``WritePlan/reads``): a
+    /// compare-and-swap backend checks them; a backend that writes under a lock need not.
+    var comparesReads: Bool { get }
+
+    /// Starts telling `store` of changes made elsewhere (``SuiteStore/scheduleReload()``, or
+    /// ``SuiteStore/adoptRead(_:)`` directly).
+    func watch(_ store: SuiteStore)
+
+    /// Stops watching for `store`, which is going away.
+    func unwatch(_ store: SuiteStore)
+
+    /// Reads what changed since the last read or write and hands it to `store`.
+    func reload(_ store: SuiteStore) throws(PreferenceError)
+
+    /// One write: brings `store` up to date with the stored values (``SuiteStore/adoptRead(_:)``)
+    /// where they may have changed, then asks `plan` for the operations to write and writes them,
+    /// all such that no other writer's change falls in between (a lock, or a compare-and-swap:
+    /// after a failed one the backend adopts what changed and asks `plan` again).
+    /// - Returns: An error to throw once the write is adopted (the write succeeded, but the caller
+    ///   must hear of something), or `nil`.
+    func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError?
+}
+
+extension SuiteBackend {
+    package var comparesReads: Bool { false }
+}
+
+/// What a write is to store, from ``SuiteStore``'s merge of its pending operations and transaction.
+package struct WritePlan {
+    /// The operations to persist, per key.
+    package var operations: Operations
+    /// Whether any of them changes a stored value: when none does, nothing needs writing.
+    package var changesSomething: Bool
+    /// The keys a transaction read (when the backend ``SuiteBackend/comparesReads``), or `nil`
+    /// when it read the whole suite or there was no transaction: a compare-and-swap backend must
+    /// find them unchanged (``SuiteStore/persistedValue(forKey:)``).
+    package var reads: Set<PlistKey>?
+    /// Whether the plan comes from a transaction (an `update` body), which must see every
+    /// stored value current; plain sets merge per key whatever changed meanwhile.
+    package var isTransaction: Bool
+}
+
+/// A suite stored in a property-list file (``SuiteFile``), watched with inotify, written under the
+/// suite's lock file by an atomic replace.
+final class FileBackend: SuiteBackend {
+    let file: SuiteFile
+    /// The file as last read or written, and its image when it is a binary one: reads and writes
+    /// then work on what changed. Used under the store's I/O exclusion only.
+    private let last = Lock<(version: FileVersion, image: SuiteImage?)>((.missing, nil))
+    /// When this process last looked for temporary files a dead writer left (see `write`).
+    private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
+
+    init(file: SuiteFile) {
+        self.file = file
+    }
+
+    var location: String { file.path }
+
+    func watch(_ store: SuiteStore) {
+        InotifyWatcher.shared.watch(store, location: file.location, fileName: file.fileName)
+    }
+
+    func unwatch(_ store: SuiteStore) {
+        InotifyWatcher.shared.unwatch(ObjectIdentifier(store), fileName: file.fileName)
+    }
+
+    /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
+    /// snapshot and is reported (the next event, a complete write, is read again); other failures
+    /// throw.
+    func reload(_ store: SuiteStore) throws(PreferenceError) {
+        guard let dir = try file.openDirectory(creating: false) else {
+            // The directory is gone, and the suite with it.
+            adopt(.full([:]), version: .missing, image: nil, into: store)
+            return
+        }
+        defer { dir.close() }
+        let (lastVersion, lastImage) = last.withLock { $0 }
+        if let same = try file.confirm(lastVersion, in: dir) {
+            last.withLock { $0.version = same }
+            return
+        }
+        switch try file.read(in: dir, previous: lastImage) {
+        case .missing: adopt(.full([:]), version: .missing, image: nil, into: store)
+        case .loaded(let values, let version, let image):
+            store.countRead()
+            adopt(values, version: version, image: image, into: store)
+        case .corrupt(let error, _, _):
+            logger.warning("\(error.message)")
+            store.report(error)
+        }
+    }
+
+    /// The write path: lock → re-read if changed → plan → atomic write → unlock.
+    func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
+        guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
+        defer { dir.close() }
+        let lockfd = try file.lock(in: dir)
+        defer { Syscall.close(lockfd) }
+        removeStaleTemporaryFilesOccasionally(in: dir)
+
+        let (lastVersion, lastImage) = last.withLock { $0 }
+        var quarantined: PreferenceError? = nil
+        if try file.confirm(lastVersion, in: dir) == nil {
+            switch try file.readSettled(in: dir, previous: lastImage) {
+            case .missing:
+                adopt(.full([:]), version: .missing, image: nil, into: store)
+            case .loaded(let values, let current, let image):
+                store.countRead()
+                adopt(values, version: current, image: image, into: store)
+            case .corrupt(let error, looksLikePropertyList: true, _):
+                // It stayed broken: keep it beside the suite, and start from our last good state.
+                let aside = try file.moveAside(in: dir)
+                quarantined = PreferenceError(
+                    code: .corruptFile,
+                    message: "\(error.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(store.persistedValues().count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
+                    path: file.path)
+            case .corrupt(let error, looksLikePropertyList: false, _):
+                throw error
+            }
+        }
+        let plan = try plan()
+        guard plan.changesSomething || quarantined != nil else { return nil }
+        var image = last.withLock { $0.image }
+        let bytes: [UInt8]
+        if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
+            bytes = encoded
+            image = next
+        } else {
+            var disk = store.persistedValues()
+            disk.apply(plan.operations)
+            bytes = file.options.format.encode(.dictionary(disk))
+            image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys), canonical: true) : nil
+        }
+        if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
+            logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
+        }
+        let version = try file.write(bytes, in: dir)
+        store.countWrite()
+        last.withLock { $0 = (version, image) }
+        // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
+        return quarantined
+    }
+
+    /// Hands a file just read to the store. A key the incremental read calls new, though the suite
+    /// has it, occurs twice in the file: the last one wins, as in a full decode.
+    private func adopt(_ read: SuiteValues, version: FileVersion, image: SuiteImage?, into store: SuiteStore) {
+        last.withLock { $0 = (version, image) }
+        if case .changes(_, let added) = read, !added.isEmpty, store.hasStoredValue(forAnyOf: added),
+            let (values, _) = try? PropertyListFormat.decodeSuite(version.content) {
+            store.adoptRead(.full(values))
+        } else {
+            store.adoptRead(read)
+        }
+    }
+
+    /// Under the lock, at the first write of this process and then at most once a minute: a
+    /// directory listing per write would cost more than the rare crash it cleans up after.
+    private func removeStaleTemporaryFilesOccasionally(in dir: OpenDirectory) {
+        let due = lastStaleScan.withLock { last -> Bool in
+            let now = ContinuousClock.now
+            guard last.map({ now - $0 > .seconds(60) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let removed = file.removeStaleTemporaryFiles(in: dir)
+        if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(file.directory) by a writer that died mid-write") }
+    }
+}

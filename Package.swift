@@ -10,11 +10,17 @@ let package = Package(
         // @ObservablePrefs: a product of its own, because macros need swift-syntax (minutes to
         // build); the core library and prefs-watch never build it.
         .library(name: "SharedPrefsObservation", targets: ["SharedPrefsObservation"]),
+        // Suites on an etcd v3 cluster (trait Etcd; without it the module is empty and builds no NIO).
+        .library(name: "SharedPrefsEtcd", targets: ["SharedPrefsEtcd"]),
         .executable(name: "prefs-watch", targets: ["prefs-watch"]),
         .executable(name: "AppGroupDemo", targets: ["AppGroupDemo"]),
         .executable(name: "prefs-bench", targets: ["prefs-bench"]),
     ],
     traits: [
+        .trait(
+            name: "Etcd",
+            description: "SharedPrefsEtcd: suites on an etcd v3 cluster, through its JSON gateway with async-http-client (SwiftNIO)."
+        ),
         .trait(
             name: "InotifyTools",
             description: "prefs-watch tail --raw prints file-level inotify events through libinotifytools (GPL-2.0: a binary built with this trait is distributed under GPL-2.0 terms). Needs apt-get install libinotifytools0-dev."
@@ -29,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // prefs-bench's latency percentiles.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // SharedPrefsEtcd, with the Etcd trait only.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -38,6 +46,15 @@ let package = Package(
                 "SharedPrefsLocking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // A SuiteBackend on an etcd v3 cluster; empty without the Etcd trait.
+        .target(
+            name: "SharedPrefsEtcd",
+            dependencies: [
+                "SharedPrefs",
+                "SharedPrefsLocking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Etcd"])),
             ]
         ),
         // statfs(2) and eventfd(2), which Glibc's module map leaves out; ThreadSanitizer annotations.
@@ -98,6 +115,12 @@ let package = Package(
         .testTarget(
             name: "SharedPrefsTests",
             dependencies: ["SharedPrefs", "SharedPrefsObservation", "SharedPrefsLocking"]
+        ),
+        // The etcd suite against a real 3-member cluster (swift test --traits Etcd), and its child process.
+        .executableTarget(name: "prefs-etcd-child", dependencies: ["SharedPrefsEtcd"], path: "Tests/prefs-etcd-child"),
+        .testTarget(
+            name: "SharedPrefsEtcdTests",
+            dependencies: ["SharedPrefs", "SharedPrefsEtcd", "prefs-etcd-child"]
         ),
         .testTarget(
             name: "SharedPrefsMacrosTests",

@@ -53,6 +53,12 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         /// The operation needs a file, but the suite lives only in memory, or the call is not
         /// allowed where it was made (for example `update` inside another `update`).
         public static let unsupportedOperation = Code("unsupportedOperation")
+        /// No member of the etcd cluster answered (or none with a leader); writes stay pending and
+        /// are retried, the watch resumes where it stopped.
+        public static let clusterUnreachable = Code("clusterUnreachable")
+        /// The etcd watch fell below the cluster's compaction point: the suite was read again in
+        /// full and diffed, so observers hear of every key that changed, not of each step.
+        public static let resynchronized = Code("resynchronized")
     }
 
     /// The kind of failure.

@@ -81,7 +81,8 @@ public final class PreferenceSuite: Sendable {
     /// The suite's file, or `nil` for an in-memory suite.
     public var fileURL: URL? { store.file.map { URL(filePath: $0.path) } }
 
-    private init(store: SuiteStore) {
+    /// A suite on `store`, for other backends of this package (`SharedPrefsEtcd`).
+    package init(store: SuiteStore) {
         self.store = store
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Why a property list could not be decoded; mapped to ``PreferenceError/Code/corruptFile`` with the path.
-struct PropertyListDecodingError: Error, CustomStringConvertible {
-    var description: String
+package struct PropertyListDecodingError: Error, CustomStringConvertible {
+    package var description: String
     init(_ description: String) { self.description = description }
 }
 

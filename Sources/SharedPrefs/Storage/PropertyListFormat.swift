@@ -8,7 +8,7 @@ public enum PropertyListFormat: Sendable, Hashable {
     /// Encodes `root` in this format. XML cannot carry some strings at all (control characters
     /// such as ESC or NUL, U+FFFE, U+FFFF): a value holding one is encoded as a binary property
     /// list instead, never as XML that no parser accepts (either format is read).
-    func encode(_ root: PlistValue) -> [UInt8] {
+    package func encode(_ root: PlistValue) -> [UInt8] {
         switch self {
         case .binary: return BinaryPropertyList.encode(root)
         case .xml:
@@ -17,7 +17,7 @@ public enum PropertyListFormat: Sendable, Hashable {
     }
 
     /// Decodes a property list in either format, whatever its root.
-    static func decode(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistValue {
+    package static func decode(_ bytes: [UInt8]) throws(PropertyListDecodingError) -> PlistValue {
         if bytes.isEmpty { throw PropertyListDecodingError("the file is empty") }
         return bytes.starts(with: BinaryPropertyList.magic.prefix(6))
             ? try BinaryPropertyList.decode(bytes) : try XMLPropertyList.decode(bytes)

@@ -201,8 +201,9 @@ package final class SuiteStore: Sendable {
             state.withLock { $0.flushScheduled = false }
             do {
                 try commitPending()
-            } catch let error as PreferenceError where error.code == .lockTimedOut {
-                // Reported by commit; try again in a second, for as long as the lock is held.
+            } catch let error as PreferenceError where error.code == .lockTimedOut || error.code == .clusterUnreachable {
+                // Reported by commit; try again in a second, for as long as the lock is held (or
+                // the cluster does not answer).
                 ioQueue.asyncAfter(deadline: .now() + 1) { [self] in apply([:], forceFlush: true) }
             } catch {}  // commit reported it
         }
@@ -337,7 +338,7 @@ package final class SuiteStore: Sendable {
     /// Called by the watcher with a burst of events already coalesced: re-reads on the calling
     /// thread when no I/O is running, otherwise queues one re-read behind the running work.
     /// Never blocks on the store's I/O.
-    func scheduleReload() {
+    package func scheduleReload() {
         if ioExclusion.withLockIfAvailable({ _ in reloadNow() }) != nil { return }
         let schedule = state.withLock { s -> Bool in
             if s.reloadScheduled { return false }
@@ -500,7 +501,7 @@ package final class SuiteStore: Sendable {
     }
 
     /// Reports a failure that no caller is waiting for (a background write, a corrupt file).
-    func report(_ error: any Error) {
+    package func report(_ error: any Error) {
         let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: backend?.location)
         state.withLock { s in
             for deliver in s.failureObservers.values { deliver(failure) }

@@ -48,7 +48,7 @@ extension String {
 /// for (key, value) in suite.storedValues { print(key, value) }
 /// ```
 public struct PlistDictionary: Sendable, Hashable {
-    var storage: [PlistKey: PlistValue]
+    package var storage: [PlistKey: PlistValue]
 
     /// An empty dictionary.
     public init() { storage = [:] }

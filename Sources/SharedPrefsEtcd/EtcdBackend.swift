@@ -1,0 +1,391 @@
+#if Etcd
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SharedPrefs
+import SharedPrefsLocking
+
+/// A suite stored under a key prefix of an etcd v3 cluster: each suite key one etcd key, each value
+/// a binary property list. Reads come from the store's snapshot; a watch of the prefix (from the
+/// last revision read, with `Grpc-Metadata-hasleader`) brings other clients' changes, key by key.
+///
+/// Plain writes put and delete their keys in one `txn` (the last writer wins per key, as in a
+/// suite file). An `update` body is a compare-and-swap: its `txn` compares the modification
+/// revision of every key the body read or wrote, and of the suite's transaction key, which every
+/// `update` writes with a token of its own; after a timeout the token tells whether the attempt
+/// was applied, so an increment is never applied twice nor lost.
+final class EtcdBackend: SuiteBackend {
+    let client: EtcdClient
+    let prefix: Data
+    /// Written by every `update` with its attempt's token; outside the prefix, so no suite key.
+    let tokenKey: Data
+
+    private struct Known {
+        /// The revision the snapshot is at: the last range or watch response applied.
+        var revision: Int64 = 0
+        /// Each known key's last modification revision (a deletion's revision for a removed key).
+        var modRevisions: [PlistKey: Int64] = [:]
+        /// The transaction key's modification revision as last seen (0: never written).
+        var tokenRevision: Int64 = 0
+        /// Watch events not yet handed to the store, in order.
+        var events: [(revision: Int64, events: [WatchResponse.Result.Event])] = []
+        /// A full re-read is due: first load, or the watch fell below the compaction point.
+        var mustResync = true
+        var watcher: Task<Void, Never>?
+        var watchedRevision: Int64 = 0
+    }
+    private let known = Lock(Known())
+
+    init(client: EtcdClient, prefix: String) {
+        self.client = client
+        self.prefix = Data(prefix.utf8)
+        self.tokenKey = Data(("\u{0}sharedprefs-transaction\u{0}" + prefix).utf8)
+    }
+
+    var location: String { "etcd \(client.endpoints.joined(separator: ",")) prefix \(String(decoding: prefix, as: UTF8.self))" }
+    var comparesReads: Bool { true }
+
+    // MARK: Keys and values
+
+    private func etcdKey(_ key: PlistKey) -> Data { prefix + Data(key.string.utf8) }
+
+    private func suiteKey(_ key: Data) -> PlistKey? {
+        guard key.starts(with: prefix) else { return nil }
+        return PlistKey(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
+    }
+
+    private func decode(_ kv: KeyValue, store: SuiteStore) -> PlistValue? {
+        guard let bytes = kv.value, !bytes.isEmpty else { return nil }
+        do { return try PropertyListFormat.decode(Array(bytes)) } catch {
+            // A value another program put: shown as the string it is, when it is text.
+            if let text = String(bytes: bytes, encoding: .utf8) { return .string(text) }
+            store.report(PreferenceError(code: .corruptFile, message: "The etcd key \(String(decoding: kv.key, as: UTF8.self)) holds \(bytes.count) bytes that are neither a property list nor UTF-8 text; it is left out of the suite. Write it through SharedPrefs or prefs-watch.", path: location))
+            return nil
+        }
+    }
+
+    // MARK: Watching
+
+    func watch(_ store: SuiteStore) {
+        let task = Task.detached { [self, weak store] in
+            var delay: Duration = .milliseconds(100)
+            while !Task.isCancelled, let current = store {
+                let from = known.withLock { $0.revision } + 1
+                do {
+                    try await follow(from: from, store: current)
+                    delay = .milliseconds(100)
+                } catch {
+                    if Task.isCancelled { return }
+                    current.report(PreferenceError(code: .clusterUnreachable, message: "The watch of \(location) broke (\(error)); it resumes from revision \(from) on the next endpoint that answers, so no change is missed.", path: location))
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(2))
+            }
+        }
+        known.withLock { $0.watcher = task }
+    }
+
+    func unwatch(_ store: SuiteStore) {
+        known.withLock { $0.watcher?.cancel() }
+    }
+
+    /// Streams the prefix's events from `revision` on one endpoint until the stream ends.
+    private func follow(from revision: Int64, store: SuiteStore) async throws {
+        let body = try JSONEncoder().encode(WatchRequest(create_request: .init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision), prev_kv: false)))
+        var lastError: (any Error)? = nil
+        for endpoint in client.endpoints {
+            var request = HTTPClientRequest(url: endpoint + "/v3/watch")
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            // Without it a member cut off from the leader keeps the stream open and silent.
+            request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response: HTTPClientResponse
+            do { response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365)) } catch {
+                lastError = error
+                continue
+            }
+            guard response.status == .ok else {
+                lastError = EtcdClient.Failure.refused(Int(response.status.code), endpoint)
+                continue
+            }
+            var buffer = Data()
+            for try await part in response.body {
+                buffer.append(contentsOf: part.readableBytesView)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = buffer[buffer.startIndex..<newline]
+                    buffer = Data(buffer[buffer.index(after: newline)...])
+                    guard !line.isEmpty else { continue }
+                    let message = try JSONDecoder().decode(WatchResponse.self, from: line)
+                    guard let result = message.result else {
+                        throw EtcdClient.Failure.refused(0, "watch error from \(endpoint): \(message.error ?? [:])")
+                    }
+                    if result.canceled == true {
+                        if let compacted = result.compact_revision?.value, compacted > 0 {
+                            // Below the compaction point: re-read the prefix, diff, and watch on from there.
+                            known.withLock { $0.mustResync = true }
+                            store.report(PreferenceError(code: .resynchronized, message: "The watch of \(location) fell below etcd's compaction point (revision \(compacted)); the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: location))
+                            store.scheduleReload()
+                            return
+                        }
+                        throw EtcdClient.Failure.refused(0, "watch canceled by \(endpoint): \(result.cancel_reason ?? "no reason given")")
+                    }
+                    guard let events = result.events, !events.isEmpty, let at = result.header?.revision?.value else { continue }
+                    known.withLock { $0.events.append((at, events)) }
+                    store.scheduleReload()
+                }
+            }
+            return
+        }
+        throw lastError ?? EtcdClient.Failure.unreachable("no endpoint")
+    }
+
+    // MARK: Reading
+
+    func reload(_ store: SuiteStore) throws(PreferenceError) {
+        if known.withLock({ $0.mustResync }) {
+            try resync(store)
+            return
+        }
+        let batches = known.withLock { k in
+            defer { k.events = [] }
+            return k.events
+        }
+        var delta: FileDelta = []
+        known.withLock { k in
+            for batch in batches where batch.revision > k.revision {
+                for event in batch.events {
+                    guard let key = suiteKey(event.kv.key) else { continue }
+                    let revision = event.kv.mod_revision?.value ?? batch.revision
+                    // Already known (this process wrote it, or a re-read saw it): skip.
+                    if let seen = k.modRevisions[key], seen >= revision { continue }
+                    k.modRevisions[key] = revision
+                    delta.append((key, event.type == "DELETE" ? nil : decode(event.kv, store: store)))
+                }
+                k.revision = batch.revision
+            }
+        }
+        if !delta.isEmpty {
+            store.countRead()
+            store.adoptRead(.changes(delta, added: []))
+        }
+    }
+
+    /// Reads the whole prefix and hands it to the store to diff.
+    private func resync(_ store: SuiteStore) throws(PreferenceError) {
+        let response = try request("read") { () throws(EtcdClient.Failure) in
+            try client.post("/v3/kv/range", RangeRequest(key: prefix, range_end: prefix.prefixEnd), as: RangeResponse.self)
+        }
+        adoptRange(response, store: store)
+        known.withLock { k in
+            k.mustResync = false
+            k.revision = response.header?.revision?.value ?? k.revision
+            k.events.removeAll { $0.revision <= k.revision }
+        }
+    }
+
+    /// Makes a range of the whole prefix the stored state.
+    private func adoptRange(_ response: RangeResponse, store: SuiteStore) {
+        var values = PlistDictionary()
+        var revisions: [PlistKey: Int64] = [:]
+        for kv in response.kvs ?? [] {
+            guard let key = suiteKey(kv.key), let value = decode(kv, store: store) else { continue }
+            values[key.string] = value
+            revisions[key] = kv.mod_revision?.value ?? 0
+        }
+        known.withLock { $0.modRevisions = revisions }
+        store.countRead()
+        store.adoptRead(.full(values))
+    }
+
+    // MARK: Writing
+
+    func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
+        if known.withLock({ $0.mustResync }) { try resync(store) }
+        while true {
+            let plan = try plan()
+            guard plan.changesSomething || plan.isTransaction else { return nil }
+            if !plan.isTransaction {
+                try putPlain(plan.operations, store: store)
+                return nil
+            }
+            if try attemptTransaction(plan, store: store) { return nil }
+        }
+    }
+
+    /// Plain writes: the last writer wins per key, so no comparison; at most 128 operations per
+    /// `txn` (etcd's default `--max-txn-ops`). A lost answer is retried: the same puts again.
+    private func putPlain(_ operations: Operations, store: SuiteStore) throws(PreferenceError) {
+        let ordered = Array(operations)
+        for start in stride(from: 0, to: ordered.count, by: 128) {
+            let chunk = ordered[start..<min(start + 128, ordered.count)]
+            let txn = TxnRequest(compare: [], success: chunk.map { op($0.key, $0.value) }, failure: [])
+            let response = try request("write") { () throws(EtcdClient.Failure) in try client.post("/v3/kv/txn", txn, as: TxnResponse.self) }
+            let revision = response.header?.revision?.value ?? 0
+            known.withLock { k in for (key, _) in chunk { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) } }
+            store.countWrite()
+        }
+    }
+
+    private func op(_ key: PlistKey, _ operation: PendingOperation) -> RequestOp {
+        switch operation {
+        case .set(let value): RequestOp(request_put: .init(key: etcdKey(key), value: Data(PropertyListFormat.binary.encode(value))))
+        case .remove: RequestOp(request_delete_range: .init(key: etcdKey(key)))
+        }
+    }
+
+    /// One compare-and-swap attempt of an `update`; `false` when another writer came first (what
+    /// it changed is adopted, and the body runs again).
+    private func attemptTransaction(_ plan: WritePlan, store: SuiteStore) throws -> Bool {
+        let token = Data(UUID().uuidString.utf8)
+        var compared = Set(plan.operations.keys)
+        var compares: [Compare] = []
+        let (revisions, snapshotRevision, tokenRevision) = known.withLock { ($0.modRevisions, max($0.revision, $0.modRevisions.values.max() ?? 0), $0.tokenRevision) }
+        if let reads = plan.reads {
+            compared.formUnion(reads)
+        } else {
+            // The body read the whole suite: no key may have appeared or changed since.
+            compared.formUnion(store.persistedValues().storage.keys)
+            compares.append(Compare(key: prefix, range_end: prefix.prefixEnd, target: "MOD", result: "LESS", mod_revision: Int64String(snapshotRevision + 1)))
+        }
+        for key in compared {
+            if store.persistedValue(forKey: key) == nil {
+                compares.append(Compare(key: etcdKey(key), target: "VERSION", result: "EQUAL", version: Int64String(0)))
+            } else {
+                compares.append(Compare(key: etcdKey(key), target: "MOD", result: "EQUAL", mod_revision: Int64String(revisions[key] ?? 0)))
+            }
+        }
+        compares.append(Compare(key: tokenKey, target: "MOD", result: "EQUAL", mod_revision: Int64String(tokenRevision)))
+        guard compares.count <= 128, plan.operations.count < 128 else {
+            throw PreferenceError(code: .unsupportedOperation, message: "An update of \(location) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 of each in one transaction (its --max-txn-ops). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: location)
+        }
+        var success = plan.operations.map { op($0.key, $0.value) }
+        success.append(RequestOp(request_put: .init(key: tokenKey, value: token)))
+        let failure = [RequestOp(request_range: RangeRequest(key: prefix, range_end: prefix.prefixEnd)), RequestOp(request_range: RangeRequest(key: tokenKey))]
+        let txn = TxnRequest(compare: compares, success: success, failure: failure)
+        let response: TxnResponse
+        do {
+            response = try client.post("/v3/kv/txn", txn, as: TxnResponse.self)
+        } catch .unreachable(let why) {
+            // The answer was lost: the attempt may have been applied. Find out before anything else.
+            if let applied = try resolve(token: token, after: tokenRevision, why: why) {
+                recordWritten(plan.operations, at: applied, token: applied)
+                store.countWrite()
+                return true
+            }
+            return false
+        } catch {
+            throw failed("write", error)
+        }
+        let revision = response.header?.revision?.value ?? 0
+        if response.succeeded == true {
+            recordWritten(plan.operations, at: revision, token: revision)
+            store.countWrite()
+            return true
+        }
+        // Someone came first: adopt the prefix and the token key as they are now, and retry.
+        let ranges = response.responses?.compactMap(\.response_range) ?? []
+        if let suite = ranges.first { adoptRange(suite, store: store) }
+        let latestToken = ranges.dropFirst().first?.kvs?.first?.mod_revision?.value ?? 0
+        known.withLock { k in
+            k.tokenRevision = latestToken
+            k.revision = max(k.revision, revision)
+        }
+        return false
+    }
+
+    private func recordWritten(_ operations: Operations, at revision: Int64, token: Int64) {
+        known.withLock { k in
+            for key in operations.keys { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) }
+            k.tokenRevision = max(k.tokenRevision, token)
+        }
+    }
+
+    /// Whether the attempt with `token` was applied, and at which revision; `nil` when it was not
+    /// and never will be. A fence first: a `txn` that writes the transaction key only if it is
+    /// still at `revision`. When the fence succeeds, the attempt was not applied and now cannot be;
+    /// when it fails, the first write of the key after `revision` tells whose it was.
+    private func resolve(token: Data, after revision: Int64, why: String) throws -> Int64? {
+        let fence = TxnRequest(
+            compare: [Compare(key: tokenKey, target: "MOD", result: "EQUAL", mod_revision: Int64String(revision))],
+            success: [RequestOp(request_put: .init(key: tokenKey, value: Data("fence".utf8)))], failure: [])
+        var lastFailure = why
+        for _ in 0..<20 {
+            do {
+                let answer = try client.post("/v3/kv/txn", fence, as: TxnResponse.self)
+                if answer.succeeded == true {
+                    known.withLock { $0.tokenRevision = answer.header?.revision?.value ?? $0.tokenRevision }
+                    return nil
+                }
+                return try firstWrite(of: tokenKey, after: revision).map { $0.value == token ? $0.revision : nil } ?? nil
+            } catch EtcdClient.Failure.unreachable(let why) {
+                lastFailure = why
+                Thread.sleep(forTimeInterval: 0.25)
+            } catch {
+                throw failed("find out whether an update was applied", error)
+            }
+        }
+        throw PreferenceError(code: .clusterUnreachable, message: "An update of \(location) may or may not have been applied: its answer was lost (\(why)), and the cluster did not answer for 5 seconds after (\(lastFailure)). It is not retried, so that it is never applied twice; read the suite when the cluster is back.", path: location)
+    }
+
+    /// The first write of `key` after `revision` (a watch from `revision + 1`, read to its first event).
+    private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
+        let result = Lock<Result<(value: Data, revision: Int64)?, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let endpoints = client.endpoints
+        Task.detached {
+            defer { done.signal() }
+            do {
+                var request = HTTPClientRequest(url: endpoints[0] + "/v3/watch")
+                request.method = .POST
+                request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(WatchRequest(create_request: .init(key: key, start_revision: Int64String(revision + 1))))))
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                var buffer = Data()
+                for try await part in response.body {
+                    buffer.append(contentsOf: part.readableBytesView)
+                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = buffer[buffer.startIndex..<newline]
+                        buffer = Data(buffer[buffer.index(after: newline)...])
+                        let message = try JSONDecoder().decode(WatchResponse.self, from: line)
+                        if let event = message.result?.events?.first {
+                            result.withLock { $0 = .success((event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0)) }
+                            return
+                        }
+                        if message.result?.canceled == true {
+                            result.withLock { $0 = .success(nil) }
+                            return
+                        }
+                    }
+                }
+            } catch {
+                result.withLock { $0 = .failure(error) }
+            }
+        }
+        done.wait()
+        switch result.withLock({ $0 }) {
+        case .success(let first): return first
+        case .failure(let error): throw failed("find out whether an update was applied", error)
+        case nil: return nil
+        }
+    }
+
+    // MARK: Errors
+
+    private func request<T>(_ doing: String, _ body: () throws(EtcdClient.Failure) -> T) throws(PreferenceError) -> T {
+        do { return try body() } catch { throw failed(doing, error) }
+    }
+
+    private func failed(_ doing: String, _ error: any Error) -> PreferenceError {
+        switch error {
+        case let error as PreferenceError: return error
+        case EtcdClient.Failure.unreachable(let why):
+            return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(location): no endpoint answered (\(why)). Check that the cluster is running and reachable; the values stay pending and are written when it answers.", path: location)
+        case EtcdClient.Failure.refused(let status, let body):
+            return PreferenceError(code: .ioFailure, message: "etcd refused to \(doing) \(location) (HTTP \(status): \(body.prefix(300))).", path: location)
+        default:
+            return PreferenceError(code: .ioFailure, message: "Could not \(doing) \(location): \(error)", path: location)
+        }
+    }
+}
+#endif

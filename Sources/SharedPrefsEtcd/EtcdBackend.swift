@@ -90,55 +90,25 @@ final class EtcdBackend: SuiteBackend {
         known.withLock { $0.watcher?.cancel() }
     }
 
-    /// Streams the prefix's events from `revision` on one endpoint until the stream ends.
+    /// Streams the prefix's events from `revision` until the stream ends.
     private func follow(from revision: Int64, store: SuiteStore) async throws {
-        let body = try JSONEncoder().encode(WatchRequest(create_request: .init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision), prev_kv: false)))
-        var lastError: (any Error)? = nil
-        for endpoint in client.endpoints {
-            var request = HTTPClientRequest(url: endpoint + "/v3/watch")
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            // Without it a member cut off from the leader keeps the stream open and silent.
-            request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
-            request.body = .bytes(ByteBuffer(bytes: body))
-            let response: HTTPClientResponse
-            do { response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365)) } catch {
-                lastError = error
-                continue
-            }
-            guard response.status == .ok else {
-                lastError = EtcdClient.Failure.refused(Int(response.status.code), endpoint)
-                continue
-            }
-            var buffer = Data()
-            for try await part in response.body {
-                buffer.append(contentsOf: part.readableBytesView)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = buffer[buffer.startIndex..<newline]
-                    buffer = Data(buffer[buffer.index(after: newline)...])
-                    guard !line.isEmpty else { continue }
-                    let message = try JSONDecoder().decode(WatchResponse.self, from: line)
-                    guard let result = message.result else {
-                        throw EtcdClient.Failure.refused(0, "watch error from \(endpoint): \(message.error ?? [:])")
-                    }
-                    if result.canceled == true {
-                        if let compacted = result.compact_revision?.value, compacted > 0 {
-                            // Below the compaction point: re-read the prefix, diff, and watch on from there.
-                            known.withLock { $0.mustResync = true }
-                            store.report(PreferenceError(code: .resynchronized, message: "The watch of \(location) fell below etcd's compaction point (revision \(compacted)); the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: location))
-                            store.scheduleReload()
-                            return
-                        }
-                        throw EtcdClient.Failure.refused(0, "watch canceled by \(endpoint): \(result.cancel_reason ?? "no reason given")")
-                    }
-                    guard let events = result.events, !events.isEmpty, let at = result.header?.revision?.value else { continue }
-                    known.withLock { $0.events.append((at, events)) }
-                    store.scheduleReload()
+        try await client.watch(.init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision)), timeout: .hours(24 * 365)) { result, endpoint in
+            if result.canceled == true {
+                guard let compacted = result.compact_revision?.value, compacted > 0 else {
+                    throw EtcdClient.Failure.refused(0, "watch canceled by \(endpoint): \(result.cancel_reason ?? "no reason given")")
                 }
+                // Below the compaction point: re-read the prefix, diff, and watch on from there.
+                known.withLock { $0.mustResync = true }
+                store.report(PreferenceError(code: .resynchronized, message: "The watch of \(location) fell below etcd's compaction point (revision \(compacted)); the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: location))
+                store.scheduleReload()
+                return false
             }
-            return
+            if let events = result.events, !events.isEmpty, let at = result.header?.revision?.value {
+                known.withLock { $0.events.append((at, events)) }
+                store.scheduleReload()
+            }
+            return true
         }
-        throw lastError ?? EtcdClient.Failure.unreachable("no endpoint")
     }
 
     // MARK: Reading
@@ -333,30 +303,20 @@ final class EtcdBackend: SuiteBackend {
     private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
         let result = Lock<Result<(value: Data, revision: Int64)?, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let endpoints = client.endpoints
+        let client = self.client
         Task.detached {
             defer { done.signal() }
             do {
-                var request = HTTPClientRequest(url: endpoints[0] + "/v3/watch")
-                request.method = .POST
-                request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(WatchRequest(create_request: .init(key: key, start_revision: Int64String(revision + 1))))))
-                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-                var buffer = Data()
-                for try await part in response.body {
-                    buffer.append(contentsOf: part.readableBytesView)
-                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                        let line = buffer[buffer.startIndex..<newline]
-                        buffer = Data(buffer[buffer.index(after: newline)...])
-                        let message = try JSONDecoder().decode(WatchResponse.self, from: line)
-                        if let event = message.result?.events?.first {
-                            result.withLock { $0 = .success((event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0)) }
-                            return
-                        }
-                        if message.result?.canceled == true {
-                            result.withLock { $0 = .success(nil) }
-                            return
-                        }
+                try await client.watch(.init(key: key, start_revision: Int64String(revision + 1)), timeout: .seconds(10)) { message, _ in
+                    if let event = message.events?.first {
+                        result.withLock { $0 = .success((event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0)) }
+                        return false
                     }
+                    if message.canceled == true {
+                        result.withLock { $0 = .success(nil) }
+                        return false
+                    }
+                    return true
                 }
             } catch {
                 result.withLock { $0 = .failure(error) }

@@ -62,6 +62,49 @@ struct EtcdClient: Sendable {
     }
 }
 
+extension EtcdClient {
+    /// Opens a watch (`/v3/watch`) on one endpoint after another until one answers, and hands
+    /// each message of its stream to `body` (with the endpoint) until `body` returns `false` or
+    /// the stream ends. Sends `Grpc-Metadata-hasleader: true`: without it a member cut off from
+    /// the leader keeps the stream open and silent.
+    func watch(_ create: WatchRequest.Create, timeout: TimeAmount, _ body: (WatchResponse.Result, String) throws -> Bool) async throws {
+        let payload = try JSONEncoder().encode(WatchRequest(create_request: create))
+        var lastError: (any Error)? = nil
+        let start = preferred.value
+        for offset in 0..<endpoints.count {
+            let endpoint = endpoints[(start + offset) % endpoints.count]
+            var request = HTTPClientRequest(url: endpoint + "/v3/watch")
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
+            request.body = .bytes(ByteBuffer(bytes: payload))
+            let response: HTTPClientResponse
+            do { response = try await HTTPClient.shared.execute(request, timeout: timeout) } catch {
+                lastError = error
+                continue
+            }
+            guard response.status == .ok else {
+                lastError = Failure.refused(Int(response.status.code), endpoint)
+                continue
+            }
+            var buffer = Data()
+            for try await part in response.body {
+                buffer.append(contentsOf: part.readableBytesView)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = buffer[buffer.startIndex..<newline]
+                    buffer = Data(buffer[buffer.index(after: newline)...])
+                    guard !line.isEmpty else { continue }
+                    let message = try JSONDecoder().decode(WatchResponse.self, from: line)
+                    guard let result = message.result else { throw Failure.refused(0, "watch error from \(endpoint): \(message.error ?? [:])") }
+                    if try !body(result, endpoint) { return }
+                }
+            }
+            return
+        }
+        throw lastError ?? Failure.unreachable("no endpoint")
+    }
+}
+
 /// The endpoint that answered last, shared by copies of a client.
 final class LockedIndex: @unchecked Sendable {
     private let lock = NSLock()

@@ -144,6 +144,17 @@ final class Child: @unchecked Sendable {
     }
 }
 
+/// The README's etcd block, as written (the README test builds without the trait and leaves it out):
+/// compiled here, never run, so that the README cannot drift from the API.
+func readmeEtcdBlock() throws {
+    let launches = PreferenceKey<Int>("launches", default: 0)
+    let suite = try PreferenceSuite(etcd: ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"], prefix: "apps/demo/")
+    suite.set(3, forKey: "retries")              // visible here at once; one etcd txn moments later
+    let token = suite.observe(.key("retries")) { change in print(change.oldValue as Any, "->", change.newValue as Any) }
+    try suite.update { $0[launches] += 1 }       // a compare-and-swap: never lost, never applied twice
+    token.cancel()
+}
+
 @Suite("etcd suites, across processes, on a 3-member cluster", .serialized)
 struct EtcdSuiteTests {
     @Test func aChangeReachesAnotherProcessKeyByKeyWithItsOldValue() async throws {

@@ -33,7 +33,6 @@ final class EtcdBackend: SuiteBackend {
         /// A full re-read is due: first load, or the watch fell below the compaction point.
         var mustResync = true
         var watcher: Task<Void, Never>?
-        var watchedRevision: Int64 = 0
     }
     private let known = Lock(Known())
 
@@ -240,7 +239,7 @@ final class EtcdBackend: SuiteBackend {
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
             if let applied = try resolve(token: token, after: tokenRevision, why: why) {
-                recordWritten(plan.operations, at: applied, token: applied)
+                recordWritten(plan.operations, at: applied)
                 store.countWrite()
                 return true
             }
@@ -250,7 +249,7 @@ final class EtcdBackend: SuiteBackend {
         }
         let revision = response.header?.revision?.value ?? 0
         if response.succeeded == true {
-            recordWritten(plan.operations, at: revision, token: revision)
+            recordWritten(plan.operations, at: revision)
             store.countWrite()
             return true
         }
@@ -265,10 +264,11 @@ final class EtcdBackend: SuiteBackend {
         return false
     }
 
-    private func recordWritten(_ operations: Operations, at revision: Int64, token: Int64) {
+    /// Records a successful `update` at `revision`: its keys' and the transaction key's revision.
+    private func recordWritten(_ operations: Operations, at revision: Int64) {
         known.withLock { k in
             for key in operations.keys { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) }
-            k.tokenRevision = max(k.tokenRevision, token)
+            k.tokenRevision = max(k.tokenRevision, revision)
         }
     }
 

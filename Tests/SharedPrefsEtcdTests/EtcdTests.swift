@@ -155,7 +155,9 @@ func readmeEtcdBlock() throws {
     token.cancel()
 }
 
-@Suite("etcd suites, across processes, on a 3-member cluster", .serialized)
+// Every wait below is for an event (a line from a child, a change, an exit); the time limit ends a
+// test whose event never comes.
+@Suite("etcd suites, across processes, on a 3-member cluster", .serialized, .timeLimit(.minutes(3)))
 struct EtcdSuiteTests {
     @Test func aChangeReachesAnotherProcessKeyByKeyWithItsOldValue() async throws {
         let cluster = try EtcdCluster()

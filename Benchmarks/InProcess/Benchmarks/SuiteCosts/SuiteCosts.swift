@@ -7,8 +7,9 @@ import SharedPrefs
 // (encoding, unchanged objects copied) and each observer (re-read + per-key diff against the
 // file it read last), with a full decode and a full encode beside them for comparison.
 //
-// The static thresholds (`Thresholds/`) hold allocation counts: they are exact on every run and
-// machine, so a check of them fails on a change of the code, never on the machine's noise.
+// The static thresholds (`Thresholds/`) hold allocation counts, checked to within one allocation
+// at p90 (a buffer's growth can differ by one between machines: CI once measured 5 where this
+// machine measures 6), so a check fails on a change of the code, never on timing noise.
 // Wall-clock figures are reported, never checked. Names have no spaces (nor colons, for other
 // systems' checkouts): they name the thresholds' files, and the tool writes a space as `_` but
 // looks it up as a space.
@@ -19,13 +20,16 @@ let benchmarks: @Sendable () -> Void = {
         timeUnits: .automatic,
         maxDuration: .seconds(2),
         maxIterations: 100_000,
-        thresholds: [.mallocCountTotal: .init(relative: [.p90: 5.0])]
+        thresholds: [.mallocCountTotal: .init(absolute: [.p90: 1])]
     )
 
     // Cached reads: 1,000 reads per iteration of a stored integer in a 100-key suite.
     let reads = Benchmark.Configuration(
         metrics: Benchmark.defaultConfiguration.metrics, timeUnits: .nanoseconds, scalingFactor: .kilo,
         maxDuration: .seconds(2), thresholds: Benchmark.defaultConfiguration.thresholds)
+    // Foundation's allocations are not ours to pin to one: within 5%.
+    var peer = reads
+    peer.thresholds = [.mallocCountTotal: .init(relative: [.p90: 5.0])]
     Benchmark("cached-read.typed-subscript", configuration: reads) { benchmark, suite in
         let key = PreferenceKey<Int>("number", default: 0)
         var sum = 0
@@ -37,7 +41,7 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { sum &+= suite.integer(forKey: "number") }
         blackHole(sum)
     } setup: { try readSuite() } teardown: { try? FileManager.default.removeItem(at: scratch) }
-    Benchmark("cached-read.UserDefaults-integer-forKey-peer", configuration: reads) { benchmark, defaults in
+    Benchmark("cached-read.UserDefaults-integer-forKey-peer", configuration: peer) { benchmark, defaults in
         var sum = 0
         for _ in benchmark.scaledIterations { sum &+= defaults.integer(forKey: "number") }
         blackHole(sum)

@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // SharedPrefsEtcd, with the Etcd trait only.
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .target(
@@ -55,6 +56,7 @@ let package = Package(
                 "SharedPrefs",
                 "SharedPrefsLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Etcd"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Etcd"])),
             ]
         ),
         // statfs(2) and eventfd(2), which Glibc's module map leaves out; ThreadSanitizer annotations.

@@ -35,11 +35,45 @@ final class EtcdBackend: SuiteBackend {
         var watcher: Task<Void, Never>?
     }
     private let known = Lock(Known())
+    /// The last known state and the writes not yet accepted, in a local file; `nil`: none.
+    let cache: EtcdCache?
 
-    init(client: EtcdClient, prefix: String) {
+    init(client: EtcdClient, prefix: String, cache: EtcdCache?) {
         self.client = client
         self.prefix = Data(prefix.utf8)
         self.tokenKey = Data(("\u{0}sharedprefs-transaction\u{0}" + prefix).utf8)
+        self.cache = cache
+    }
+
+    /// Reads the suite, from the cluster, else (when it does not answer) from the offline cache;
+    /// hands `store` the writes a process queued offline; then watches the prefix from the
+    /// revision read, so that nothing falls between.
+    func open(_ store: SuiteStore) throws(PreferenceError) {
+        let cached = cache?.load()
+        do {
+            try store.reload()
+        } catch where error.code == .clusterUnreachable {
+            guard let cached else { throw error }
+            // The watch replays what changed since the cached revision (or, when etcd compacted
+            // it away, the suite is read again in full).
+            known.withLock { k in
+                k.revision = cached.revision
+                k.modRevisions = cached.revisions
+                k.mustResync = false
+            }
+            store.adoptRead(.full(cached.values))
+        }
+        // Written like any local change: merged per key over what the cluster holds when it answers.
+        if let queued = cached?.queued, !queued.isEmpty { store.apply(queued) }
+        watch(store)
+    }
+
+    /// Mirrors values read or written into the offline cache (see ``EtcdCache/record(_:at:complete:)``).
+    private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, store: SuiteStore) {
+        guard let cache else { return }
+        do { try cache.record(changes, at: revision, complete: complete) } catch {
+            store.report(PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(location) in \(cache.suite.fileURL?.path ?? "?"): \(error). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache.suite.fileURL?.path))
+        }
     }
 
     var location: String { "etcd \(client.endpoints.joined(separator: ",")) prefix \(String(decoding: prefix, as: UTF8.self))" }
@@ -121,8 +155,9 @@ final class EtcdBackend: SuiteBackend {
             defer { k.events = [] }
             return k.events
         }
-        var delta: FileDelta = []
-        known.withLock { k in
+        var changes: [(key: PlistKey, value: PlistValue?, revision: Int64)] = []
+        let (before, after) = known.withLock { k in
+            let before = k.revision
             for batch in batches where batch.revision > k.revision {
                 for event in batch.events {
                     guard let key = suiteKey(event.kv.key) else { continue }
@@ -130,15 +165,17 @@ final class EtcdBackend: SuiteBackend {
                     // Already known (this process wrote it, or a re-read saw it): skip.
                     if let seen = k.modRevisions[key], seen >= revision { continue }
                     k.modRevisions[key] = revision
-                    delta.append((key, event.type == "DELETE" ? nil : decode(event.kv, store: store)))
+                    changes.append((key, event.type == "DELETE" ? nil : decode(event.kv, store: store), revision))
                 }
                 k.revision = batch.revision
             }
+            return (before, k.revision)
         }
-        if !delta.isEmpty {
+        if !changes.isEmpty {
             store.countRead()
-            store.adoptRead(.changes(delta, added: []))
+            store.adoptRead(.changes(changes.map { ($0.key, $0.value) }, added: []))
         }
+        if after > before { cacheRecord(changes, at: after, store: store) }
     }
 
     /// Reads the whole prefix and hands it to the store to diff.
@@ -149,13 +186,13 @@ final class EtcdBackend: SuiteBackend {
         adoptRange(response, store: store)
         known.withLock { k in
             k.mustResync = false
-            k.revision = response.header?.revision?.value ?? k.revision
             k.events.removeAll { $0.revision <= k.revision }
         }
     }
 
-    /// Makes a range of the whole prefix the stored state.
-    private func adoptRange(_ response: RangeResponse, store: SuiteStore) {
+    /// Makes a range of the whole prefix the stored state, at `revision` (the range's own, unless
+    /// it was part of a `txn`).
+    private func adoptRange(_ response: RangeResponse, at revision: Int64? = nil, store: SuiteStore) {
         var values = PlistDictionary()
         var revisions: [PlistKey: Int64] = [:]
         for kv in response.kvs ?? [] {
@@ -163,9 +200,14 @@ final class EtcdBackend: SuiteBackend {
             values[key.string] = value
             revisions[key] = kv.mod_revision?.value ?? 0
         }
-        known.withLock { $0.modRevisions = revisions }
+        let revision = known.withLock { k in
+            k.modRevisions = revisions
+            k.revision = max(k.revision, revision ?? response.header?.revision?.value ?? 0)
+            return k.revision
+        }
         store.countRead()
         store.adoptRead(.full(values))
+        cacheRecord(revisions.map { ($0.key, values.storage[$0.key], $0.value) }, at: revision, complete: true, store: store)
     }
 
     // MARK: Writing
@@ -190,10 +232,15 @@ final class EtcdBackend: SuiteBackend {
         for start in stride(from: 0, to: ordered.count, by: 128) {
             let chunk = ordered[start..<min(start + 128, ordered.count)]
             let txn = TxnRequest(compare: [], success: chunk.map { op($0.key, $0.value) }, failure: [])
-            let response = try request("write") { () throws(EtcdClient.Failure) in try client.post("/v3/kv/txn", txn, as: TxnResponse.self) }
-            let revision = response.header?.revision?.value ?? 0
-            known.withLock { k in for (key, _) in chunk { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) } }
-            store.countWrite()
+            let response: TxnResponse
+            do {
+                response = try request("write") { () throws(EtcdClient.Failure) in try client.post("/v3/kv/txn", txn, as: TxnResponse.self) }
+            } catch where error.code == .clusterUnreachable {
+                // Kept in the offline cache too, so that a restart does not lose them.
+                cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
+                throw error
+            }
+            recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header?.revision?.value ?? 0, store: store)
         }
     }
 
@@ -235,12 +282,11 @@ final class EtcdBackend: SuiteBackend {
         let txn = TxnRequest(compare: compares, success: success, failure: failure)
         let response: TxnResponse
         do {
-            response = try client.post("/v3/kv/txn", txn, as: TxnResponse.self)
+            response = try client.post("/v3/kv/txn", txn, as: TxnResponse.self, failover: false)
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
             if let applied = try resolve(token: token, after: tokenRevision, why: why) {
-                recordWritten(plan.operations, at: applied)
-                store.countWrite()
+                recordWritten(plan.operations, at: applied, transaction: true, store: store)
                 return true
             }
             return false
@@ -249,27 +295,26 @@ final class EtcdBackend: SuiteBackend {
         }
         let revision = response.header?.revision?.value ?? 0
         if response.succeeded == true {
-            recordWritten(plan.operations, at: revision)
-            store.countWrite()
+            recordWritten(plan.operations, at: revision, transaction: true, store: store)
             return true
         }
         // Someone came first: adopt the prefix and the token key as they are now, and retry.
         let ranges = response.responses?.compactMap(\.response_range) ?? []
-        if let suite = ranges.first { adoptRange(suite, store: store) }
+        if let suite = ranges.first { adoptRange(suite, at: revision, store: store) }
         let latestToken = ranges.dropFirst().first?.kvs?.first?.mod_revision?.value ?? 0
-        known.withLock { k in
-            k.tokenRevision = latestToken
-            k.revision = max(k.revision, revision)
-        }
+        known.withLock { $0.tokenRevision = latestToken }
         return false
     }
 
-    /// Records a successful `update` at `revision`: its keys' and the transaction key's revision.
-    private func recordWritten(_ operations: Operations, at revision: Int64) {
+    /// Records a successful write at `revision`: its keys' revisions (and the transaction key's,
+    /// for an `update`), here and in the offline cache.
+    private func recordWritten(_ operations: Operations, at revision: Int64, transaction: Bool = false, store: SuiteStore) {
         known.withLock { k in
             for key in operations.keys { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) }
-            k.tokenRevision = max(k.tokenRevision, revision)
+            if transaction { k.tokenRevision = max(k.tokenRevision, revision) }
         }
+        store.countWrite()
+        cacheRecord(operations.map { ($0.key, $0.value.value, revision) }, at: nil, store: store)
     }
 
     /// Whether the attempt with `token` was applied, and at which revision; `nil` when it was not

@@ -3,19 +3,41 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import SharedPrefs
+import SharedPrefsLocking
 
 /// etcd v3's JSON gateway (`/v3/kv/range`, `/v3/kv/txn`, `/v3/watch`): keys and values base64,
-/// 64-bit integers JSON strings, every request a POST. One HTTP client per process
-/// (`HTTPClient.shared`); a request tries the endpoints in turn, from the last that answered.
+/// 64-bit integers JSON strings, every request a POST. One HTTP client per process and TLS
+/// configuration; a request tries the endpoints in turn, from the last that answered.
 struct EtcdClient: Sendable {
     let endpoints: [String]
     let timeout: TimeAmount
+    let http: HTTPClient
     private let preferred = LockedIndex()
 
-    init(endpoints: [String], timeout: Duration) {
+    init(endpoints: [String], options: EtcdOptions) throws(PreferenceError) {
         self.endpoints = endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + Int64(timeout.components.attoseconds / 1_000_000_000))
+        let timeout = options.timeout.components
+        self.timeout = .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
+        self.http = try Self.httpClient(options.tls)
+    }
+
+    private static let httpClients = Lock<[EtcdOptions.TLS?: HTTPClient]>([:])
+
+    /// The process's HTTP client for `tls`, made on first use and kept for the process's life. A
+    /// connection that cannot be made fails the request at once (the next endpoint is tried),
+    /// rather than being retried until the request's deadline.
+    private static func httpClient(_ tls: EtcdOptions.TLS?) throws(PreferenceError) -> HTTPClient {
+        try httpClients.withLock { (clients) throws(PreferenceError) -> HTTPClient in
+            if let client = clients[tls] { return client }
+            var configuration = HTTPClient.Configuration()
+            configuration.connectionPool.retryConnectionEstablishment = false
+            if let tls { configuration.tlsConfiguration = try tls.configuration() }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[tls] = client
+            return client
+        }
     }
 
     /// How a request failed.
@@ -27,18 +49,23 @@ struct EtcdClient: Sendable {
     }
 
     /// POSTs `body` to `path` on one endpoint after another until one answers.
-    func post<Response: Decodable>(_ path: String, _ body: some Encodable, as: Response.Type) throws(Failure) -> Response {
+    ///
+    /// A request that must not be applied twice (a compare-and-swap whose success the caller
+    /// resolves itself) passes `failover: false`: when its first endpoint does not answer, or
+    /// answers 5xx (etcd's "leader changed" or "request timed out" may come after the request was
+    /// applied), it fails with ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
+    func post<Response: Decodable>(_ path: String, _ body: some Encodable, as: Response.Type, failover: Bool = true) throws(Failure) -> Response {
         let payload: Data
         do { payload = try JSONEncoder().encode(body) } catch { throw .refused(0, "\(error)") }
         var failures: [String] = []
         let start = preferred.value
-        for offset in 0..<endpoints.count {
+        for offset in 0..<(failover ? endpoints.count : 1) {
             let index = (start + offset) % endpoints.count
             let endpoint = endpoints[index]
             do {
                 var request = try HTTPClient.Request(url: endpoint + path, method: .POST, body: .byteBuffer(ByteBuffer(bytes: payload)))
                 request.headers.add(name: "Content-Type", value: "application/json")
-                let response = try HTTPClient.shared.execute(request: request, deadline: .now() + timeout).wait()
+                let response = try http.execute(request: request, deadline: .now() + timeout).wait()
                 let bytes = response.body.map { Data($0.readableBytesView) } ?? Data()
                 guard response.status == .ok else {
                     // 503 and friends: this member cannot serve now (no leader, stopping); try the next.
@@ -79,7 +106,7 @@ extension EtcdClient {
             request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
             request.body = .bytes(ByteBuffer(bytes: payload))
             let response: HTTPClientResponse
-            do { response = try await HTTPClient.shared.execute(request, timeout: timeout) } catch {
+            do { response = try await http.execute(request, timeout: timeout) } catch {
                 lastError = error
                 continue
             }
@@ -102,6 +129,31 @@ extension EtcdClient {
             return
         }
         throw lastError ?? Failure.unreachable("no endpoint")
+    }
+}
+
+extension EtcdOptions.TLS {
+    /// NIOSSL's configuration: the files read now, so that a missing or malformed one is named here.
+    func configuration() throws(PreferenceError) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        func read<T>(_ what: String, _ url: URL, _ load: (String) throws -> T) throws(PreferenceError) -> T {
+            do { return try load(url.path) } catch {
+                throw PreferenceError(code: .ioFailure, message: "Could not read the etcd suite's TLS \(what) \(url.path): \(error). Pass a PEM file this process can read.", path: url.path)
+            }
+        }
+        if let ca = certificateAuthority {
+            configuration.trustRoots = .certificates(try read("certificate authority", ca) { try NIOSSLCertificate.fromPEMFile($0) })
+        }
+        switch (certificate, privateKey) {
+        case (let certificate?, let key?):
+            configuration.certificateChain = try read("certificate", certificate) { try NIOSSLCertificate.fromPEMFile($0) }.map { .certificate($0) }
+            configuration.privateKey = .privateKey(try read("private key", key) { try NIOSSLPrivateKey(file: $0, format: .pem) })
+        case (nil, nil):
+            break
+        default:
+            throw PreferenceError(code: .invalidName, message: "An etcd suite's TLS client certificate needs its private key, and the key its certificate: pass both, or neither.")
+        }
+        return configuration
     }
 }
 

@@ -1,7 +1,54 @@
 #if Etcd
 import Foundation
 import SharedPrefs
-import SharedPrefsLocking
+
+/// How an etcd suite reaches its cluster, and where it keeps its offline cache.
+public struct EtcdOptions: Sendable, Hashable {
+    /// How long one request waits for a member before trying the next; default 5 seconds.
+    public var timeout: Duration
+    /// Where the suite's last known state and unaccepted writes are kept; default ``OfflineCache/automatic``.
+    public var offlineCache: OfflineCache
+
+    /// Where an etcd suite keeps its last known state and the writes the cluster has not accepted
+    /// yet, so that it opens, reads and takes writes while the cluster is unreachable.
+    public enum OfflineCache: Sendable, Hashable {
+        /// `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/sharedprefs/etcd/`), one file per
+        /// endpoints and prefix, shared by the processes of this user on this machine.
+        case automatic
+        /// This suite file (created, with its directory, if missing).
+        case file(URL)
+        /// None: opening fails while the cluster is unreachable, and writes not yet accepted live
+        /// only in this process's memory.
+        case none
+    }
+
+    /// TLS for `https://` endpoints; `nil` (default): the system's trust roots, no client certificate.
+    public var tls: TLS?
+
+    /// TLS for `https://` endpoints, as PEM files: the CA that signed the members' certificates
+    /// (etcd's `--trusted-ca-file`), and for a cluster that checks its clients
+    /// (`--client-cert-auth`), this client's certificate and private key.
+    public struct TLS: Sendable, Hashable {
+        /// The CA to trust instead of the system's; `nil`: the system's.
+        public var certificateAuthority: URL?
+        /// This client's certificate (chain), for `--client-cert-auth`.
+        public var certificate: URL?
+        /// The private key of ``certificate``.
+        public var privateKey: URL?
+
+        public init(certificateAuthority: URL? = nil, certificate: URL? = nil, privateKey: URL? = nil) {
+            self.certificateAuthority = certificateAuthority
+            self.certificate = certificate
+            self.privateKey = privateKey
+        }
+    }
+
+    public init(timeout: Duration = .seconds(5), offlineCache: OfflineCache = .automatic, tls: TLS? = nil) {
+        self.timeout = timeout
+        self.offlineCache = offlineCache
+        self.tls = tls
+    }
+}
 
 extension PreferenceSuite {
     /// Opens a suite stored under a key prefix of an etcd v3 cluster, for processes on several
@@ -16,42 +63,42 @@ extension PreferenceSuite {
     /// suite is read in full here, then followed with a watch of the prefix. Every object for the
     /// same endpoints and prefix in a process shares one live store.
     ///
+    /// While the cluster is unreachable, the suite works from its offline cache (see
+    /// ``EtcdOptions/OfflineCache``): it opens with the last known values, and writes are kept
+    /// there and sent when the cluster answers, each key's write winning over what another client
+    /// wrote to that key meanwhile (keys it did not write keep the other client's values), as
+    /// writes to a suite file merge. An `update` needs the cluster: offline it throws
+    /// ``PreferenceError/Code/clusterUnreachable``.
+    ///
     /// - Parameters:
     ///   - endpoints: The members' client URLs (`http://host:2379`); requests go to the last one
     ///     that answered, and on to the next when it does not.
     ///   - prefix: The suite's key prefix; end it with a separator (`/`) so that no other suite's
     ///     prefix starts with it.
-    ///   - timeout: How long one request waits for a member before trying the next.
+    ///   - options: The timeout, the offline cache, TLS.
     /// - Throws: ``PreferenceError`` with ``PreferenceError/Code/clusterUnreachable`` when no
-    ///   endpoint answers, or ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list.
-    public convenience init(etcd endpoints: [String], prefix: String, timeout: Duration = .seconds(5)) throws(PreferenceError) {
+    ///   endpoint answers and the offline cache holds no state of the suite, or
+    ///   ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list, or
+    ///   ``PreferenceError/Code/ioFailure`` for a TLS file that cannot be read.
+    public convenience init(etcd endpoints: [String], prefix: String, options: EtcdOptions = EtcdOptions()) throws(PreferenceError) {
         guard !endpoints.isEmpty, !prefix.isEmpty else {
             throw PreferenceError(code: .invalidName, message: "An etcd suite needs at least one endpoint (http://host:2379) and a non-empty key prefix (got \(endpoints.count) endpoint(s) and prefix \"\(prefix)\").")
         }
-        let client = EtcdClient(endpoints: endpoints, timeout: timeout)
-        self.init(store: try EtcdStores.store(client: client, prefix: prefix))
-    }
-}
-
-/// One live store per cluster and prefix in this process.
-enum EtcdStores {
-    private final class Weak: @unchecked Sendable { weak var store: SuiteStore? }
-    private static let stores = Lock<[String: Weak]>([:])
-
-    static func store(client: EtcdClient, prefix: String) throws(PreferenceError) -> SuiteStore {
-        let key = client.endpoints.sorted().joined(separator: ",") + " " + prefix
-        return try stores.withLock { (stores) throws(PreferenceError) -> SuiteStore in
-            if let existing = stores[key]?.store { return existing }
-            let backend = EtcdBackend(client: client, prefix: prefix)
-            let store = SuiteStore(name: prefix, backend: backend)
-            // Read first, then watch from the revision read: the watch starts there, so nothing falls between.
-            try store.reload()
-            backend.watch(store)
-            let weak = Weak()
-            weak.store = store
-            stores[key] = weak
-            return store
+        let client = try EtcdClient(endpoints: endpoints, options: options)
+        let cache: EtcdCache? = switch options.offlineCache {
+        case .automatic: try EtcdCache(fileURL: EtcdCache.defaultURL(endpoints: client.endpoints, prefix: prefix))
+        case .file(let url): try EtcdCache(fileURL: url)
+        case .none: nil
         }
+        // One live store per cluster and prefix in this process, flushed at exit like a file suite's.
+        let key = "etcd " + client.endpoints.sorted().joined(separator: ",") + " " + prefix
+        self.init(store: try StoreRegistry.store(key: key) { () throws(PreferenceError) in
+            let backend = EtcdBackend(client: client, prefix: prefix, cache: cache)
+            let store = SuiteStore(name: prefix, backend: backend)
+            try backend.open(store)
+            return store
+        })
     }
 }
+
 #endif

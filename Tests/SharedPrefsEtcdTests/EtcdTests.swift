@@ -11,7 +11,10 @@ import Testing
 final class EtcdCluster {
     let directory: URL
     let clientURLs: [String]
-    private var members: [Process?]
+    /// The children's `XDG_CACHE_HOME`: their offline caches live here.
+    var cacheHome: URL { directory.appending(path: "cache") }
+    private let arguments: [[String]]
+    private var members: [Process?] = [nil, nil, nil]
 
     init() throws {
         let directory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-etcd-\(UUID().uuidString)")
@@ -23,24 +26,32 @@ final class EtcdCluster {
         self.clientURLs = clientURLs
         let peers = (0..<3).map { "http://127.0.0.1:\(base + 2 * $0 + 1)" }
         let initial = (0..<3).map { "m\($0)=\(peers[$0])" }.joined(separator: ",")
-        members = try (0..<3).map { i in
-            let process = Process()
-            process.executableURL = URL(filePath: "/usr/bin/etcd")
-            process.arguments = [
+        arguments = (0..<3).map { i in
+            [
                 "--name", "m\(i)", "--data-dir", directory.appending(path: "m\(i)").path,
                 "--listen-client-urls", clientURLs[i], "--advertise-client-urls", clientURLs[i],
                 "--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
                 "--initial-cluster", initial, "--initial-cluster-state", "new",
                 "--initial-cluster-token", directory.lastPathComponent,
             ]
-            let log = directory.appending(path: "m\(i).log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: log)
-            try process.run()
-            return process
         }
+        for i in 0..<3 { try start(i) }
         try waitUntilHealthy()
+    }
+
+    /// Starts member `i` (again: a restarted member keeps its data directory and rejoins).
+    func start(_ i: Int) throws {
+        let process = Process()
+        process.executableURL = URL(filePath: "/usr/bin/etcd")
+        process.arguments = arguments[i]
+        let log = directory.appending(path: "m\(i).log")
+        if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
+        let handle = try FileHandle(forWritingTo: log)
+        handle.seekToEndOfFile()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = handle
+        try process.run()
+        members[i] = process
     }
 
     deinit {
@@ -81,6 +92,14 @@ final class EtcdCluster {
         members[member] = nil
     }
 
+    /// The cluster's current revision.
+    func revision() throws -> Int64 {
+        let out = try etcdctl(["--endpoints", endpoints, "endpoint", "status", "-w", "json"]).output
+        let statuses = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]] ?? []
+        let revisions = statuses.compactMap { (($0["Status"] as? [String: Any])?["header"] as? [String: Any])?["revision"] as? NSNumber }
+        return try #require(revisions.map(\.int64Value).max())
+    }
+
     func etcdctl(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(filePath: "/usr/bin/etcdctl")
@@ -108,10 +127,12 @@ final class Child: @unchecked Sendable {
     private let lines = AsyncStream<String>.makeStream()
     private var iterator: AsyncStream<String>.Iterator
 
-    init(_ arguments: [String]) throws {
+    /// A child whose offline cache lives under `cacheHome`.
+    init(_ arguments: [String], cacheHome: URL) throws {
         iterator = lines.stream.makeAsyncIterator()
         process.executableURL = etcdChild
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": cacheHome.path]) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
         let continuation = lines.continuation
@@ -134,12 +155,24 @@ final class Child: @unchecked Sendable {
 
     func nextLine() async -> String? { await iterator.next() }
 
+    /// Every line until the child exits, and its exit status.
+    func finish() async -> (lines: [String], status: Int32) {
+        var lines: [String] = []
+        while let line = await nextLine() { lines.append(line) }
+        return (lines, await exitStatus())
+    }
+
+    /// The child's exit status; a cancelled wait (the test's time limit) kills the child.
     func exitStatus() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                self.process.waitUntilExit()
-                continuation.resume(returning: self.process.terminationStatus)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    self.process.waitUntilExit()
+                    continuation.resume(returning: self.process.terminationStatus)
+                }
             }
+        } onCancel: {
+            kill(process.processIdentifier, SIGKILL)
         }
     }
 }
@@ -155,6 +188,9 @@ func readmeEtcdBlock() throws {
     token.cancel()
 }
 
+/// The test process's own suites keep no offline cache (the children's is under the cluster's directory).
+let noCache = EtcdOptions(offlineCache: .none)
+
 // Every wait below is for an event (a line from a child, a change, an exit); the time limit ends a
 // test whose event never comes.
 @Suite("etcd suites, across processes, on a 3-member cluster", .serialized, .timeLimit(.minutes(3)))
@@ -162,10 +198,10 @@ struct EtcdSuiteTests {
     @Test func aChangeReachesAnotherProcessKeyByKeyWithItsOldValue() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let observer = try Child(["observe", cluster.endpoints, prefix, "4"])
+        let observer = try Child(["observe", cluster.endpoints, prefix, "4"], cacheHome: cluster.cacheHome)
         #expect(await observer.nextLine() == "ready")
 
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix)
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         suite.set("x", forKey: "b")
         try await suite.flush()
@@ -188,9 +224,9 @@ struct EtcdSuiteTests {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
         let (processes, increments) = (8, 40)
-        let children = try (0..<processes).map { _ in try Child(["increment", cluster.endpoints, prefix, "\(increments)"]) }
+        let children = try (0..<processes).map { _ in try Child(["increment", cluster.endpoints, prefix, "\(increments)"], cacheHome: cluster.cacheHome) }
         // Kill the leader once the counter has moved: mid-run.
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix)
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         for await _ in suite.updates([PreferenceKey<Int>("counter", default: 0)], initial: false) { break }
         let leader = try #require(try cluster.leader())
         cluster.kill(leader)
@@ -200,8 +236,110 @@ struct EtcdSuiteTests {
             #expect(await child.exitStatus() == 0)
         }
         let survivors = cluster.clientURLs.enumerated().filter { $0.offset != leader }.map(\.element)
-        let check = try PreferenceSuite(etcd: survivors, prefix: prefix + "")
+        let check = try PreferenceSuite(etcd: survivors, prefix: prefix, options: noCache)
         #expect(check.integer(forKey: "counter") == processes * increments)
+    }
+
+    @Test func aWatchResumesOnAnotherMemberWhenItsMemberIsKilledMissingNothing() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        // The observer reads and watches through member 0 first (the first endpoint).
+        let observer = try Child(["observe", cluster.endpoints, prefix, "3"], cacheHome: cluster.cacheHome)
+        #expect(await observer.nextLine() == "ready")
+        let suite = try PreferenceSuite(etcd: [cluster.clientURLs[1], cluster.clientURLs[2]], prefix: prefix, options: noCache)
+        suite.set(1, forKey: "a")
+        try await suite.flush()
+        #expect(await observer.nextLine() == "change a - 1")
+
+        cluster.kill(0)
+        suite.set(2, forKey: "a")
+        suite.set(1, forKey: "b")
+        try await suite.flush()
+
+        let (lines, status) = await observer.finish()
+        #expect(status == 0)
+        // Both changes made while the watch moved to another member, each once (one txn: no order between them).
+        let changes = lines.filter { $0.hasPrefix("change") }
+        #expect(changes.count == 2)
+        #expect(Set(changes) == ["change a 1 2", "change b - 1"])
+    }
+
+    @Test func aWatchBelowTheCompactionPointReadsTheSuiteAgainAndEndsInTheExactState() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        // The observer knows member 0 only, so it sees nothing while member 0 is down.
+        let observer = try Child(["observe", cluster.clientURLs[0], prefix, "6"], cacheHome: cluster.cacheHome)
+        #expect(await observer.nextLine() == "ready")
+        let suite = try PreferenceSuite(etcd: [cluster.clientURLs[1], cluster.clientURLs[2]], prefix: prefix, options: noCache)
+        suite.set(1, forKey: "a")
+        suite.set("x", forKey: "b")
+        try await suite.flush()
+        var seen: [String] = []
+        while seen.count < 2, let line = await observer.nextLine() { if line.hasPrefix("change") { seen.append(line) } }
+        #expect(Set(seen) == ["change a - 1", "change b - x"])
+
+        cluster.kill(0)
+        suite.set(2, forKey: "a")
+        suite.removeObject(forKey: "b")
+        suite.set(3, forKey: "c")
+        try await suite.flush()
+        suite.set(4, forKey: "c")
+        try await suite.flush()
+        let revision = try cluster.revision()
+        #expect(try cluster.etcdctl(["--endpoints", cluster.clientURLs[1], "compact", "\(revision)"]).status == 0)
+        try cluster.start(0)
+
+        let (lines, status) = await observer.finish()
+        #expect(status == 0)
+        #expect(lines.contains("failure resynchronized"))
+        // The state the cluster holds, key by key with old values; c's step through 3 was compacted away.
+        #expect(Set(lines.filter { $0.hasPrefix("change") }) == ["change a 1 2", "change b x -", "change c - 4"])
+    }
+
+    @Test func writesMadeOfflineSurviveARestartAndMergePerKeyWhenTheClusterReturns() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        func run(_ arguments: [String]) async throws -> [String] {
+            let child = try Child([arguments[0], cluster.endpoints, prefix] + arguments.dropFirst(), cacheHome: cluster.cacheHome)
+            let (lines, status) = await child.finish()
+            #expect(status == 0, "prefs-etcd-child \(arguments) failed")
+            return lines
+        }
+        _ = try await run(["set", "a=1", "b=1"])
+
+        // Every member down: a process opens from the offline cache, reads, and writes.
+        for member in 0..<3 { cluster.kill(member) }
+        #expect(try await run(["get", "a", "b"]) == ["a 1", "b 1"])
+        _ = try await run(["set", "a=2", "c=3"])
+        // Queued across that process's exit: the next process of this machine sees them.
+        #expect(try await run(["get", "a", "b", "c"]) == ["a 2", "b 1", "c 3"])
+
+        // The cluster returns, and another client (no cache) writes a and b first.
+        for member in 0..<3 { try cluster.start(member) }
+        try cluster.waitUntilHealthy()
+        let other = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        other.set(5, forKey: "a")
+        other.set(9, forKey: "b")
+        try await other.flush()
+
+        // The next process of this machine sends the queued writes: per key, the later write wins
+        // (a, c); the key they did not write keeps the other client's value (b).
+        let changes = other.changes(.all)
+        _ = try await run(["get"])
+        var arrived: [String: PlistValue?] = [:]
+        for await change in changes {
+            arrived[change.key] = change.newValue
+            if arrived.count == 2 { break }
+        }
+        #expect(arrived == ["a": .integer(2), "c": .integer(3)])
+        #expect(try await run(["get", "a", "b", "c"]) == ["a 2", "b 9", "c 3"])
+        // Nothing is left queued in the cache.
+        let cacheDirectory = cluster.cacheHome.appending(path: "sharedprefs/etcd")
+        let files = try FileManager.default.contentsOfDirectory(atPath: cacheDirectory.path).filter { $0.hasSuffix(".plist") }
+        #expect(files.count == 1)
+        let cache = try PreferenceSuite(fileURL: cacheDirectory.appending(path: try #require(files.first)))
+        #expect(cache.storedValues.keys.filter { $0.hasPrefix("queued:") }.isEmpty)
+        #expect(cache.value(forKey: "value:b") == .integer(9))
     }
 }
 #endif

@@ -1,19 +1,29 @@
-// A child process for SharedPrefsEtcd's tests (built with the Etcd trait; empty without it).
+// A child process for SharedPrefsEtcd's tests (built with the Etcd trait; empty without it). Its
+// offline cache is the default one, under $XDG_CACHE_HOME, which the tests point at a temporary
+// directory.
 //
 //   prefs-etcd-child increment <endpoints> <prefix> <n>   n × update { counter += 1 }, then "done"
 //   prefs-etcd-child observe <endpoints> <prefix> <n>     prints "ready", then "change <key> <old> <new>"
-//                                                         for each of n changes ("-" for none), then exits
+//                                                         per change ("-" for none) and "failure <code>"
+//                                                         per failure; exits after n changes and
+//                                                         resynchronized failures
+//   prefs-etcd-child get <endpoints> <prefix> <key>...    prints "<key> <value>" per key ("-" for none)
+//   prefs-etcd-child set <endpoints> <prefix> <key>=<value>...
+//                                                         sets each (an integer where it parses, "-"
+//                                                         removes), and exits: the exit flush writes
+//                                                         them, or queues them offline
 #if Etcd
 import Foundation
 import SharedPrefs
 import SharedPrefsEtcd
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let count = Int(arguments[4]) else {
-    FileHandle.standardError.write(Data("usage: prefs-etcd-child increment|observe <endpoints> <prefix> <n>\n".utf8))
+guard arguments.count >= 4 else {
+    FileHandle.standardError.write(Data("usage: prefs-etcd-child increment|observe|get|set <endpoints> <prefix> ...\n".utf8))
     exit(2)
 }
 let endpoints = arguments[2].split(separator: ",").map(String.init)
+let rest = Array(arguments.dropFirst(4))
 /// One line to the test, unbuffered.
 @Sendable func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
@@ -27,10 +37,10 @@ let endpoints = arguments[2].split(separator: ",").map(String.init)
 }
 
 do {
-    let suite = try PreferenceSuite(etcd: endpoints, prefix: arguments[3], timeout: .seconds(2))
+    let suite = try PreferenceSuite(etcd: endpoints, prefix: arguments[3], options: EtcdOptions(timeout: .seconds(2)))
     switch arguments[1] {
     case "increment":
-        for _ in 0..<count {
+        for _ in 0..<(Int(rest.first ?? "") ?? 0) {
             try suite.update { transaction in
                 guard case .integer(let n)? = transaction["counter"] else {
                     transaction["counter"] = .integer(1)
@@ -46,9 +56,24 @@ do {
             say("change \(change.key) \(text(change.oldValue)) \(text(change.newValue))")
             seen.signal()
         }
+        let failures = suite.failures()
+        Task.detached {
+            for await failure in failures {
+                say("failure \(failure.code)")
+                if failure.code == .resynchronized { seen.signal() }
+            }
+        }
         say("ready")
-        for _ in 0..<count { seen.wait() }
+        for _ in 0..<(Int(rest.first ?? "") ?? 0) { seen.wait() }
         token.cancel()
+    case "get":
+        for key in rest { say("\(key) \(text(suite.value(forKey: key)))") }
+    case "set":
+        for assignment in rest {
+            let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            if parts[1] == "-" { suite.removeObject(forKey: parts[0]) } else if let n = Int(parts[1]) { suite.set(n, forKey: parts[0]) } else { suite.set(parts[1], forKey: parts[0]) }
+        }
     default:
         FileHandle.standardError.write(Data("unknown command \(arguments[1])\n".utf8))
         exit(2)

@@ -4,13 +4,12 @@ import Glibc
 import SharedPrefsLocking
 
 /// One live store per suite file in this process, and the exit hook that flushes them all.
-enum StoreRegistry {
+package enum StoreRegistry {
     private static let stores = Lock<[String: WeakStore]>([:])
     private static let pruneThreshold = Lock(64)
 
     /// Returns the live store for `file`, creating, reading and watching it on first use.
     static func store(name: String, file: SuiteFile) throws(PreferenceError) -> SuiteStore {
-        _ = installExitHook
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         dir.close()
         // Identify the file by its real directory, so every path to it shares one store.
@@ -18,15 +17,24 @@ enum StoreRegistry {
             defer { free(pointer) }
             return String(cString: pointer)
         } ?? file.directory
-        let key = realDirectory + "/" + file.fileName
-        return try stores.withLock { (stores) throws(PreferenceError) -> SuiteStore in
-            if let existing = stores[key]?.store { return existing }
+        return try store(key: realDirectory + "/" + file.fileName) { () throws(PreferenceError) in
             // Watch first, then read, so no change can fall between the two. Fail early and
             // clearly on an unusable directory or file (insecure, a link, unreadable).
             let backend = FileBackend(file: file)
             let store = SuiteStore(name: name, backend: backend)
             backend.watch(store)
             try store.reload()
+            return store
+        }
+    }
+
+    /// Returns the live store for `key` (a file path, or another backend's address that is no
+    /// path), or the one `open` makes, which then is flushed at exit like every other.
+    package static func store(key: String, open: () throws(PreferenceError) -> SuiteStore) throws(PreferenceError) -> SuiteStore {
+        _ = installExitHook
+        return try stores.withLock { (stores) throws(PreferenceError) -> SuiteStore in
+            if let existing = stores[key]?.store { return existing }
+            let store = try open()
             // Forget stores gone since, when the table has doubled: pruning at every opening
             // would make opening n suites cost n².
             if stores.count >= pruneThreshold.withLock({ $0 }) {

@@ -137,7 +137,7 @@ package final class SuiteStore: Sendable {
     /// Applies local operations: visible at once, observers told at once, persisted in the background.
     /// A value no reader would accept (see ``refusal(of:forKey:)``) is not stored; it is logged and
     /// reported to failure observers.
-    func apply(_ operations: Operations, forceFlush: Bool = false) {
+    package func apply(_ operations: Operations, forceFlush: Bool = false) {
         var operations = operations
         for (key, operation) in operations {
             if let error = refusal(of: operation, forKey: key.string) {
@@ -220,7 +220,7 @@ package final class SuiteStore: Sendable {
     /// Writes everything pending now; returns when it is on disk.
     /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
     ///   suite, where waiting for the write would wait for itself.
-    func flushSynchronously() throws {
+    package func flushSynchronously() throws {
         guard backend != nil else { return }
         try refuseInsideTransaction("synchronize() or the exit flush")
         try ioSync { try commitPending() }

@@ -1,0 +1,124 @@
+#if Etcd
+import Foundation
+import SharedPrefs
+
+/// The offline cache of an etcd suite: its last known state, and the writes not yet accepted by
+/// the cluster, in a local suite file. With it, a suite opens while the cluster is unreachable
+/// (reads come from the last known state, and the watch replays what changed since, from the
+/// cached revision), and writes made offline survive a restart of the process.
+///
+/// The file is an ordinary suite (`prefs-watch read` shows it), with these keys:
+/// - `etcd.revision`: the cluster revision the state is at;
+/// - `value:<key>` and `revision:<key>`: a key's last known value and modification revision (a
+///   removed key keeps its revision, without value);
+/// - `queued:<key>`: a write not yet accepted, `[value]` to set, `[]` to remove.
+///
+/// Processes on one machine share the file: the state is written in `update` transactions that
+/// never move a key back to an older revision, and queued writes merge per key as any suite's
+/// writes do.
+final class EtcdCache: Sendable {
+    let suite: PreferenceSuite
+
+    /// What the cache holds.
+    struct State {
+        var values = PlistDictionary()
+        var revisions: [PlistKey: Int64] = [:]
+        var revision: Int64 = 0
+        var queued: Operations = [:]
+    }
+
+    init(fileURL: URL) throws(PreferenceError) {
+        let directory = fileURL.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw PreferenceError(code: .ioFailure, message: "Could not create the etcd suite's offline cache directory \(directory.path): \(error.localizedDescription). Pass another cache, or none.", path: directory.path)
+        }
+        suite = try PreferenceSuite(fileURL: fileURL, options: .init(durability: .none, filePermissions: 0o600))
+    }
+
+    /// The default cache file of a suite: `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/…`),
+    /// named after the prefix and a hash of the endpoints and prefix.
+    static func defaultURL(endpoints: [String], prefix: String) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(filePath: $0) : nil }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".cache")
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+        let readable = String(prefix.map { allowed.contains($0) ? $0 : "_" }.prefix(64))
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for byte in (endpoints.sorted().joined(separator: ",") + "\u{0}" + prefix).utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return base.appending(path: "sharedprefs/etcd/\(readable)-\(String(hash, radix: 16)).plist")
+    }
+
+    /// The cached state; `nil` when the cache holds none yet.
+    func load() -> State? {
+        let stored = suite.storedValues
+        guard let revision = stored["etcd.revision"]?.int64 else { return nil }
+        var state = State(revision: revision)
+        for (key, value) in stored {
+            if let name = key.dropping("value:") {
+                state.values[name] = value
+            } else if let name = key.dropping("revision:"), let revision = value.int64 {
+                state.revisions[PlistKey(name)] = revision
+            } else if let name = key.dropping("queued:"), case .array(let operation) = value {
+                state.queued[PlistKey(name)] = operation.first.map { .set($0) } ?? .remove
+            }
+        }
+        return state
+    }
+
+    /// Records values read or written at their revisions. `revision` is the revision the whole
+    /// prefix is now known at (a range, or a watch response: `nil` for a write, which says nothing
+    /// of other keys); with `complete`, `changes` is the whole prefix and every other key is gone.
+    /// A key already cached at a newer revision is kept; a queued write equal to what the cluster
+    /// now holds leaves the queue.
+    func record(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false) throws {
+        try suite.update { cache in
+            if complete, let revision {
+                let present = Set(changes.map(\.key.string))
+                for key in cache.values.keys {
+                    guard let name = key.dropping("revision:"), !present.contains(name),
+                        (cache[key]?.int64 ?? 0) <= revision
+                    else { continue }
+                    cache["value:" + name] = nil
+                    cache[key] = nil
+                }
+            }
+            for (key, value, keyRevision) in changes {
+                let name = key.string
+                if let cached = cache["revision:" + name]?.int64, cached > keyRevision { continue }
+                cache["value:" + name] = value
+                cache["revision:" + name] = .integer(keyRevision)
+                if let queued = cache["queued:" + name], queued == .array(value.map { [$0] } ?? []) {
+                    cache["queued:" + name] = nil
+                }
+            }
+            if let revision, (cache["etcd.revision"]?.int64 ?? 0) < revision { cache["etcd.revision"] = .integer(revision) }
+        }
+    }
+
+    /// Keeps writes the cluster did not accept, for whichever process reaches it next.
+    func queue(_ operations: Operations) {
+        for (key, operation) in operations {
+            suite.set(PlistValue.array(operation.value.map { [$0] } ?? []), forKey: "queued:" + key.string)
+        }
+        _ = suite.synchronize()
+    }
+}
+
+extension String {
+    /// The rest of the string after `prefix`, when it starts with it.
+    fileprivate func dropping(_ prefix: String) -> String? {
+        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : nil
+    }
+}
+
+extension PlistValue {
+    fileprivate var int64: Int64? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+}
+#endif

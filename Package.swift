@@ -122,7 +122,7 @@ let package = Package(
         .executableTarget(name: "prefs-etcd-child", dependencies: ["SharedPrefsEtcd"], path: "Tests/prefs-etcd-child"),
         .testTarget(
             name: "SharedPrefsEtcdTests",
-            dependencies: ["SharedPrefs", "SharedPrefsEtcd", "prefs-etcd-child"]
+            dependencies: ["SharedPrefs", "SharedPrefsEtcd", "SharedPrefsObservation", "prefs-etcd-child"]
         ),
         .testTarget(
             name: "SharedPrefsMacrosTests",

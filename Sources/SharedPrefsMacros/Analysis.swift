@@ -11,6 +11,8 @@ struct ClassOptions {
     var ignoreExternalChanges: String = "false"
     var autoInit = true
     var observeFirst = false
+    /// `@ObservableCloud(developmentMode: true)`: an in-memory suite.
+    var inMemory = false
     var diagnostics: [Diagnostic] = []
 
     init(_ attribute: AttributeSyntax) {
@@ -28,15 +30,19 @@ struct ClassOptions {
                 }
                 prefix = literal.trimmingCharacters(in: .whitespacesAndNewlines)
             case "ignoreExternalChanges": ignoreExternalChanges = text
-            case "autoInit", "observeFirst":
+            case "autoInit", "observeFirst", "developmentMode":
                 guard let value = argument.expression.as(BooleanLiteralExprSyntax.self)?.literal.tokenKind == .keyword(.true) ? true
                     : argument.expression.as(BooleanLiteralExprSyntax.self) != nil ? false : nil
                 else {
                     diagnostics.append(Diagnostic(.flagNotLiteral, at: argument.expression, "\(argument.label!.text) must be true or false written out: it decides what the macro generates."))
                     break
                 }
-                if argument.label?.text == "autoInit" { autoInit = value } else { observeFirst = value }
-            default: break  // limitToInstance: accepted, always cross-process here.
+                switch argument.label?.text {
+                case "autoInit": autoInit = value
+                case "observeFirst": observeFirst = value
+                default: inMemory = value
+                }
+            default: break  // limitToInstance, syncImmediately: accepted; changes always cross processes at once here.
             }
         }
         if let prefixNode, let problem = Self.prefixProblem(prefix) {
@@ -73,7 +79,7 @@ struct PropertyAnalysis {
     init(_ member: some DeclSyntaxProtocol, options: ClassOptions) {
         guard let property = member.as(VariableDeclSyntax.self) else { return }
         if property.modifiers.contains(where: { ["static", "class"].contains($0.name.text) }) { return }
-        let backed = property.attribute(named: "PrefsBacked") ?? property.attribute(named: "DefaultsBacked")
+        let backed = property.attribute(named: "PrefsBacked") ?? property.attribute(named: "DefaultsBacked") ?? property.attribute(named: "CloudBacked")
         if property.attribute(named: "Ignore") != nil || property.attribute(named: "ObservableOnly") != nil { return }
         guard property.bindings.count == 1, let binding = property.bindings.first,
             let identifier = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier
@@ -117,7 +123,12 @@ struct PropertyAnalysis {
             return
         }
         var key = name
-        for (attributeName, label) in [("PrefsKey", nil), ("DefaultsKey", "userDefaultsKey"), ("DefaultsBacked", "userDefaultsKey")] as [(String, String?)] {
+        // Later wins: ObservableDefaults' `@CloudBacked(keyValueStoreKey:)` over its `@CloudKey`.
+        let keyAttributes: [(String, String?)] = [
+            ("PrefsKey", nil), ("DefaultsKey", "userDefaultsKey"), ("DefaultsBacked", "userDefaultsKey"),
+            ("CloudKey", "keyValueStoreKey"), ("CloudBacked", "keyValueStoreKey"),
+        ]
+        for (attributeName, label) in keyAttributes {
             guard let attribute = property.attribute(named: attributeName), case .argumentList(let arguments) = attribute.arguments,
                 let argument = arguments.first(where: { $0.label?.text == label })
             else { continue }

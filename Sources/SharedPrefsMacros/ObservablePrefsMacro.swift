@@ -71,7 +71,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             }
             """,
             """
-            private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges))
+            private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges)\(raw: options.inMemory ? ", inMemory: true" : ""))
             """,
             "private var _$ignoredKeyPaths: [PartialKeyPath<\(type)>] = []",
             """

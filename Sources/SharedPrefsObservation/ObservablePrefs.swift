@@ -66,6 +66,31 @@ public macro ObservableDefaults(
     observeFirst: Bool = false, limitToInstance: Bool = true
 ) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
 
+/// The spelling of ObservableDefaults' `@ObservableCloud`, for code ported from iCloud key-value
+/// storage: the same class macro as ``ObservablePrefs(suiteName:prefix:ignoreExternalChanges:autoInit:observeFirst:)``.
+/// There is no iCloud on Linux: give the instance a suite shared across machines, an etcd suite
+/// (`SharedPrefsEtcd`), with `init(suite:)`; without one it uses ``PreferenceSuite/standard``.
+/// `developmentMode: true` keeps values in memory, as ObservableDefaults does; `syncImmediately`
+/// is accepted and has no effect (every change is written at once and reaches every process).
+@attached(
+    member,
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),
+    named(startObservingPrefs), named(init))
+@attached(memberAttribute)
+@attached(extension, conformances: Observable)
+public macro ObservableCloud(
+    autoInit: Bool = true, prefix: String = "", observeFirst: Bool = false, syncImmediately: Bool = false,
+    developmentMode: Bool = false
+) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
+
+/// ObservableDefaults' `@CloudBacked`: ``PrefsBacked()``, optionally with a custom key.
+@attached(peer)
+public macro CloudBacked(keyValueStoreKey: String? = nil) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
+/// ObservableDefaults' `@CloudKey`: ``PrefsKey(_:)``.
+@attached(peer)
+public macro CloudKey(keyValueStoreKey: String? = nil) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
+
 /// Stores the property under a custom key (the class's prefix is still put before it).
 @attached(peer)
 public macro PrefsKey(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")

@@ -15,6 +15,8 @@ public final class _PrefsStorage: Sendable {
         /// `nil` until first used: an instance given its suite at `init` never opens the macro's.
         var openedSuite: PreferenceSuite?
         let suiteName: String?
+        /// `@ObservableCloud(developmentMode: true)`: an in-memory suite unless one is given.
+        let inMemory: Bool
         var prefix: String
         var ignoreExternalChanges: Bool
         var observation: PreferenceObservation?
@@ -25,6 +27,10 @@ public final class _PrefsStorage: Sendable {
         var suite: PreferenceSuite {
             mutating get {
                 if let openedSuite { return openedSuite }
+                if inMemory {
+                    openedSuite = PreferenceSuite.inMemory(name: suiteName ?? "development")
+                    return openedSuite!
+                }
                 let suite = suiteName.map { name in
                     PreferenceSuite(suiteName: name) ?? {
                         logger.error("@ObservablePrefs could not open suite \(name); values are kept in memory only")
@@ -44,10 +50,11 @@ public final class _PrefsStorage: Sendable {
     ///     is opened when first used, unless ``configure(suite:prefix:ignoreExternalChanges:)``
     ///     gave another suite first. A suite that cannot be opened is logged and replaced by an
     ///     in-memory one.
-    public init(suiteName: String?, prefix: String, ignoreExternalChanges: Bool) {
+    ///   - inMemory: Use an in-memory suite unless another is configured (development mode).
+    public init(suiteName: String?, prefix: String, ignoreExternalChanges: Bool, inMemory: Bool = false) {
         // White space around a name is trimmed, as ObservableDefaults does; none left is the standard suite.
         let name = suiteName?.trimmingCharacters(in: .whitespacesAndNewlines)
-        configuration = Lock(Configuration(suiteName: name?.isEmpty == false ? name : nil, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
+        configuration = Lock(Configuration(suiteName: name?.isEmpty == false ? name : nil, inMemory: inMemory, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges))
     }
 
     /// The suite and the prefix, read together.

@@ -3,8 +3,10 @@
 // etcd-server and etcd-client (.ci/run installs them). Without the trait this file is empty.
 #if Etcd
 import Foundation
+import Observation
 import SharedPrefs
 import SharedPrefsEtcd
+import SharedPrefsObservation
 import Testing
 
 /// Three etcd members on loopback, each with its data directory in a temporary directory.
@@ -188,6 +190,13 @@ func readmeEtcdBlock() throws {
     token.cancel()
 }
 
+/// ObservableDefaults' `@ObservableCloud` README class, ported: backed by an etcd suite.
+@ObservableCloud
+final class CloudSettings: @unchecked Sendable {
+    @CloudBacked var username: String = "Fatbobman"
+    @CloudKey(keyValueStoreKey: "theme_key") @CloudBacked var theme: String = "light"
+}
+
 /// The test process's own suites keep no offline cache (the children's is under the cluster's directory).
 let noCache = EtcdOptions(offlineCache: .none)
 
@@ -340,6 +349,28 @@ struct EtcdSuiteTests {
         let cache = try PreferenceSuite(fileURL: cacheDirectory.appending(path: try #require(files.first)))
         #expect(cache.storedValues.keys.filter { $0.hasPrefix("queued:") }.isEmpty)
         #expect(cache.value(forKey: "value:b") == .integer(9))
+    }
+
+    @Test func anObservableCloudClassOnAnEtcdSuiteHearsAnotherProcessAndWritesForIt() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let settings = CloudSettings(suite: suite)
+        #expect(settings.theme == "light")
+
+        // Another process writes the property's custom key: the property changes, observably.
+        let changed = AsyncStream<Void>.makeStream()
+        withObservationTracking { _ = settings.theme } onChange: { changed.continuation.yield() }
+        let writer = try Child(["set", cluster.endpoints, prefix, "theme_key=dark"], cacheHome: cluster.cacheHome)
+        #expect(await writer.finish().status == 0)
+        for await _ in changed.stream { break }
+        #expect(settings.theme == "dark")
+
+        // And this instance's writes reach the other processes.
+        settings.username = "Linus"
+        try await suite.flush()
+        let reader = try Child(["get", cluster.endpoints, prefix, "username"], cacheHome: cluster.cacheHome)
+        #expect(await reader.finish().lines == ["username Linus"])
     }
 }
 #endif

@@ -1246,3 +1246,29 @@ struct ObservableDefaultsNullableTests {
         #expect(nullable1 == nullable2 && nullable1 != nullable3 && nullable4 == nullable5 && nullable1 != nullable4)
     }
 }
+
+// ObservableDefaults' `@ObservableCloud` spelling: the same macro; in development mode an
+// in-memory suite per instance, as ObservableDefaults' memory storage.
+@ObservableCloud(developmentMode: true)
+final class DevelopmentCloudSettings {
+    var username: String = "Fatbobman"
+    @CloudBacked(keyValueStoreKey: "display_name") var displayName: String = "Fat"
+}
+
+@Suite("ObservableDefaults' @ObservableCloud spelling")
+struct ObservableCloudSpellingTests {
+    @Test func developmentModeKeepsEachInstancesValuesInMemoryUnderItsKeys() {
+        let first = DevelopmentCloudSettings()
+        first.username = "Linus"
+        first.displayName = "L"
+        #expect(first.username == "Linus")
+        // A second instance has a memory of its own: nothing was written anywhere it could read.
+        #expect(DevelopmentCloudSettings().username == "Fatbobman")
+
+        let suite = PreferenceSuite.inMemory()
+        let given = DevelopmentCloudSettings(suite: suite)
+        given.displayName = "G"
+        #expect(suite.string(forKey: "display_name") == "G")
+        #expect(suite.value(forKey: "displayName") == nil)
+    }
+}

@@ -90,6 +90,7 @@ let package = Package(
                 "SharedPrefsLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "CInotifyTools", condition: .when(traits: ["InotifyTools"])),
+                .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
             ]
         ),
         .systemLibrary(

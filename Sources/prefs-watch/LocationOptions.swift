@@ -1,8 +1,11 @@
 import ArgumentParser
 import Foundation
 import SharedPrefs
+#if Etcd
+import SharedPrefsEtcd
+#endif
 
-/// `--group` / `--dir`, and how a suite argument becomes a suite.
+/// `--group` / `--dir` / `--etcd`, and how a suite argument becomes a suite.
 struct LocationOptions: ParsableArguments {
     @Option(name: .customLong("group"), help: ArgumentHelp("Look suite names up in this app group's container.", valueName: "id"))
     var group: String?
@@ -14,8 +17,32 @@ struct LocationOptions: ParsableArguments {
             valueName: "path"))
     var dir: String?
 
+    @Option(
+        name: .customLong("etcd"),
+        help: ArgumentHelp(
+            "A suite on this etcd v3 cluster (client URLs, comma-separated): the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).",
+            valueName: "endpoints"))
+    var etcd: String?
+
     func validate() throws {
-        if group != nil && dir != nil { throw ValidationError("Give --group or --dir, not both.") }
+        if [group != nil, dir != nil, etcd != nil].filter({ $0 }).count > 1 { throw ValidationError("Give one of --group, --dir and --etcd.") }
+        #if !Etcd
+        if etcd != nil {
+            throw ValidationError("This prefs-watch was built without etcd support; build it with: swift build -c release --traits Etcd --product prefs-watch")
+        }
+        #endif
+    }
+
+    /// The etcd suite a suite argument (a key prefix) names, when `--etcd` is given. No offline
+    /// cache: a command line tool says when the cluster does not answer rather than queueing.
+    func etcdSuite(_ prefix: String) throws -> PreferenceSuite? {
+        #if Etcd
+        guard let etcd else { return nil }
+        let endpoints = etcd.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return try PreferenceSuite(etcd: endpoints, prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        #else
+        return nil
+        #endif
     }
 
     /// The directory named by `--group` or `--dir`, which must exist: a mistyped group is an
@@ -70,6 +97,7 @@ struct LocationOptions: ParsableArguments {
     /// end in `.plist` and does not exist is refused unless `create` is set: a mistyped path must
     /// not become a new file. An existing suite keeps its format and mode.
     func open(_ spec: String, create: Bool) throws -> PreferenceSuite {
+        if let suite = try etcdSuite(spec) { return suite }
         let url = try fileURL(of: spec)
         if isPath(spec), !spec.hasSuffix(".plist"), !create, !FileManager.default.fileExists(atPath: url.path) {
             throw ValidationError("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
@@ -93,6 +121,7 @@ struct LocationOptions: ParsableArguments {
 
     /// Opens a suite that must already exist, for verbs that change it.
     func openExisting(_ spec: String) throws -> PreferenceSuite {
+        if let suite = try etcdSuite(spec) { return suite }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         try refuseUnlessPropertyList(url)
@@ -138,7 +167,8 @@ struct LocationOptions: ParsableArguments {
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,
     /// and a file that is not a property list is an error that says so.
-    func readValues(_ spec: String) throws -> (url: URL, values: PlistDictionary) {
+    func readValues(_ spec: String) throws -> (place: String, values: PlistDictionary) {
+        if let suite = try etcdSuite(spec) { return ("etcd \(etcd ?? "") prefix \(spec)", suite.storedValues) }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         guard let data = FileManager.default.contents(atPath: url.path) else {
@@ -151,7 +181,7 @@ struct LocationOptions: ParsableArguments {
         guard case .dictionary(let values) = root else {
             throw failure("\(url.path) holds a \(root.typeName); a suite has a dictionary at its root.")
         }
-        return (url, values)
+        return (url.path, values)
     }
 
     private func missingSuite(_ spec: String, _ url: URL) -> String {

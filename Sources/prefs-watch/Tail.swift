@@ -22,10 +22,11 @@ struct Tail: AsyncParsableCommand {
               prefs-watch --dir /srv/app/container --json
               prefs-watch group.com.example.app --prefix network. --initial
               prefs-watch settings --format '%s %k %e %o -> %n' --count 1 --timeout 10
+              prefs-watch --etcd http://10.0.0.1:2379,http://10.0.0.2:2379 apps/demo/ --json
             """
     )
 
-    @Argument(help: "Suite names, group suites (group.…) or .plist paths. With --group or --dir and none given: every suite there, including suites created later.")
+    @Argument(help: "Suite names, group suites (group.…) or .plist paths; with --etcd, key prefixes. With --group or --dir and none given: every suite there, including suites created later.")
     var suites: [String] = []
 
     @OptionGroup var location: LocationOptions
@@ -67,7 +68,7 @@ struct Tail: AsyncParsableCommand {
         if let count, count < 1 { throw ValidationError("--count takes a number of records of at least 1.") }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout takes a number of seconds greater than 0.") }
         if suites.isEmpty && location.group == nil && location.dir == nil {
-            throw ValidationError("Name at least one suite, or a --group or --dir to watch all of its suites.")
+            throw ValidationError(location.etcd == nil ? "Name at least one suite, or a --group or --dir to watch all of its suites." : "Name the key prefix of at least one suite on the etcd cluster.")
         }
         if let format {
             var iterator = format.makeIterator()
@@ -99,6 +100,10 @@ struct Tail: AsyncParsableCommand {
             }
         } else {
             for spec in suites {
+                if let suite = try location.etcdSuite(spec) {
+                    session.attach(suite, announce: initial ? .initial : .none)
+                    continue
+                }
                 let url = try location.fileURL(of: spec)
                 if !FileManager.default.fileExists(atPath: url.path) {
                     // Not an error (the suite may be created later), but a typo should not go unnoticed.

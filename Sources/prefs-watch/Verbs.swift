@@ -8,8 +8,8 @@ func failure(_ message: String) -> ExitCode {
     return ExitCode.failure
 }
 
-func noKey(_ key: String, _ suite: String, _ url: URL) -> ExitCode {
-    failure("The key \"\(key)\" does not exist in suite \(suite) (\(url.path)).")
+func noKey(_ key: String, _ suite: String, _ place: String) -> ExitCode {
+    failure("The key \"\(key)\" does not exist in suite \(suite) (\(place)).")
 }
 
 struct Read: ParsableCommand {
@@ -149,7 +149,7 @@ struct Delete: ParsableCommand {
             tx[key] = nil
             return true
         }
-        if !removed, let key, let url = prefs.fileURL { throw noKey(key, suite, url) }
+        if !removed, let key { throw noKey(key, suite, prefs.fileURL?.path ?? "etcd \(location.etcd ?? "")") }
     }
 }
 
@@ -161,6 +161,9 @@ struct List: ParsableCommand {
     @OptionGroup var location: LocationOptions
 
     func run() throws {
+        if location.etcd != nil {
+            throw ValidationError("list lists suite files; on etcd a suite is any key prefix (etcdctl get --prefix --keys-only \"\" shows the keys).")
+        }
         if let directory = try location.existingDirectory() {
             for name in try directory.suiteNames() { print(name) }
             return
@@ -245,7 +248,7 @@ struct Rename: ParsableCommand {
             tx[old] = nil
             return true
         }
-        if !renamed, let url = prefs.fileURL { throw noKey(old, suite, url) }
+        if !renamed { throw noKey(old, suite, prefs.fileURL?.path ?? "etcd \(location.etcd ?? "")") }
     }
 }
 

@@ -117,11 +117,9 @@ final class EtcdCluster {
     }
 }
 
-/// `prefs-etcd-child`, built next to the test bundle.
-let etcdChild: URL = {
-    let bundle = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-    return bundle.deletingLastPathComponent().appending(path: "prefs-etcd-child")
-}()
+/// The build's products, next to the test bundle: `prefs-etcd-child`, and `prefs-watch` (built
+/// with the Etcd trait too).
+let products = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]).deletingLastPathComponent()
 
 /// A running child whose output lines can be awaited.
 final class Child: @unchecked Sendable {
@@ -129,14 +127,15 @@ final class Child: @unchecked Sendable {
     private let lines = AsyncStream<String>.makeStream()
     private var iterator: AsyncStream<String>.Iterator
 
-    /// A child whose offline cache lives under `cacheHome`.
-    init(_ arguments: [String], cacheHome: URL) throws {
+    /// A child (`prefs-etcd-child`, or another product) whose offline cache lives under `cacheHome`.
+    init(_ arguments: [String], cacheHome: URL, product: String = "prefs-etcd-child") throws {
         iterator = lines.stream.makeAsyncIterator()
-        process.executableURL = etcdChild
+        process.executableURL = products.appending(path: product)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": cacheHome.path]) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
+        process.standardError = errors
         let continuation = lines.continuation
         let output = pipe.fileHandleForReading
         Thread.detachNewThread {
@@ -156,6 +155,10 @@ final class Child: @unchecked Sendable {
     }
 
     func nextLine() async -> String? { await iterator.next() }
+
+    /// What the child wrote to standard error, once it has exited.
+    var errorOutput: String { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    private let errors = Pipe()
 
     /// Every line until the child exits, and its exit status.
     func finish() async -> (lines: [String], status: Int32) {
@@ -371,6 +374,32 @@ struct EtcdSuiteTests {
         try await suite.flush()
         let reader = try Child(["get", cluster.endpoints, prefix, "username"], cacheHome: cluster.cacheHome)
         #expect(await reader.finish().lines == ["username Linus"])
+    }
+
+    @Test func prefsWatchReadsWritesAndTailsAnEtcdSuite() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        func prefsWatch(_ arguments: [String]) async throws -> (lines: [String], status: Int32) {
+            try await Child(arguments, cacheHome: cluster.cacheHome, product: "prefs-watch").finish()
+        }
+        #expect(try await prefsWatch(["write", "--etcd", cluster.endpoints, prefix, "volume", "-int", "7"]).status == 0)
+        #expect(try await prefsWatch(["read", "--etcd", cluster.endpoints, prefix, "volume"]) == (["7"], 0))
+
+        // Tail: the initial value, then another process's change, as JSON Lines.
+        let tail = try Child(["--etcd", cluster.endpoints, prefix, "--initial", "--json", "--count", "2"], cacheHome: cluster.cacheHome, product: "prefs-watch")
+        let initial = try #require(await tail.nextLine())
+        #expect(initial.contains("\"key\":\"volume\"") && initial.contains("\"new\":7"))
+        #expect(try await prefsWatch(["write", "--etcd", cluster.endpoints, prefix, "volume", "-int", "8"]).status == 0)
+        let change = try #require(await tail.nextLine())
+        #expect(change.contains("\"old\":7") && change.contains("\"new\":8"))
+        #expect(await tail.exitStatus() == 0)
+
+        // A cluster that does not answer is an error naming it, not a hang or a queued write.
+        let nobody = "http://127.0.0.1:1"
+        let unreachable = try Child(["write", "--etcd", nobody, prefix, "volume", "-int", "9"], cacheHome: cluster.cacheHome, product: "prefs-watch")
+        #expect(await unreachable.finish().status == 1)
+        #expect(unreachable.errorOutput.contains(nobody))
+        #expect(try await prefsWatch(["read", "--etcd", cluster.endpoints, prefix, "volume"]) == (["8"], 0))
     }
 }
 #endif

@@ -385,7 +385,8 @@ final class EtcdBackend: SuiteBackend {
         switch error {
         case let error as PreferenceError: return error
         case EtcdClient.Failure.unreachable(let why):
-            return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(location): no endpoint answered (\(why)). Check that the cluster is running and reachable; the values stay pending and are written when it answers.", path: location)
+            let then = doing == "write" ? "; the values stay pending and are written when it answers" : " (etcdctl --endpoints \(client.endpoints.joined(separator: ",")) endpoint health)"
+            return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(location): no endpoint answered (\(why)). Check that the cluster is running and reachable\(then).", path: location)
         case EtcdClient.Failure.refused(let status, let body):
             return PreferenceError(code: .ioFailure, message: "etcd refused to \(doing) \(location) (HTTP \(status): \(body.prefix(300))).", path: location)
         default:

@@ -100,7 +100,10 @@ let package = Package(
         // The README's main job: a main process and helpers sharing one suite.
         .executableTarget(
             name: "AppGroupDemo",
-            dependencies: ["SharedPrefsObservation", "SharedPrefsLocking", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "SharedPrefsObservation", "SharedPrefsLocking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
+            ],
             path: "Examples/AppGroupDemo"
         ),
         // The benchmark: SharedPrefs beside UserDefaults, dconf and the kernel floor (release build).

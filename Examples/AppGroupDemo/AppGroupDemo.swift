@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import SharedPrefs
+#if Etcd
+import SharedPrefsEtcd
+#endif
 
 /// A main process and two helper processes sharing one app-group suite, in one command.
 @main
@@ -26,33 +29,55 @@ struct AppGroupDemo: AsyncParsableCommand {
     @Option(help: "How many times each helper increments the shared counter.")
     var increments = 500
 
+    @Option(help: ArgumentHelp("Share the suite through this etcd v3 cluster (client URLs, comma-separated) instead of a container; needs the Etcd trait: swift run --traits Etcd AppGroupDemo --etcd ….", valueName: "endpoints"))
+    var etcd: String?
+
+    @Option(help: ArgumentHelp("The suite's key prefix on the etcd cluster (default: a new one per run).", valueName: "prefix"))
+    var prefix: String?
+
     @Option(help: .hidden) var role = "main"
     @Option(help: .hidden) var id = 0
 
     func validate() throws {
         guard ["main", "helper"].contains(role) else { throw ValidationError("--role is main or helper.") }
         guard increments >= 0 else { throw ValidationError("--increments takes a number of at least 0.") }
+        #if !Etcd
+        if etcd != nil { throw ValidationError("This AppGroupDemo was built without etcd support; run it with: swift run --traits Etcd AppGroupDemo --etcd \(etcd!)") }
+        #endif
+        if etcd != nil && groupDir != nil { throw ValidationError("Give --etcd or --group-dir, not both.") }
+    }
+
+    /// The shared suite: on the etcd cluster under `prefix`, else `settings` in the container's group.
+    private func openSuite(container: URL, prefix: String) throws -> PreferenceSuite {
+        #if Etcd
+        if let etcd {
+            let endpoints = etcd.split(separator: ",").map(String.init)
+            return try PreferenceSuite(etcd: endpoints, prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        }
+        #endif
+        return try PreferenceSuite(suiteName: "settings", in: AppGroup(identifier: "group.sharedprefs.demo", containerURL: container))
     }
 
     func run() async throws {
         let container = groupDir.map { URL(filePath: $0, directoryHint: .isDirectory) }
             ?? FileManager.default.temporaryDirectory.appending(path: "AppGroupDemo-\(getpid())", directoryHint: .isDirectory)
-        let group = try AppGroup(identifier: "group.sharedprefs.demo", containerURL: container)
-        let suite = try PreferenceSuite(suiteName: "settings", in: group)
+        let prefix = prefix ?? "sharedprefs-demo/\(UUID().uuidString)/"
+        let suite = try openSuite(container: container, prefix: prefix)
         if role == "helper" { return try await Helper.run(id: id, suite: suite) }
 
-        let removeContainer = groupDir == nil && !keep
+        let removeContainer = groupDir == nil && !keep && etcd == nil
         defer { if removeContainer { try? FileManager.default.removeItem(at: container) } }
         let settings = DemoSettings(suite: suite)
         let events = EventLog()
         let executable = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-        let helpers = try (1...2).map { try HelperProcess(id: $0, executable: executable, container: container, events: events) }
+        let place = etcd.map { ["--etcd", $0, "--prefix", prefix] } ?? ["--group-dir", container.path]
+        let helpers = try (1...2).map { try HelperProcess(id: $0, executable: executable, place: place, events: events) }
         defer { for helper in helpers { helper.stop() } }
         for helper in helpers { _ = try await events.first(after: 0) { $0.source == "helper \(helper.id)" && $0.words == ["ready"] } }
 
-        print("AppGroupDemo: suite \(suite.fileURL?.path ?? "")")
+        print("AppGroupDemo: suite \(suite.fileURL?.path ?? "on etcd \(etcd ?? "") under \(prefix)")")
         print("  main process \(getpid()), helpers \(helpers.map { String($0.pid) }.joined(separator: " and "))")
-        print("  watch it live: prefs-watch --dir \(container.path)")
+        print("  watch it live: prefs-watch \(etcd.map { "--etcd \($0) \(prefix)" } ?? "--dir \(container.path)")")
         if interactive { return try await Interactive.run(suite: suite, events: events) }
 
         var demo = Demo(settings: settings, suite: suite, helpers: helpers, events: events)

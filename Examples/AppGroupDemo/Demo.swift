@@ -8,11 +8,12 @@ final class HelperProcess: Sendable {
     private let process: Process
     private let input: FileHandle
 
-    init(id: Int, executable: URL, container: URL, events: EventLog) throws {
+    /// - Parameter place: The suite's arguments: `--group-dir <container>`, or `--etcd <endpoints> --prefix <prefix>`.
+    init(id: Int, executable: URL, place: [String], events: EventLog) throws {
         self.id = id
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["--role", "helper", "--id", String(id), "--group-dir", container.path]
+        process.arguments = ["--role", "helper", "--id", String(id)] + place
         let stdin = Pipe()
         let stdout = Pipe()
         process.standardInput = stdin

@@ -109,7 +109,10 @@ let package = Package(
         // The benchmark: SharedPrefs beside UserDefaults, dconf and the kernel floor (release build).
         .executableTarget(
             name: "prefs-bench",
-            dependencies: ["SharedPrefs", "SharedPrefsLocking", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: [
+                "SharedPrefs", "SharedPrefsLocking", .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
+            ],
             path: "Benchmarks/prefs-bench"
         ),
         // A child process for the multi-process tests; the tests find it next to their bundle.

@@ -1,5 +1,8 @@
 import Foundation
 import SharedPrefs
+#if Etcd
+import SharedPrefsEtcd
+#endif
 
 /// The measurements, each returning its rows. `quick` shrinks every count (a smoke run).
 struct Measures {
@@ -359,4 +362,55 @@ struct Measures {
         guard fields.count == 2 else { return }
         rows.append(Row(group: "9. memory", name: "a process watching \(count) suites of 100 keys", n: count, note: String(format: "RSS %.1f MiB → %.1f MiB: %.1f KiB per suite", Double(fields[0]) / 1_048_576, Double(fields[1]) / 1_048_576, Double(fields[1] - fields[0]) / 1024 / Double(count))))
     }
+
+    #if Etcd
+    /// 10. A put through an etcd suite → an observer in another process: through SharedPrefs's
+    /// watch, and through etcd's own (`etcdctl watch`), of the same puts. Both observers print a
+    /// line per change and this process stamps its arrival, so each path has the same pipe hop.
+    mutating func etcd(_ endpoints: String) throws {
+        let prefix = "prefs-bench/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        let ours = try Child(["etcd-observe", endpoints, prefix])
+        guard ours.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
+        let peer = try Child(["--endpoints", endpoints, "watch", "--prefix", prefix + "stamp", "-w", "json"], executable: URL(filePath: "/usr/bin/etcdctl"), environment: ["ETCDCTL_API": "3"])
+        /// The arrival of the line that carries `value`, skipping older ones; nil after `timeout`.
+        func arrival(of value: Int64, from child: Child, timeout: Double, _ parse: (String) -> Int64?) -> Int64? {
+            while let (line, arrival) = child.nextTimedLine(timeout: timeout) {
+                if parse(line) == value { return arrival }
+            }
+            return nil
+        }
+        let fromOurs: (String) -> Int64? = { Int64($0.split(separator: " ").last ?? "") }
+        let fromPeer: (String) -> Int64? = { line in
+            struct Response: Decodable { struct Event: Decodable { struct KV: Decodable { var value: Data? }; var kv: KV }; var Events: [Event]? }
+            guard let response = try? JSONDecoder().decode(Response.self, from: Data(line.utf8)), let bytes = response.Events?.last?.kv.value,
+                case .integer(let n)? = try? PlistValue(propertyListData: bytes) else { return nil }
+            return n
+        }
+        // Warm-up: until both watches deliver (etcdctl's starts on its own time).
+        var value: Int64 = 0
+        repeat {
+            value -= 1
+            suite.set(value, forKey: "stamp")
+            _ = suite.synchronize()
+        } while arrival(of: value, from: peer, timeout: 1, fromPeer) == nil || arrival(of: value, from: ours, timeout: 1, fromOurs) == nil
+        var (oursLatencies, peerLatencies): ([Int64], [Int64]) = ([], [])
+        for i in 1...Int64(scaled(500)) {
+            let sent = now()
+            suite.set(i, forKey: "stamp")
+            _ = suite.synchronize()
+            if let at = arrival(of: i, from: peer, timeout: 10, fromPeer) { peerLatencies.append(at - sent) }
+            if let at = arrival(of: i, from: ours, timeout: 10, fromOurs) { oursLatencies.append(at - sent) }
+            gap(2)
+        }
+        ours.stop()
+        peer.stop()
+        let (o, p) = (Latencies(oursLatencies), Latencies(peerLatencies))
+        rows.append(Row(group: "10. etcd (3 members)", name: "put → etcdctl watch (etcd's own)", n: p.count, p50: µs(p.p50), p99: µs(p.p99), note: "the same puts", cdf: p.cdf))
+        rows.append(Row(
+            group: "10. etcd (3 members)", name: "put → SharedPrefs observer in another process", n: o.count, p50: µs(o.p50), p99: µs(o.p99),
+            ratio: ratio(o.p50, p.p50), ratioTo: "etcdctl watch p50",
+            note: "overhead p50 \(µs(o.p50 - p.p50)) (target ≤ 1 ms); p99 \(µs(o.p99)) (target ≤ 20 ms)", cdf: o.cdf))
+    }
+    #endif
 }

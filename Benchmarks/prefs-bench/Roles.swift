@@ -1,6 +1,9 @@
 import Foundation
 import SharedPrefs
 import SharedPrefsLocking
+#if Etcd
+import SharedPrefsEtcd
+#endif
 
 /// The roles this executable plays in the child processes the measurements start.
 enum Role {
@@ -209,4 +212,19 @@ enum Role {
         }
         print("end")
     }
+
+    #if Etcd
+    /// `etcd-observe <endpoints> <prefix>`: prints `ready`, then `change <value>` for each change of
+    /// "stamp" in the etcd suite, until killed.
+    static func etcdObserve(_ endpoints: String, _ prefix: String) throws {
+        let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        let token = suite.observe(.key("stamp")) { change in
+            if case .integer(let n)? = change.newValue { print("change \(n)"); fflush(nil) }
+        }
+        print("ready")
+        fflush(nil)
+        while true { sleep(3600) }
+        token.cancel()
+    }
+    #endif
 }

@@ -76,13 +76,15 @@ let executable = URL(filePath: (try? FileManager.default.destinationOfSymbolicLi
 /// A child process (this executable in another role) whose standard output is read line by line.
 final class Child: Sendable {
     private let process: Process
-    private let lines = Lock<[String]>([])
+    /// Each line with the time it arrived here.
+    private let lines = Lock<[(String, Int64)]>([])
     private let arrived = DispatchSemaphore(value: 0)
 
-    init(_ arguments: [String], executable: URL = executable) throws {
+    init(_ arguments: [String], executable: URL = executable, environment: [String: String]? = nil) throws {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -97,7 +99,7 @@ final class Child: Sendable {
                 while let end = pending.firstIndex(of: 10) {
                     let line = String(decoding: pending[..<end], as: UTF8.self)
                     pending.removeSubrange(...end)
-                    lines.withLock { $0.append(line) }
+                    lines.withLock { $0.append((line, now())) }
                     arrived.signal()
                 }
             }
@@ -107,6 +109,11 @@ final class Child: Sendable {
 
     /// The next line, waiting up to `timeout` seconds; nil at end of output or on timeout.
     func nextLine(timeout: Double = 120) -> String? {
+        nextTimedLine(timeout: timeout)?.line
+    }
+
+    /// The next line and when it arrived (`now()`), waiting up to `timeout` seconds.
+    func nextTimedLine(timeout: Double = 120) -> (line: String, arrival: Int64)? {
         while true {
             if let line = lines.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return line }
             if !process.isRunning && lines.withLock({ $0.isEmpty }) { return nil }
@@ -115,6 +122,12 @@ final class Child: Sendable {
     }
 
     func waitForExit() { process.waitUntilExit() }
+
+    /// Ends a child that runs until killed.
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
 }
 
 /// Resident set size of this process, in bytes.

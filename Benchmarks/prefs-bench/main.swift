@@ -3,6 +3,7 @@
 // in-process costs (cached reads, encode, re-read + diff, decode) are in Benchmarks/InProcess.
 //
 //   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,…]
+//   swift run -c release --traits Etcd prefs-bench --etcd ENDPOINTS     row 10 only: an etcd suite
 import Foundation
 import SharedPrefs
 
@@ -18,6 +19,9 @@ case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
 case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
 case "defaults-observe": Role.defaultsObserve(arguments[1], Int(arguments[2])!); exit(0)
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
+#if Etcd
+case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2]); exit(0)
+#endif
 default: break
 }
 
@@ -26,6 +30,7 @@ var installDconf = false
 var jsonPath = ".build/prefs-bench.json"
 var only: Set<Int>? = nil
 var plotPath: String? = nil
+var etcdEndpoints: String? = nil
 while let option = arguments.first {
     arguments.removeFirst()
     switch option {
@@ -34,6 +39,12 @@ while let option = arguments.first {
     case "--json" where !arguments.isEmpty: jsonPath = arguments.removeFirst()
     case "--plot" where !arguments.isEmpty: plotPath = arguments.removeFirst()
     case "--only" where !arguments.isEmpty: only = Set(arguments.removeFirst().split(separator: ",").compactMap { Int($0) })
+    case "--etcd" where !arguments.isEmpty:
+        etcdEndpoints = arguments.removeFirst()
+        #if !Etcd
+        FileHandle.standardError.write(Data("prefs-bench: --etcd needs the Etcd trait: swift run -c release --traits Etcd prefs-bench --etcd ENDPOINTS\n".utf8))
+        exit(64)
+        #endif
     default:
         FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,...]\n".utf8))
         exit(64)
@@ -45,8 +56,8 @@ try FileManager.default.createDirectory(at: directory, withIntermediateDirectori
 defer { try? FileManager.default.removeItem(at: directory) }
 
 var measures = Measures(directory: directory, quick: quick)
-let selected = only
-let steps: [(Int, String, (inout Measures) throws -> Void)] = [
+let selected = etcdEndpoints == nil ? only : [10]
+var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (2, "set loop", { try $0.setLoop() }),
     (4, "kernel floor", { try $0.kernelFloor(); try $0.fsyncPair() }),
     (3, "remote latency", { try $0.remoteLatency() }),
@@ -56,6 +67,9 @@ let steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (8, "contention", { try $0.contention() }),
     (9, "memory", { try $0.memory() }),
 ]
+#if Etcd
+if let etcdEndpoints { steps.append((10, "etcd", { try $0.etcd(etcdEndpoints) })) }
+#endif
 for (number, name, step) in steps where selected?.contains(number) ?? true {
     FileHandle.standardError.write(Data("prefs-bench: \(number). \(name)…\n".utf8))
     do { try step(&measures) } catch {

@@ -401,5 +401,68 @@ struct EtcdSuiteTests {
         #expect(unreachable.errorOutput.contains(nobody))
         #expect(try await prefsWatch(["read", "--etcd", cluster.endpoints, prefix, "volume"]) == (["8"], 0))
     }
+
+    @Test func aClusterThatChecksClientCertificatesIsReachedWithTheTLSOptionsOnly() async throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-etcd-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func file(_ name: String) -> URL { directory.appending(path: name) }
+        func openssl(_ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(filePath: "/usr/bin/openssl")
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " "))")
+        }
+        // A CA, and a server and a client certificate it signed.
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca", "-keyout", file("ca.key").path, "-out", file("ca.pem").path])
+        try "subjectAltName=IP:127.0.0.1\n".write(to: file("san.ext"), atomically: true, encoding: .utf8)
+        for name in ["server", "client"] {
+            try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=\(name)", "-keyout", file("\(name).key").path, "-out", file("\(name).csr").path])
+            try openssl(["x509", "-req", "-in", file("\(name).csr").path, "-CA", file("ca.pem").path, "-CAkey", file("ca.key").path, "-CAcreateserial", "-days", "1", "-extfile", file("san.ext").path, "-out", file("\(name).pem").path])
+        }
+        // One member serving TLS that requires a client certificate.
+        let port = 31_000 + Int(getpid() % 1_000) * 2
+        let url = "https://127.0.0.1:\(port)"
+        let member = Process()
+        member.executableURL = URL(filePath: "/usr/bin/etcd")
+        member.arguments = [
+            "--name", "tls", "--data-dir", file("data").path, "--listen-client-urls", url, "--advertise-client-urls", url,
+            "--listen-peer-urls", "http://127.0.0.1:\(port + 1)", "--initial-advertise-peer-urls", "http://127.0.0.1:\(port + 1)",
+            "--initial-cluster", "tls=http://127.0.0.1:\(port + 1)",
+            "--cert-file", file("server.pem").path, "--key-file", file("server.key").path,
+            "--trusted-ca-file", file("ca.pem").path, "--client-cert-auth",
+        ]
+        member.standardOutput = FileHandle.nullDevice
+        member.standardError = FileHandle.nullDevice
+        try member.run()
+        defer { member.terminate(); member.waitUntilExit() }
+
+        let tls = EtcdOptions.TLS(certificateAuthority: file("ca.pem"), certificate: file("client.pem"), privateKey: file("client.key"))
+        let options = EtcdOptions(timeout: .seconds(2), offlineCache: .none, tls: tls)
+        // The member is up when a suite opens (a readiness poll of an outside server, 30 s at most).
+        var suite: PreferenceSuite? = nil
+        for _ in 0..<300 where suite == nil {
+            suite = try? PreferenceSuite(etcd: [url], prefix: "tls/", options: options)
+            if suite == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let opened = try #require(suite)
+        try opened.update { $0["greeting"] = .string("hello") }
+        #expect(opened.string(forKey: "greeting") == "hello")
+
+        // Without the client certificate the member refuses the connection: an error, no suite.
+        let refused = #expect(throws: PreferenceError.self) {
+            try PreferenceSuite(etcd: [url], prefix: "tls-other/", options: EtcdOptions(timeout: .seconds(2), offlineCache: .none, tls: .init(certificateAuthority: file("ca.pem"))))
+        }
+        #expect(refused?.code == .clusterUnreachable)
+        // A missing file is named.
+        let missing = #expect(throws: PreferenceError.self) {
+            try PreferenceSuite(etcd: [url], prefix: "tls/", options: EtcdOptions(offlineCache: .none, tls: .init(certificateAuthority: file("nope.pem"))))
+        }
+        #expect(missing?.message.contains("nope.pem") == true)
+    }
 }
 #endif

@@ -188,7 +188,7 @@ _prefs-watch_tail() {
     repeating_flags=()
     non_repeating_flags=(--json --csv -0 --initial --version -h --help)
     repeating_options=(--prefix --key)
-    non_repeating_options=(--group --dir --format -c --count -t --timeout)
+    non_repeating_options=(--group --dir --etcd --format -c --count -t --timeout)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -197,6 +197,9 @@ _prefs-watch_tail() {
         return
         ;;
     '--dir')
+        return
+        ;;
+    '--etcd')
         return
         ;;
     '--prefix')
@@ -221,7 +224,7 @@ _prefs-watch_read() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -230,6 +233,9 @@ _prefs-watch_read() {
         return
         ;;
     '--dir')
+        return
+        ;;
+    '--etcd')
         return
         ;;
     esac
@@ -239,7 +245,7 @@ _prefs-watch_read-type() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -250,6 +256,9 @@ _prefs-watch_read-type() {
     '--dir')
         return
         ;;
+    '--etcd')
+        return
+        ;;
     esac
 }
 
@@ -257,7 +266,7 @@ _prefs-watch_write() {
     repeating_flags=()
     non_repeating_flags=(--create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -268,6 +277,9 @@ _prefs-watch_write() {
     '--dir')
         return
         ;;
+    '--etcd')
+        return
+        ;;
     esac
 }
 
@@ -275,7 +287,7 @@ _prefs-watch_delete() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -286,6 +298,9 @@ _prefs-watch_delete() {
     '--dir')
         return
         ;;
+    '--etcd')
+        return
+        ;;
     esac
 }
 
@@ -293,7 +308,7 @@ _prefs-watch_list() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 0
 
     # Offer option value completions
@@ -304,6 +319,9 @@ _prefs-watch_list() {
     '--dir')
         return
         ;;
+    '--etcd')
+        return
+        ;;
     esac
 }
 
@@ -311,7 +329,7 @@ _prefs-watch_export() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --format)
+    non_repeating_options=(--group --dir --etcd --format)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -320,6 +338,9 @@ _prefs-watch_export() {
         return
         ;;
     '--dir')
+        return
+        ;;
+    '--etcd')
         return
         ;;
     '--format')
@@ -333,7 +354,7 @@ _prefs-watch_import() {
     repeating_flags=()
     non_repeating_flags=(--merge --create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -344,6 +365,9 @@ _prefs-watch_import() {
     '--dir')
         return
         ;;
+    '--etcd')
+        return
+        ;;
     esac
 }
 
@@ -351,7 +375,7 @@ _prefs-watch_rename() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 3
 
     # Offer option value completions
@@ -362,6 +386,9 @@ _prefs-watch_rename() {
     '--dir')
         return
         ;;
+    '--etcd')
+        return
+        ;;
     esac
 }
 
@@ -369,7 +396,7 @@ _prefs-watch_edit() {
     repeating_flags=()
     non_repeating_flags=(--create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -378,6 +405,9 @@ _prefs-watch_edit() {
         return
         ;;
     '--dir')
+        return
+        ;;
+    '--etcd')
         return
         ;;
     esac

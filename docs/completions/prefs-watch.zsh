@@ -82,6 +82,7 @@ _prefs-watch_tail() {
         '*:suites:'
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         '*--prefix[Only keys starting with this prefix (repeatable).]:prefix:'
         '*--key[Only this key (repeatable).]:key:'
         '--json[JSON Lines\: ts, seq, suite, key, op, old, new (and message).]'
@@ -104,6 +105,7 @@ _prefs-watch_read() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--json[Print JSON instead.]'
@@ -120,6 +122,7 @@ _prefs-watch_read-type() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--version[Show the version.]'
@@ -135,6 +138,7 @@ _prefs-watch_write() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--create[Create the suite at a path that does not end in .plist.]'
@@ -152,6 +156,7 @@ _prefs-watch_delete() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--version[Show the version.]'
@@ -167,6 +172,7 @@ _prefs-watch_list() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -181,6 +187,7 @@ _prefs-watch_export() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':destination:'
         '--format[xml or binary.]:format:{__prefs-watch_complete "${___format[@]}"}'
@@ -197,6 +204,7 @@ _prefs-watch_import() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':source:'
         '--merge[Keep keys the file does not have.]'
@@ -214,6 +222,7 @@ _prefs-watch_rename() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':old:'
         ':new:'
@@ -230,6 +239,7 @@ _prefs-watch_edit() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--create[Create the suite at a path that does not end in .plist.]'

@@ -45,6 +45,11 @@ struct LocationOptions: ParsableArguments {
         #endif
     }
 
+    /// Where a suite lives, for messages: its file, or its cluster and prefix.
+    func place(_ spec: String, _ suite: PreferenceSuite) -> String {
+        suite.fileURL?.path ?? "etcd \(etcd ?? "") prefix \(spec)"
+    }
+
     /// The directory named by `--group` or `--dir`, which must exist: a mistyped group is an
     /// error, not an empty list. `nil` when neither is given.
     func existingDirectory() throws -> SuiteDirectory? {
@@ -168,7 +173,7 @@ struct LocationOptions: ParsableArguments {
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,
     /// and a file that is not a property list is an error that says so.
     func readValues(_ spec: String) throws -> (place: String, values: PlistDictionary) {
-        if let suite = try etcdSuite(spec) { return ("etcd \(etcd ?? "") prefix \(spec)", suite.storedValues) }
+        if let suite = try etcdSuite(spec) { return (place(spec, suite), suite.storedValues) }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         guard let data = FileManager.default.contents(atPath: url.path) else {

@@ -149,7 +149,7 @@ struct Delete: ParsableCommand {
             tx[key] = nil
             return true
         }
-        if !removed, let key { throw noKey(key, suite, prefs.fileURL?.path ?? "etcd \(location.etcd ?? "")") }
+        if !removed, let key { throw noKey(key, suite, location.place(suite, prefs)) }
     }
 }
 
@@ -248,7 +248,7 @@ struct Rename: ParsableCommand {
             tx[old] = nil
             return true
         }
-        if !renamed { throw noKey(old, suite, prefs.fileURL?.path ?? "etcd \(location.etcd ?? "")") }
+        if !renamed { throw noKey(old, suite, location.place(suite, prefs)) }
     }
 }
 

@@ -8,7 +8,8 @@ import SharedPrefsLocking
 
 /// A suite stored under a key prefix of an etcd v3 cluster: each suite key one etcd key, each value
 /// a binary property list. Reads come from the store's snapshot; a watch of the prefix (from the
-/// last revision read, with `Grpc-Metadata-hasleader`) brings other clients' changes, key by key.
+/// last revision read, checked while silent: see ``EtcdClient/watch(_:timeout:_:)``) brings other
+/// clients' changes, key by key.
 ///
 /// Plain writes put and delete their keys in one `txn` (the last writer wins per key, as in a
 /// suite file). An `update` body is a compare-and-swap: its `txn` compares the modification
@@ -125,7 +126,7 @@ final class EtcdBackend: SuiteBackend {
 
     /// Streams the prefix's events from `revision` until the stream ends.
     private func follow(from revision: Int64, store: SuiteStore) async throws {
-        try await client.watch(.init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision)), timeout: .hours(24 * 365)) { result, endpoint in
+        try await client.watch(.init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision)), timeout: .hours(24 * 365)) { [self] result, endpoint in
             if result.canceled == true {
                 guard let compacted = result.compact_revision?.value, compacted > 0 else {
                     throw EtcdClient.Failure.refused(0, "watch canceled by \(endpoint): \(result.cancel_reason ?? "no reason given")")

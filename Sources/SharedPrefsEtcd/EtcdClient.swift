@@ -20,22 +20,28 @@ struct EtcdClient: Sendable {
         self.endpoints = endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         let timeout = options.timeout.components
         self.timeout = .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
-        self.http = try Self.httpClient(options.tls)
+        self.http = try Self.httpClient(options.tls, connectTimeout: self.timeout)
     }
 
-    private static let httpClients = Lock<[EtcdOptions.TLS?: HTTPClient]>([:])
+    private struct ClientKey: Hashable {
+        var tls: EtcdOptions.TLS?
+        var connectTimeout: TimeAmount
+    }
+    private static let httpClients = Lock<[ClientKey: HTTPClient]>([:])
 
-    /// The process's HTTP client for `tls`, made on first use and kept for the process's life. A
-    /// connection that cannot be made fails the request at once (the next endpoint is tried),
-    /// rather than being retried until the request's deadline.
-    private static func httpClient(_ tls: EtcdOptions.TLS?) throws(PreferenceError) -> HTTPClient {
+    /// The process's HTTP client for `tls` and `connectTimeout`, made on first use and kept for
+    /// the process's life. A connection that cannot be made within `connectTimeout` fails the
+    /// request (the next endpoint is tried), rather than being retried until the request's deadline.
+    private static func httpClient(_ tls: EtcdOptions.TLS?, connectTimeout: TimeAmount) throws(PreferenceError) -> HTTPClient {
         try httpClients.withLock { (clients) throws(PreferenceError) -> HTTPClient in
-            if let client = clients[tls] { return client }
+            let key = ClientKey(tls: tls, connectTimeout: connectTimeout)
+            if let client = clients[key] { return client }
             var configuration = HTTPClient.Configuration()
             configuration.connectionPool.retryConnectionEstablishment = false
+            configuration.timeout.connect = connectTimeout
             if let tls { configuration.tlsConfiguration = try tls.configuration() }
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            clients[tls] = client
+            clients[key] = client
             return client
         }
     }
@@ -92,43 +98,101 @@ struct EtcdClient: Sendable {
 extension EtcdClient {
     /// Opens a watch (`/v3/watch`) on one endpoint after another until one answers, and hands
     /// each message of its stream to `body` (with the endpoint) until `body` returns `false` or
-    /// the stream ends. Sends `Grpc-Metadata-hasleader: true`: without it a member cut off from
-    /// the leader keeps the stream open and silent.
-    func watch(_ create: WatchRequest.Create, timeout: TimeAmount, _ body: (WatchResponse.Result, String) throws -> Bool) async throws {
+    /// the stream ends. A stream that has begun is not opened again here: the caller resumes from
+    /// what it saw, and the client moves on to the next endpoint.
+    ///
+    /// Two kinds of member keep a watch open and silent. One cut off from its peers: the watch
+    /// sends `Grpc-Metadata-hasleader: true`, as clientv3's `WithRequireLeader` does, and etcd
+    /// then ends it with "no leader" (about 4 s after the cut, measured here). One that stops
+    /// answering (a hung process, a stalled disk, a link that died without a reset): after
+    /// `timeout` without a message, the watch reads once through its member (a linearizable range),
+    /// and when that read fails too, the watch fails with ``Failure/unreachable(_:)``.
+    func watch(_ create: WatchRequest.Create, timeout: TimeAmount, _ body: @escaping @Sendable (WatchResponse.Result, String) throws -> Bool) async throws {
         let payload = try JSONEncoder().encode(WatchRequest(create_request: create))
         var lastError: (any Error)? = nil
         let start = preferred.value
         for offset in 0..<endpoints.count {
-            let endpoint = endpoints[(start + offset) % endpoints.count]
-            var request = HTTPClientRequest(url: endpoint + "/v3/watch")
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
-            request.body = .bytes(ByteBuffer(bytes: payload))
-            let response: HTTPClientResponse
-            do { response = try await http.execute(request, timeout: timeout) } catch {
-                lastError = error
-                continue
-            }
-            guard response.status == .ok else {
-                lastError = Failure.refused(Int(response.status.code), endpoint)
-                continue
-            }
-            var buffer = Data()
-            for try await part in response.body {
-                buffer.append(contentsOf: part.readableBytesView)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = buffer[buffer.startIndex..<newline]
-                    buffer = Data(buffer[buffer.index(after: newline)...])
-                    guard !line.isEmpty else { continue }
-                    let message = try JSONDecoder().decode(WatchResponse.self, from: line)
-                    guard let result = message.result else { throw Failure.refused(0, "watch error from \(endpoint): \(message.error ?? [:])") }
-                    if try !body(result, endpoint) { return }
+            let index = (start + offset) % endpoints.count
+            let progress = Lock(WatchProgress())
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await self.stream(payload, at: index, timeout: timeout, progress: progress, body) }
+                    group.addTask { try await self.checkWhileSilent(index, progress: progress) }
+                    try await group.next()
+                    group.cancelAll()
                 }
+                return
+            } catch {
+                preferred.move(past: index, of: endpoints.count)
+                if progress.withLock({ $0.begun }) { throw error }
+                lastError = error
             }
-            return
         }
         throw lastError ?? Failure.unreachable("no endpoint")
+    }
+
+    private struct WatchProgress {
+        /// When the member last sent something (or answered a check).
+        var heard = ContinuousClock.now
+        /// Whether `body` has seen a message of this stream.
+        var begun = false
+    }
+
+    private func stream(_ payload: Data, at index: Int, timeout: TimeAmount, progress: Lock<WatchProgress>, _ body: @Sendable (WatchResponse.Result, String) throws -> Bool) async throws {
+        let endpoint = endpoints[index]
+        var request = HTTPClientRequest(url: endpoint + "/v3/watch")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
+        request.body = .bytes(ByteBuffer(bytes: payload))
+        let response = try await http.execute(request, timeout: timeout)
+        guard response.status == .ok else { throw Failure.refused(Int(response.status.code), endpoint) }
+        var buffer = Data()
+        /// One message; `false` when `body` is done. etcd ends a stream it closes with an error
+        /// message that no newline follows.
+        func hand(_ line: Data) throws -> Bool {
+            let message = try JSONDecoder().decode(WatchResponse.self, from: line)
+            guard let result = message.result else { throw Failure.refused(0, "watch error from \(endpoint): \(message.error ?? [:])") }
+            progress.withLock { $0.begun = true }
+            return try body(result, endpoint)
+        }
+        for try await part in response.body {
+            progress.withLock { $0.heard = .now }
+            buffer.append(contentsOf: part.readableBytesView)
+            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = Data(buffer[buffer.index(after: newline)...])
+                if !line.isEmpty, try !hand(line) { return }
+            }
+        }
+        if !buffer.isEmpty { _ = try hand(buffer) }
+    }
+
+    /// Returns only when cancelled; throws when the member at `index`, silent for `timeout`, fails
+    /// a linearizable read.
+    private func checkWhileSilent(_ index: Int, progress: Lock<WatchProgress>) async throws {
+        let interval = Duration.nanoseconds(timeout.nanoseconds)
+        while true {
+            let silent = progress.withLock { $0.heard }.duration(to: .now)
+            if silent < interval {
+                try await Task.sleep(for: interval - silent)
+                continue
+            }
+            do {
+                var request = HTTPClientRequest(url: endpoints[index] + "/v3/kv/range")
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(string: #"{"key":"AA=="}"#))
+                let response = try await http.execute(request, timeout: timeout)
+                let answer = try await response.body.collect(upTo: 1 << 16)
+                guard response.status == .ok else { throw Failure.refused(Int(response.status.code), String(buffer: answer)) }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw Failure.unreachable("\(endpoints[index]) sent nothing on a watch for \(interval) and then failed a read (\(error))")
+            }
+            progress.withLock { $0.heard = .now }
+        }
     }
 }
 
@@ -165,6 +229,8 @@ final class LockedIndex: @unchecked Sendable {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
+    /// The next endpoint, unless another request has moved on from `index` already.
+    func move(past index: Int, of count: Int) { lock.withLock { if stored == index { stored = (index + 1) % count } } }
 }
 
 // MARK: The gateway's JSON

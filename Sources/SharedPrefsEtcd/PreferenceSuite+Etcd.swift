@@ -4,7 +4,10 @@ import SharedPrefs
 
 /// How an etcd suite reaches its cluster, and where it keeps its offline cache.
 public struct EtcdOptions: Sendable, Hashable {
-    /// How long one request waits for a member before trying the next; default 5 seconds.
+    /// How long one request (or a connection) waits for a member before trying the next; default
+    /// 5 seconds. A watch that hears nothing for this long reads once through its member, which
+    /// must answer within it too, or the watch moves to the next member: a member that stops
+    /// answering (a hung process, a link that died without a reset) is left within twice this time.
     public var timeout: Duration
     /// Where the suite's last known state and unaccepted writes are kept; default ``OfflineCache/automatic``.
     public var offlineCache: OfflineCache

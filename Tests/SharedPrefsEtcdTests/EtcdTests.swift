@@ -1,5 +1,7 @@
-// SharedPrefsEtcd against a real 3-member etcd cluster (swift test --traits Etcd). The members
-// listen on loopback ports in a temporary directory; `etcd` and `etcdctl` come from Debian's
+// SharedPrefsEtcd against a real 3-member etcd cluster (swift test --traits Etcd). As root, with
+// `ip` (iproute2), each member runs in a network namespace of its own, on two bridges (peer and
+// client traffic), so that a link can be cut; elsewhere the members listen on loopback ports and
+// the tests that cut a link are skipped. Data directories are in a temporary directory; `etcd` and `etcdctl` come from Debian's
 // etcd-server and etcd-client (.ci/run installs them). Without the trait this file is empty.
 #if Etcd
 import Foundation
@@ -9,24 +11,61 @@ import SharedPrefsEtcd
 import SharedPrefsObservation
 import Testing
 
-/// Three etcd members on loopback, each with its data directory in a temporary directory.
+/// Runs `ip` (iproute2) with `arguments`; throws when it fails.
+func ip(_ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(filePath: "/usr/sbin/ip")
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad, userInfo: [NSDebugDescriptionErrorKey: "ip \(arguments.joined(separator: " ")) failed"]) }
+}
+
+/// Three etcd members, each with its data directory in a temporary directory: in network
+/// namespaces when this machine can make them, else on loopback.
 final class EtcdCluster {
+    /// Whether members run in network namespaces (root, and `ip netns` works here).
+    static let namespaces: Bool = {
+        let probe = "spe\(String(getpid(), radix: 36))probe"
+        guard getuid() == 0, (try? ip(["netns", "add", probe])) != nil else { return false }
+        try? ip(["netns", "del", probe])
+        return true
+    }()
+    nonisolated(unsafe) private static var made = 0
+
     let directory: URL
     let clientURLs: [String]
     /// The children's `XDG_CACHE_HOME`: their offline caches live here.
     var cacheHome: URL { directory.appending(path: "cache") }
     private let arguments: [[String]]
     private var members: [Process?] = [nil, nil, nil]
+    /// Names (namespaces, links, bridges) start with it: `spe<pid>n<k>`.
+    private let tag: String
+    /// The client network's first three bytes (`10.201.x`).
+    private var subnet = ""
+    private var clients = 0
 
     init() throws {
         let directory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-etcd-\(UUID().uuidString)")
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        // Ports apart per test process, so that parallel runs do not meet.
-        let base = 21_000 + Int(getpid() % 400) * 10 + Int.random(in: 0..<4) * 2_000
-        let clientURLs = (0..<3).map { "http://127.0.0.1:\(base + 2 * $0)" }
+        Self.made += 1  // the suite is serialized
+        tag = "spe\(String(getpid(), radix: 36))n\(Self.made)"
+        let (clientURLs, peers): ([String], [String])
+        if Self.namespaces {
+            let (client, peer) = try Self.makeNetwork(tag)
+            clientURLs = (0..<3).map { "http://\(client).1\($0):2379" }
+            peers = (0..<3).map { "http://\(peer).1\($0):2380" }
+            subnet = client
+        } else {
+            // Ports apart per test process, so that parallel runs do not meet.
+            let base = 21_000 + Int(getpid() % 400) * 10 + Int.random(in: 0..<4) * 2_000
+            clientURLs = (0..<3).map { "http://127.0.0.1:\(base + 2 * $0)" }
+            peers = (0..<3).map { "http://127.0.0.1:\(base + 2 * $0 + 1)" }
+        }
         self.clientURLs = clientURLs
-        let peers = (0..<3).map { "http://127.0.0.1:\(base + 2 * $0 + 1)" }
         let initial = (0..<3).map { "m\($0)=\(peers[$0])" }.joined(separator: ",")
         arguments = (0..<3).map { i in
             [
@@ -41,11 +80,78 @@ final class EtcdCluster {
         try waitUntilHealthy()
     }
 
+    /// Two bridges here, client (this namespace on it, at `.1`) and peer; member `i` in namespace
+    /// `<tag>m<i>` with a link to each, at `.1<i>`. Returns the two networks' first three bytes.
+    private static func makeNetwork(_ tag: String) throws -> (client: String, peer: String) {
+        let used = (try? String(contentsOfFile: "/proc/net/fib_trie", encoding: .utf8)) ?? ""
+        let third = (0..<250).map { (Int(getpid()) + $0 * 7) % 250 + 2 }.first { !used.contains("10.201.\($0).") } ?? 2
+        let (client, peer) = ("10.201.\(third)", "10.202.\(third)")
+        for bridge in ["C", "P"] { try ip(["link", "add", tag + bridge, "type", "bridge"]); try ip(["link", "set", tag + bridge, "up"]) }
+        try ip(["addr", "add", "\(client).1/24", "dev", tag + "C"])
+        for i in 0..<3 {
+            try makeNamespace(tag + "m\(i)")
+            try link(tag, "m\(i)", "c\(i)", bridge: "C", address: "\(client).1\(i)")
+            try link(tag, "m\(i)", "p\(i)", bridge: "P", address: "\(peer).1\(i)")
+        }
+        return (client, peer)
+    }
+
+    private static func makeNamespace(_ namespace: String) throws {
+        try ip(["netns", "add", namespace])
+        try ip(["-n", namespace, "link", "set", "lo", "up"])
+    }
+
+    /// A veth pair: `<tag><name>` on bridge `<tag><bridge>` here, `eth-<name>` with `address` in
+    /// namespace `<tag><namespace>`.
+    private static func link(_ tag: String, _ namespace: String, _ name: String, bridge: String, address: String) throws {
+        try ip(["link", "add", tag + name, "type", "veth", "peer", "name", "eth-" + name, "netns", tag + namespace])
+        try ip(["link", "set", tag + name, "master", tag + bridge, "up"])
+        try ip(["-n", tag + namespace, "addr", "add", address + "/24", "dev", "eth-" + name])
+        try ip(["-n", tag + namespace, "link", "set", "eth-" + name, "up"])
+    }
+
+    /// A namespace for a client process, on the client bridge, whose link ``cutClient(_:_:)`` cuts.
+    func clientNamespace() throws -> String {
+        clients += 1
+        let name = "x\(clients)"
+        try Self.makeNamespace(tag + name)
+        try Self.link(tag, name, name, bridge: "C", address: "\(subnet).\(100 + clients)")
+        return tag + name
+    }
+
+    /// Cuts the link of a client namespace (packets are dropped, no connection is reset), or mends it.
+    func cutClient(_ namespace: String, _ cut: Bool = true) throws {
+        try ip(["link", "set", namespace, cut ? "down" : "up"])
+    }
+
+    /// What can befall a member while clients still hold connections to it.
+    enum Fault: String, CustomTestStringConvertible {
+        /// Its peer link is down: clients reach it, it reaches no peer (namespaces only).
+        case cutOffFromPeers
+        /// Stopped (SIGSTOP): its connections stay open, and nothing comes through them.
+        case stopped
+        var testDescription: String { rawValue }
+        /// The faults this machine can make.
+        static var possible: [Fault] { namespaces ? [.cutOffFromPeers, .stopped] : [.stopped] }
+    }
+
+    func inflict(_ fault: Fault, on i: Int) throws {
+        switch fault {
+        case .cutOffFromPeers: try ip(["link", "set", tag + "p\(i)", "down"])
+        case .stopped: if let member = members[i] { Foundation.kill(member.processIdentifier, SIGSTOP) }
+        }
+    }
+
     /// Starts member `i` (again: a restarted member keeps its data directory and rejoins).
     func start(_ i: Int) throws {
         let process = Process()
-        process.executableURL = URL(filePath: "/usr/bin/etcd")
-        process.arguments = arguments[i]
+        if Self.namespaces {
+            process.executableURL = URL(filePath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", tag + "m\(i)", "/usr/bin/etcd"] + arguments[i]
+        } else {
+            process.executableURL = URL(filePath: "/usr/bin/etcd")
+            process.arguments = arguments[i]
+        }
         let log = directory.appending(path: "m\(i).log")
         if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
         let handle = try FileHandle(forWritingTo: log)
@@ -57,8 +163,14 @@ final class EtcdCluster {
     }
 
     deinit {
-        for member in members { member?.terminate() }
-        for member in members { member?.waitUntilExit() }
+        // SIGKILL: a member cut off from its peers does not stop on SIGTERM.
+        for i in members.indices { kill(i) }
+        // A namespace lives on while a process is in it, and its links with it: both go here.
+        if Self.namespaces {
+            let names = (0..<3).flatMap { ["m\($0)", "c\($0)", "p\($0)"] } + (0..<clients).map { "x\($0 + 1)" }
+            for name in names { try? ip(["netns", "del", tag + name]) }
+            for name in names + ["C", "P"] { try? ip(["link", "del", tag + name]) }
+        }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -127,11 +239,19 @@ final class Child: @unchecked Sendable {
     private let lines = AsyncStream<String>.makeStream()
     private var iterator: AsyncStream<String>.Iterator
 
-    /// A child (`prefs-etcd-child`, or another product) whose offline cache lives under `cacheHome`.
-    init(_ arguments: [String], cacheHome: URL, product: String = "prefs-etcd-child") throws {
+    /// A child (`prefs-etcd-child`, or another product) whose offline cache lives under
+    /// `cacheHome`; in network namespace `namespace` when one is given.
+    init(_ arguments: [String], cacheHome: URL, product: String = "prefs-etcd-child", namespace: String? = nil) throws {
         iterator = lines.stream.makeAsyncIterator()
-        process.executableURL = products.appending(path: product)
-        process.arguments = arguments
+        let executable = products.appending(path: product)
+        if let namespace {
+            process.executableURL = URL(filePath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
+        process.standardInput = input
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": cacheHome.path]) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -155,6 +275,22 @@ final class Child: @unchecked Sendable {
     }
 
     func nextLine() async -> String? { await iterator.next() }
+
+    /// The next line that `matches`, skipping the others (kept in ``skipped``).
+    func nextLine(where matches: (String) -> Bool) async -> String? {
+        while let line = await nextLine() {
+            if matches(line) { return line }
+            skipped.append(line)
+        }
+        return nil
+    }
+    private(set) var skipped: [String] = []
+
+    /// Writes `line` to the child's standard input.
+    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    /// Closes the child's standard input.
+    func endInput() { try? input.fileHandleForWriting.close() }
+    private let input = Pipe()
 
     /// What the child wrote to standard error, once it has exited.
     var errorOutput: String { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
@@ -400,6 +536,83 @@ struct EtcdSuiteTests {
         #expect(await unreachable.finish().status == 1)
         #expect(unreachable.errorOutput.contains(nobody))
         #expect(try await prefsWatch(["read", "--etcd", cluster.endpoints, prefix, "volume"]) == (["8"], 0))
+    }
+
+    @Test(arguments: EtcdCluster.Fault.possible)
+    func aWatchThroughAMemberThatFallsSilentMovesToAnotherMissingNothing(_ fault: EtcdCluster.Fault) async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        // The observer watches through a follower first; the writer knows the other two members.
+        let silent = (try #require(try cluster.leader()) + 1) % 3
+        let others = cluster.clientURLs.indices.filter { $0 != silent }.map { cluster.clientURLs[$0] }
+        let observer = try Child(["observe", ([cluster.clientURLs[silent]] + others).joined(separator: ","), prefix, "3"], cacheHome: cluster.cacheHome)
+        #expect(await observer.nextLine() == "ready")
+        let suite = try PreferenceSuite(etcd: others, prefix: prefix, options: noCache)
+        suite.set(1, forKey: "a")
+        try await suite.flush()
+        #expect(await observer.nextLine(where: { $0.hasPrefix("change") }) == "change a - 1")
+
+        // The member keeps the watch's connection open, and no change reaches it.
+        try cluster.inflict(fault, on: silent)
+        suite.set(2, forKey: "a")
+        suite.set(1, forKey: "b")
+        try await suite.flush()
+
+        let (lines, status) = await observer.finish()
+        #expect(status == 0)
+        // The watch left it for another member and resumed there: both changes, each once.
+        let changes = lines.filter { $0.hasPrefix("change") }
+        #expect(changes.count == 2)
+        #expect(Set(changes) == ["change a 1 2", "change b - 1"])
+    }
+
+    @Test(.enabled(if: EtcdCluster.namespaces, "cutting a client's link needs network namespaces (root and ip); on loopback there is no link to cut"))
+    func aClientCutOffWhileOthersWriteCatchesUpAndItsWritesMergeWhenItsLinkReturns() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let namespace = try cluster.clientNamespace()
+        let cutOff = try Child(["session", cluster.endpoints, prefix], cacheHome: cluster.cacheHome, namespace: namespace)
+        #expect(await cutOff.nextLine() == "ready")
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let changes = suite.changes(.all)
+        suite.set(1, forKey: "shared")
+        try await suite.flush()
+        #expect(await cutOff.nextLine(where: { $0.hasPrefix("change") }) == "change shared - 1")
+
+        // While its link is down, the others write b and shared, and the cut-off client writes a
+        // and shared: its write fails, and it reads on from memory, without the others' writes.
+        try cluster.cutClient(namespace)
+        suite.set(2, forKey: "b")
+        suite.set(2, forKey: "shared")
+        try await suite.flush()
+        cutOff.send("set a=3 shared=3")
+        cutOff.send("flush")
+        #expect(await cutOff.nextLine(where: { $0.hasPrefix("flush") }) == "flush failed clusterUnreachable")
+        cutOff.send("get a b shared")
+        #expect(await cutOff.nextLine(where: { $0.hasPrefix("a ") }) == "a 3")
+        #expect(await cutOff.nextLine() == "b -")
+        #expect(await cutOff.nextLine() == "shared 3")
+
+        // The link returns: the cut-off client hears what it missed, and its writes arrive; per
+        // key, its later write of shared wins.
+        try cluster.cutClient(namespace, false)
+        #expect(await cutOff.nextLine(where: { $0.hasPrefix("change") }) == "change b - 2")
+        var arrived: [String: PlistValue?] = [:]
+        for await change in changes where change.newValue == .integer(3) {
+            arrived[change.key] = change.newValue
+            if arrived.count == 2 { break }
+        }
+        #expect(arrived == ["a": .integer(3), "shared": .integer(3)])
+        cutOff.send("flush")
+        #expect(await cutOff.nextLine(where: { $0.hasPrefix("flush") }) == "flushed")
+        cutOff.endInput()
+        let (rest, status) = await cutOff.finish()
+        #expect(status == 0)
+        // Its own value of shared went 1 → 3 when it wrote it, and stayed 3: no observer saw the
+        // others' 2 come in between.
+        #expect((cutOff.skipped + rest).filter { $0.hasPrefix("change shared") } == ["change shared 1 3"], "\(cutOff.skipped + rest)")
+        let reader = try Child(["get", cluster.endpoints, prefix, "a", "b", "shared"], cacheHome: cluster.cacheHome)
+        #expect(await reader.finish().lines == ["a 3", "b 2", "shared 3"])
     }
 
     @Test func aClusterThatChecksClientCertificatesIsReachedWithTheTLSOptionsOnly() async throws {

@@ -12,6 +12,11 @@
 //                                                         sets each (an integer where it parses, "-"
 //                                                         removes), and exits: the exit flush writes
 //                                                         them, or queues them offline
+//   prefs-etcd-child session <endpoints> <prefix>         prints "ready", then changes and failures as
+//                                                         observe does, while it takes commands from
+//                                                         standard input until its end: "set <key>=<value>...",
+//                                                         "get <key>...", "flush" (prints "flushed" or
+//                                                         "flush failed <code>")
 #if Etcd
 import Foundation
 import SharedPrefs
@@ -33,6 +38,15 @@ let rest = Array(arguments.dropFirst(4))
     case .integer(let n)?: "\(n)"
     case .string(let s)?: s
     case let other?: "\(other)"
+    }
+}
+
+/// Sets each `key=value` (an integer where it parses, "-" removes).
+func assign(_ assignments: some Sequence<String>, in suite: PreferenceSuite) {
+    for assignment in assignments {
+        let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { continue }
+        if parts[1] == "-" { suite.removeObject(forKey: parts[0]) } else if let n = Int(parts[1]) { suite.set(n, forKey: parts[0]) } else { suite.set(parts[1], forKey: parts[0]) }
     }
 }
 
@@ -69,11 +83,28 @@ do {
     case "get":
         for key in rest { say("\(key) \(text(suite.value(forKey: key)))") }
     case "set":
-        for assignment in rest {
-            let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { continue }
-            if parts[1] == "-" { suite.removeObject(forKey: parts[0]) } else if let n = Int(parts[1]) { suite.set(n, forKey: parts[0]) } else { suite.set(parts[1], forKey: parts[0]) }
+        assign(rest, in: suite)
+    case "session":
+        let token = suite.observe(.all) { change in say("change \(change.key) \(text(change.oldValue)) \(text(change.newValue))") }
+        let failures = suite.failures()
+        Task.detached { for await failure in failures { say("failure \(failure.code)") } }
+        say("ready")
+        while let line = readLine() {
+            let words = line.split(separator: " ").map(String.init)
+            switch words.first {
+            case "set": assign(words.dropFirst(), in: suite)
+            case "get": for key in words.dropFirst() { say("\(key) \(text(suite.value(forKey: key)))") }
+            case "flush":
+                let done = DispatchSemaphore(value: 0)
+                Task.detached {
+                    do { try await suite.flush(); say("flushed") } catch { say("flush failed \((error as? PreferenceError)?.code.description ?? "\(error)")") }
+                    done.signal()
+                }
+                done.wait()
+            default: say("unknown command \(line)")
+            }
         }
+        token.cancel()
     default:
         FileHandle.standardError.write(Data("unknown command \(arguments[1])\n".utf8))
         exit(2)

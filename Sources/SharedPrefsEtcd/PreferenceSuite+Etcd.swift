@@ -64,7 +64,8 @@ extension PreferenceSuite {
     ///
     /// Each suite key is one etcd key, `prefix` + key; each value a binary property list. The
     /// suite is read in full here, then followed with a watch of the prefix. Every object for the
-    /// same endpoints and prefix in a process shares one live store.
+    /// same endpoints and prefix in a process shares one live store, opened with the first one's
+    /// `options`.
     ///
     /// While the cluster is unreachable, the suite works from its offline cache (see
     /// ``EtcdOptions/OfflineCache``): it opens with the last known values, and writes are kept

@@ -123,6 +123,7 @@ extension EtcdClient {
                 }
                 return
             } catch {
+                if Task.isCancelled { throw CancellationError() }
                 preferred.move(past: index, of: endpoints.count)
                 if progress.withLock({ $0.begun }) { throw error }
                 lastError = error
@@ -182,7 +183,7 @@ extension EtcdClient {
                 var request = HTTPClientRequest(url: endpoints[index] + "/v3/kv/range")
                 request.method = .POST
                 request.headers.add(name: "Content-Type", value: "application/json")
-                request.body = .bytes(ByteBuffer(string: #"{"key":"AA=="}"#))
+                request.body = .bytes(ByteBuffer(string: #"{"key":"AA=="}"#))  // the key "\0": no suite's, an empty answer
                 let response = try await http.execute(request, timeout: timeout)
                 let answer = try await response.body.collect(upTo: 1 << 16)
                 guard response.status == .ok else { throw Failure.refused(Int(response.status.code), String(buffer: answer)) }

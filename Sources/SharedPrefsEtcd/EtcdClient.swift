@@ -132,6 +132,15 @@ extension EtcdClient {
         throw lastError ?? Failure.unreachable("no endpoint")
     }
 
+    /// A JSON POST of `body` to `path` on the endpoint at `index`.
+    private func post(at index: Int, _ path: String, _ body: ByteBuffer) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: endpoints[index] + path)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(body)
+        return request
+    }
+
     private struct WatchProgress {
         /// When the member last sent something (or answered a check).
         var heard = ContinuousClock.now
@@ -141,11 +150,8 @@ extension EtcdClient {
 
     private func stream(_ payload: Data, at index: Int, timeout: TimeAmount, progress: Lock<WatchProgress>, _ body: @Sendable (WatchResponse.Result, String) throws -> Bool) async throws {
         let endpoint = endpoints[index]
-        var request = HTTPClientRequest(url: endpoint + "/v3/watch")
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
+        var request = post(at: index, "/v3/watch", ByteBuffer(bytes: payload))
         request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
-        request.body = .bytes(ByteBuffer(bytes: payload))
         let response = try await http.execute(request, timeout: timeout)
         guard response.status == .ok else { throw Failure.refused(Int(response.status.code), endpoint) }
         var buffer = Data()
@@ -180,10 +186,8 @@ extension EtcdClient {
                 continue
             }
             do {
-                var request = HTTPClientRequest(url: endpoints[index] + "/v3/kv/range")
-                request.method = .POST
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.body = .bytes(ByteBuffer(string: #"{"key":"AA=="}"#))  // the key "\0": no suite's, an empty answer
+                // The key "\0": no suite's, an empty answer.
+                let request = post(at: index, "/v3/kv/range", ByteBuffer(string: #"{"key":"AA=="}"#))
                 let response = try await http.execute(request, timeout: timeout)
                 let answer = try await response.body.collect(upTo: 1 << 16)
                 guard response.status == .ok else { throw Failure.refused(Int(response.status.code), String(buffer: answer)) }

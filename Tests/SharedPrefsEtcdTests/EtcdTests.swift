@@ -1,8 +1,8 @@
 // SharedPrefsEtcd against a real 3-member etcd cluster (swift test --traits Etcd). As root, with
 // `ip` (iproute2), each member runs in a network namespace of its own, on two bridges (peer and
 // client traffic), so that a link can be cut; elsewhere the members listen on loopback ports and
-// the tests that cut a link are skipped. Data directories are in a temporary directory; `etcd` and `etcdctl` come from Debian's
-// etcd-server and etcd-client (.ci/run installs them). Without the trait this file is empty.
+// no link is cut. Data directories are in a temporary directory; `etcd` and `etcdctl` come from
+// Debian's etcd-server and etcd-client (.ci/run installs them). Without the trait this file is empty.
 #if Etcd
 import Foundation
 import Observation

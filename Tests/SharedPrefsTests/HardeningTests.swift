@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SharedPrefs
+import SharedPrefsLocking
 
 /// What hostile or careless neighbours do to a shared container, and what SharedPrefs does about
 /// it. Each test feeds the hostile input itself (a FIFO, a held lock, a sparse file, a racing
@@ -263,6 +264,29 @@ struct HardeningTests {
         #expect(link(prepared.path, file.path) == 0)
         let seen = try await changes.wait(for: 1)
         #expect(seen[0].key == "published" && seen[0].newValue == "by link" && seen[0].origin == .external)
+    }
+
+    /// A writer's watcher does not re-read the writer's own rename (its temporary name, seen in
+    /// `IN_MOVED_FROM`, tells it apart), but only once: another rename from the same name, by
+    /// anyone who saw it, is read.
+    @Test func aRenameFromTheWritersOwnTemporaryNameIsReadWhenItIsNotTheWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("own.plist")
+        let temporaryPath = Lock<String?>(nil)
+        _TestingHooks.beforeRename { path in
+            if path.hasPrefix(directory.url.path + "/") { temporaryPath.withLock { $0 = path } }
+        }
+        let suite = try PreferenceSuite(fileURL: file)
+        let (changes, token) = suite.record(.all)
+        defer { token.cancel() }
+        suite.set("mine", forKey: "a")
+        #expect(suite.synchronize())
+        _TestingHooks.beforeRename(nil)
+        let reused = try #require(temporaryPath.withLock { $0 })
+        try Data(PropertyListFormat.binary.encode(["a": "mine", "b": "theirs"])).write(to: URL(filePath: reused))
+        #expect(rename(reused, file.path) == 0)
+        let seen = try await changes.wait(for: 2)
+        #expect(seen[1].key == "b" && seen[1].newValue == "theirs" && seen[1].origin == .external)
     }
 
     /// `mv container container.old; mkdir -p container/Library/Preferences`: the watched directory

@@ -75,6 +75,34 @@ struct PermissionTests {
         }
     }
 
+    /// A writer makes its next temporary file ahead, in the suite's directory (``WriteAhead``). A
+    /// container replaced meanwhile by one of another group must get a file of its own group,
+    /// not the one made in the old container, which has the old group.
+    @Test(.enabled(if: getuid() == 0, "needs root to give a directory to another group"))
+    func aContainerReplacedBetweenWritesGetsFilesOfItsOwnGroup() async throws {
+        let directory = try TemporaryDirectory()
+        let container = directory.file("container")
+        func makeContainer(group: gid_t) throws {
+            try FileManager.default.createDirectory(at: container, withIntermediateDirectories: false)
+            #expect(chown(container.path, 0, group) == 0 && chmod(container.path, 0o2770) == 0)
+        }
+        try makeContainer(group: Self.sharedGroup)
+        let file = container.appending(path: "s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(1, forKey: "a")
+        #expect(suite.synchronize())
+        // The housekeeper runs its jobs in order: once this one ran, the spare file is made.
+        await withCheckedContinuation { done in Housekeeper.shared.run { done.resume() } }
+        #expect(rename(container.path, directory.file("container.old").path) == 0)
+        try makeContainer(group: Self.alice)
+        suite.set(2, forKey: "a")
+        #expect(suite.synchronize())
+        var st = stat()
+        #expect(stat(file.path, &st) == 0)
+        #expect(st.st_gid == Self.alice && st.st_mode & 0o777 == 0o660, "group \(st.st_gid), mode \(String(st.st_mode & 0o777, radix: 8))")
+        #expect(try readSuiteFile(file)["a"] == 2)
+    }
+
     @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run a reader under another uid"))
     func aSuiteFileAnotherUserCannotReadIsAClearError() async throws {
         let directory = try TemporaryDirectory()

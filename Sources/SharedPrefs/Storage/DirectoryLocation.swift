@@ -7,6 +7,8 @@ import Foundation
 struct OpenDirectory {
     let fd: CInt
     let mode: mode_t
+    /// The directory's device and inode, as opened.
+    let identity: FileIdentity
 
     /// A set-group-ID directory is a group container: new files get exactly the suite's
     /// `filePermissions`, whatever the umask, so every member of the group can use them.
@@ -88,7 +90,7 @@ struct DirectoryLocation: Sendable, Hashable {
                         path: path)
                 }
             }
-            return OpenDirectory(fd: fd, mode: st.st_mode)
+            return OpenDirectory(fd: fd, mode: st.st_mode, identity: FileIdentity(st))
         } catch {
             Syscall.close(fd)
             throw error

@@ -61,6 +61,9 @@ final class FileBackend: SuiteBackend {
     private let last = Lock<(version: FileVersion, image: SuiteImage?)>((.missing, nil))
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
+    private let ahead = WriteAhead()
+    /// The temporary name of this process's last write, until the watcher sees it renamed.
+    private let ownRename = Lock<String?>(nil)
 
     init(file: SuiteFile) {
         self.file = file
@@ -146,11 +149,24 @@ final class FileBackend: SuiteBackend {
         if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
             logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
         }
-        let version = try file.write(bytes, in: dir)
+        let temporaryName = file.newTemporaryName()
+        ownRename.withLock { $0 = temporaryName }
+        let (version, written) = try file.write(bytes, in: dir, as: temporaryName, into: ahead.takeSpare(for: dir))
+        ahead.wrote(written, to: file)
         store.countWrite()
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         return quarantined
+    }
+
+    /// Whether `name` is the temporary name of this process's last write, which the watcher sees
+    /// renamed over the suite file; `true` once only.
+    func isOwnRename(from name: String) -> Bool {
+        ownRename.withLock { own in
+            guard own == name else { return false }
+            own = nil
+            return true
+        }
     }
 
     /// Hands a file just read to the store. A key the incremental read calls new, though the suite

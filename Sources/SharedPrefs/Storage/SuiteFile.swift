@@ -225,25 +225,40 @@ struct SuiteFile: Sendable {
     /// Whether this machine can name an unnamed file through `/proc/self/fd` (for `O_TMPFILE`).
     private static let canLinkUnnamedFiles = access("/proc/self/fd", X_OK) == 0
 
+    /// Makes an unnamed file in the directory (`O_TMPFILE`) with the suite's mode, to be written
+    /// and linked in by ``write(_:in:as:into:)``; `nil` where the file system has no unnamed files.
+    func makeUnnamedFile(in dir: OpenDirectory) -> CInt? {
+        guard Self.canLinkUnnamedFiles, case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, options.filePermissions) else {
+            return nil
+        }
+        if dir.isGroupContainer, case .failure = Syscall.fchmod(fd, options.filePermissions & 0o777) {
+            Syscall.close(fd)
+            return nil
+        }
+        return fd
+    }
+
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
-    /// that `durability` asks for. Returns the new file's version.
+    /// that `durability` asks for. Returns the new file's version, and its descriptor, still open:
+    /// the caller closes it (see ``WriteAhead``).
     ///
-    /// The temporary file is made unnamed (`O_TMPFILE`) where the file system allows it and linked
-    /// in as `.<suite>.plist.<random>.tmp` only after it is written and synced, right before the
-    /// rename: its creation then reaches watchers with the rename, in one wake-up, and a writer
-    /// killed mid-write leaves nothing behind. Elsewhere it is created `O_CREAT | O_EXCL`.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory) throws(PreferenceError) -> FileVersion {
+    /// The temporary file is `unnamed` when given (made by ``makeUnnamedFile(in:)`` in this
+    /// directory), or made unnamed now (`O_TMPFILE`) where the file system allows it, and linked
+    /// in as `tempName` (``newTemporaryName()``) only after it is written and synced, right before
+    /// the rename: a writer killed mid-write leaves nothing behind. Elsewhere it is created
+    /// `O_CREAT | O_EXCL` as `tempName`.
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, into unnamed: CInt?) throws(PreferenceError) -> (FileVersion, CInt) {
         if bytes.count > options.maximumFileSize {
+            if let unnamed { Syscall.close(unnamed) }
             throw PreferenceError(
                 code: .fileTooLarge,
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
                 path: path)
         }
-        let tempName = "." + fileName + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
         let tempPath = directory + "/" + tempName
         var named = false
         let fd: CInt
-        if Self.canLinkUnnamedFiles, case .success(let unnamed) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, options.filePermissions) {
+        if let unnamed = unnamed ?? makeUnnamedFile(in: dir) {
             fd = unnamed
         } else {
             fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
@@ -252,7 +267,7 @@ struct SuiteFile: Sendable {
         }
         let version: FileVersion
         do throws(PreferenceError) {
-            if dir.isGroupContainer {
+            if named, dir.isGroupContainer {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
             }
             try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
@@ -270,7 +285,6 @@ struct SuiteFile: Sendable {
             let takenAt = FileVersion.now()
             let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
             version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
-            Syscall.close(fd)
         } catch {
             if named { _ = Syscall.unlinkat(dir.fd, tempName) }
             Syscall.close(fd)
@@ -282,7 +296,12 @@ struct SuiteFile: Sendable {
                 logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
             }
         }
-        return version
+        return (version, fd)
+    }
+
+    /// A new name for a temporary file of this suite: `.<suite>.plist.<random>.tmp`.
+    func newTemporaryName() -> String {
+        "." + fileName + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
     }
 
     /// Whether `name` is one of this suite's temporary files, `.<suite>.plist.<base-36>.tmp`, and

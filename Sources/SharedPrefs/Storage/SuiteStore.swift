@@ -353,6 +353,11 @@ package final class SuiteStore: Sendable {
         }
     }
 
+    /// Whether a rename from `name` over the suite file was this store's own write (once per write).
+    func isOwnRename(from name: String) -> Bool {
+        (backend as? FileBackend)?.isOwnRename(from: name) ?? false
+    }
+
     /// Re-reads the file if its stamp changed and tells observers what other writers changed;
     /// failures go to the log and to failure observers. Runs under `ioExclusion`.
     func reloadNow() {

@@ -313,6 +313,8 @@ final class InotifyWatcher: Sendable {
         var reload: [ObjectIdentifier: SuiteStore] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
+        /// The names that `IN_MOVED_FROM` events of this round took away, by cookie.
+        var movedFrom: [UInt32: String] = [:]
 
         mutating func add(_ stores: [SuiteStore]) {
             for store in stores { reload[ObjectIdentifier(store)] = store }
@@ -329,12 +331,12 @@ final class InotifyWatcher: Sendable {
                 let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
                 let name = event.len > 0 ? String(cString: nameStart.assumingMemoryBound(to: CChar.self)) : ""
                 offset += MemoryLayout<inotify_event>.size + Int(event.len)
-                handle(wd: event.wd, mask: event.mask, name: name, into: &batch)
+                handle(wd: event.wd, mask: event.mask, cookie: event.cookie, name: name, into: &batch)
             }
         }
     }
 
-    private func handle(wd: CInt, mask: UInt32, name: String, into batch: inout Batch) {
+    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: String, into batch: inout Batch) {
         state.withLock { s in
             if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
@@ -361,7 +363,14 @@ final class InotifyWatcher: Sendable {
                 batch.add(dir.stores)
                 return
             }
-            batch.add((dir.suites[name] ?? []).compactMap(\.store))
+            var stores = (dir.suites[name] ?? []).compactMap(\.store)
+            if mask & UInt32(IN_MOVED_FROM) != 0 { batch.movedFrom[cookie] = name }
+            if mask & UInt32(IN_MOVED_TO) != 0, let from = batch.movedFrom.removeValue(forKey: cookie) {
+                // A rename this process made of a file it wrote: its store has those values
+                // already. (A later change of the file comes with events of its own.)
+                stores.removeAll { $0.isOwnRename(from: from) }
+            }
+            batch.add(stores)
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }

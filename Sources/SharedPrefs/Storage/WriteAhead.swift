@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSharedPrefsShims
+import Foundation
+import SharedPrefsLocking
+import Synchronization
+
+/// The parts of a suite's atomic replace that no observer needs to wait for, done before or after
+/// the write by the ``Housekeeper``:
+/// - making the next temporary file, an unnamed (`O_TMPFILE`) inode: on ext4 without a journal,
+///   allocating an inode while others were freed in the last seconds costs more than the rest of
+///   the write;
+/// - closing the file the write before made. While it is open, the rename that replaces it does
+///   not free it (the kernel frees an unlinked inode at its last close), and its close, which
+///   wakes every watcher of the directory, comes when nothing waits for it.
+///
+/// The process holds at most ``limit`` descriptors for this, those waiting to be closed among
+/// them: past it, a write makes and closes its file itself, as it would without this.
+final class WriteAhead: Sendable {
+    private struct State {
+        /// An unnamed file made in the directory with identity `directory`, ready to be written.
+        var spare: (fd: CInt, directory: FileIdentity)?
+        /// The file this suite wrote last, closed after the next write replaces it.
+        var written: CInt?
+        /// Files replaced since, for the housekeeper to close.
+        var replaced: [CInt] = []
+        /// Whether the housekeeper has a job of this suite queued: one at a time, however many
+        /// writes come while it waits for an idle CPU.
+        var queued = false
+    }
+
+    private let state = Lock(State())
+    /// Descriptors held for this by every suite of the process.
+    private static let held = Atomic<Int>(0)
+    static let limit = 8
+
+    deinit {
+        state.withLock { s in
+            for fd in s.replaced + [s.spare?.fd, s.written].compactMap({ $0 }) { Self.release(fd) }
+        }
+    }
+
+    private static func reserve() -> Bool {
+        if held.add(1, ordering: .relaxed).newValue <= limit { return true }
+        held.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    private static func release(_ fd: CInt) {
+        Syscall.close(fd)
+        held.subtract(1, ordering: .relaxed)
+    }
+
+    /// The spare file for a write to `dir`, if one was made there.
+    func takeSpare(for dir: OpenDirectory) -> CInt? {
+        guard let spare = state.withLock({ s in defer { s.spare = nil }; return s.spare }) else { return nil }
+        guard spare.directory == dir.identity else {
+            Self.release(spare.fd)
+            return nil
+        }
+        Self.held.subtract(1, ordering: .relaxed)
+        return spare.fd
+    }
+
+    /// Keeps the descriptor of the file just written, and has the housekeeper close the one
+    /// written before and make the next spare in `file`'s directory.
+    func wrote(_ fd: CInt, to file: SuiteFile) {
+        let keeps = Self.reserve()
+        if !keeps { Syscall.close(fd) }
+        let queues = state.withLock { s -> Bool in
+            if let written = s.written { s.replaced.append(written) }
+            s.written = keeps ? fd : nil
+            defer { s.queued = true }
+            return !s.queued
+        }
+        guard queues else { return }
+        Housekeeper.shared.run { [self] in
+            let replaced = state.withLock { s in
+                s.queued = false
+                defer { s.replaced = [] }
+                return s.replaced
+            }
+            for fd in replaced { Self.release(fd) }
+            makeSpare(in: file)
+        }
+    }
+
+    private func makeSpare(in file: SuiteFile) {
+        guard state.withLock({ $0.spare == nil }), Self.reserve() else { return }
+        guard let dir = try? file.openDirectory(creating: false), let fd = file.makeUnnamedFile(in: dir) else {
+            Self.held.subtract(1, ordering: .relaxed)
+            return
+        }
+        let spare = (fd: fd, directory: dir.identity)
+        dir.close()
+        let kept = state.withLock { s -> Bool in
+            if s.spare != nil { return false }
+            s.spare = spare
+            return true
+        }
+        if !kept { Self.release(fd) }
+    }
+}
+
+/// One thread per process, at `SCHED_IDLE` priority, for work that nobody waits for: it runs
+/// only when a core would otherwise idle, so it never delays a write or a change on its way to
+/// an observer.
+final class Housekeeper: Sendable {
+    static let shared = Housekeeper()
+
+    private let jobs = Lock<[@Sendable () -> Void]>([])
+    private let ready = DispatchSemaphore(value: 0)
+
+    private init() {
+        let thread = Thread { [self] in
+            _ = sharedprefs_run_when_idle()
+            while true {
+                ready.wait()
+                for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job() }
+            }
+        }
+        thread.name = "SharedPrefs.housekeeper"
+        thread.start()
+    }
+
+    /// Runs `job` on the housekeeper's thread, after the jobs before it.
+    func run(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        ready.signal()
+    }
+}

@@ -3,32 +3,19 @@
 
 // C calls that Glibc's Swift module map leaves out, and ThreadSanitizer's annotations.
 
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/vfs.h>
 
-// Linux's values of two constants glibc declares only under _GNU_SOURCE.
-#ifndef AT_EMPTY_PATH
-#define AT_EMPTY_PATH 0x1000
-#endif
-#ifndef SCHED_IDLE
-#define SCHED_IDLE 5
-#endif
-
 /// linkat(2) of the file open as `fd` itself (AT_EMPTY_PATH) to `name` in `dirfd`.
-static inline int sharedprefs_link_descriptor(int fd, int dirfd, const char *name) {
-    return linkat(fd, "", dirfd, name, AT_EMPTY_PATH);
-}
+int sharedprefs_link_descriptor(int fd, int dirfd, const char *name);
+
+/// Allocates the blocks of the first `length` bytes of `fd` without changing its size
+/// (fallocate(2) with FALLOC_FL_KEEP_SIZE). Returns 0, or -1 with errno set.
+int sharedprefs_preallocate(int fd, long length);
 
 /// Moves the calling thread to the SCHED_IDLE policy: it runs only when a CPU would otherwise
 /// idle. Returns 0, or an error number.
-static inline int sharedprefs_run_when_idle(void) {
-    struct sched_param parameters = { 0 };
-    return pthread_setschedparam(pthread_self(), SCHED_IDLE, &parameters);
-}
+int sharedprefs_run_when_idle(void);
 
 /// The file-system type (`f_type` of statfs(2), a *_SUPER_MAGIC number) of the file system
 /// holding `path`, or -1 with errno set.

@@ -152,7 +152,7 @@ final class FileBackend: SuiteBackend {
         let temporaryName = file.newTemporaryName()
         ownRename.withLock { $0 = temporaryName }
         let (version, written) = try file.write(bytes, in: dir, as: temporaryName, into: ahead.takeSpare(for: dir))
-        ahead.wrote(written, to: file)
+        ahead.wrote(written, size: bytes.count, to: file)
         store.countWrite()
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.

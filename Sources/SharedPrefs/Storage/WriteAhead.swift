@@ -65,7 +65,7 @@ final class WriteAhead: Sendable {
 
     /// Keeps the descriptor of the file just written, and has the housekeeper close the one
     /// written before and make the next spare in `file`'s directory.
-    func wrote(_ fd: CInt, to file: SuiteFile) {
+    func wrote(_ fd: CInt, size: Int, to file: SuiteFile) {
         let keeps = Self.reserve()
         if !keeps { Syscall.close(fd) }
         let queues = state.withLock { s -> Bool in
@@ -82,11 +82,11 @@ final class WriteAhead: Sendable {
                 return s.replaced
             }
             for fd in replaced { Self.release(fd) }
-            makeSpare(in: file)
+            makeSpare(in: file, size: size)
         }
     }
 
-    private func makeSpare(in file: SuiteFile) {
+    private func makeSpare(in file: SuiteFile, size: Int) {
         guard state.withLock({ $0.spare == nil }), Self.reserve() else { return }
         guard let dir = try? file.openDirectory(creating: false), let fd = file.makeUnnamedFile(in: dir) else {
             Self.held.subtract(1, ordering: .relaxed)
@@ -94,6 +94,10 @@ final class WriteAhead: Sendable {
         }
         let spare = (fd: fd, directory: dir.identity)
         dir.close()
+        // The blocks of a file as large as the last, allocated now: without them, the rename that
+        // replaces a file allocates (and starts writing) the new file's blocks before it returns
+        // (ext4's auto_da_alloc), about 45 µs for 2.6 KB here. Errors (no fallocate on this file system) change nothing.
+        _ = sharedprefs_preallocate(fd, (size + 4095) / 4096 * 4096)
         let kept = state.withLock { s -> Bool in
             if s.spare != nil { return false }
             s.spare = spare

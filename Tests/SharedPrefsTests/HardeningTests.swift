@@ -251,6 +251,45 @@ struct HardeningTests {
         #expect(try readSuiteFile(file)["counter"] == 900)
     }
 
+    /// A neighbour changing the suite in place, the same number of bytes, microseconds after a
+    /// write (within the same clock tick, where timestamps are coarse): the next write keeps the
+    /// change. The writer trusts its file's stamp without reading it back only where every
+    /// change after a stat moves the ctime (``FineTimestamps``).
+    @Test func anInPlaceChangeOfTheSameSizeRightAfterAWriteIsKept() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("sametick.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none))
+        for round in 0..<20 {
+            suite.set("value-a", forKey: "a")
+            #expect(suite.synchronize())
+            let fd = open(file.path, O_RDWR)
+            #expect(fd >= 0)
+            let bytes = [UInt8](try Data(contentsOf: file))
+            let offset = try #require(bytes.indices.first { bytes[$0...].starts(with: Array("value-a".utf8)) })
+            #expect(pwrite(fd, "value-b", 7, off_t(offset)) == 7)
+            close(fd)
+            suite.set(round, forKey: "b")
+            #expect(suite.synchronize())
+            let stored = try readSuiteFile(file)
+            #expect(stored["a"] == "value-b" && stored["b"] == .integer(Int64(round)), "round \(round): \(stored)")
+        }
+    }
+
+    /// A device is trusted after 8 writes in a row that moved the ctime, and never once one did not.
+    @Test func fineTimestampsAreTrustedOnlyAfterEightWritesInARowThatMovedTheCtime() throws {
+        let directory = try TemporaryDirectory()
+        let (device, other): (UInt64, UInt64) = (0xFEED_0001, 0xFEED_0002)
+        for write in 1...FineTimestamps.required {
+            #expect(!FineTimestamps.trusts(device: device))
+            FineTimestamps.record(device: device, moved: true, in: directory.url.path)
+            FineTimestamps.record(device: other, moved: write != 3, in: directory.url.path)
+        }
+        #expect(FineTimestamps.trusts(device: device))
+        FineTimestamps.record(device: device, moved: false, in: directory.url.path)
+        for _ in 0..<FineTimestamps.required { FineTimestamps.record(device: device, moved: true, in: directory.url.path) }
+        #expect(!FineTimestamps.trusts(device: device) && !FineTimestamps.trusts(device: other))
+    }
+
     // MARK: Missed changes
 
     @Test func aSuitePublishedWithAHardLinkIsNoticed() async throws {

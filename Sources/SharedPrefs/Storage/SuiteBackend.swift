@@ -90,7 +90,7 @@ final class FileBackend: SuiteBackend {
         }
         defer { dir.close() }
         let (lastVersion, lastImage) = last.withLock { $0 }
-        if let same = try file.confirm(lastVersion, in: dir) {
+        if let same = try file.confirm(lastVersion, in: dir, heldOpen: ahead.holdsWritten) {
             last.withLock { $0.version = same }
             return
         }
@@ -115,7 +115,7 @@ final class FileBackend: SuiteBackend {
 
         let (lastVersion, lastImage) = last.withLock { $0 }
         var quarantined: PreferenceError? = nil
-        if try file.confirm(lastVersion, in: dir) == nil {
+        if try file.confirm(lastVersion, in: dir, heldOpen: ahead.holdsWritten) == nil {
             switch try file.readSettled(in: dir, previous: lastImage) {
             case .missing:
                 adopt(.full([:]), version: .missing, image: nil, into: store)

@@ -51,9 +51,9 @@ struct SuiteFile: Sendable {
     // MARK: Reading
 
     /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
-    /// is, `nil` when the file changed. One `fstatat`, plus a read when the stamp is racy (see
-    /// ``FileVersion``).
-    func confirm(_ version: FileVersion, in dir: OpenDirectory) throws(PreferenceError) -> FileVersion? {
+    /// is, `nil` when the file changed. One `fstatat`, plus a read when the stamp alone does not
+    /// prove it (see ``FileVersion``). `heldOpen`: this process holds the file of `version` open.
+    func confirm(_ version: FileVersion, in dir: OpenDirectory, heldOpen: Bool = false) throws(PreferenceError) -> FileVersion? {
         let takenAt = FileVersion.now()
         let st: stat
         switch Syscall.lstatat(dir.fd, fileName) {
@@ -63,7 +63,7 @@ struct SuiteFile: Sendable {
         }
         guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
         guard FileStamp(st) == version.stamp else { return nil }
-        if !version.isRacy { return version }
+        if version.isProvenByStamp(heldOpen: heldOpen) { return version }
         guard case .loaded(_, let current, _) = try read(in: dir, decoding: false), current.stamp == version.stamp,
             version.holds(current.content)
         else { return nil }
@@ -274,6 +274,9 @@ struct SuiteFile: Sendable {
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
+            // The data's modification time, for `untouched`; the stat also makes the link and the
+            // rename give the file a new ctime where the file system keeps fine timestamps.
+            let written = named ? nil : try? Syscall.fstat(fd).get()
             if !named {
                 try Syscall.linkUnnamed(fd, dir.fd, tempName).get("linkat", path: tempPath, doing: "create the temporary file")
                 named = true
@@ -284,7 +287,12 @@ struct SuiteFile: Sendable {
             // After the rename, which sets the file's ctime.
             let takenAt = FileVersion.now()
             let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
+            version = FileVersion(
+                stamp: FileStamp(st), content: bytes, takenAt: takenAt,
+                untouched: written.map { $0.modificationNanoseconds == st.modificationNanoseconds && $0.st_size == st.st_size } ?? false)
+            if let written {
+                FineTimestamps.record(device: UInt64(st.st_dev), moved: st.changeNanoseconds != written.changeNanoseconds, in: directory)
+            }
         } catch {
             if named { _ = Syscall.unlinkat(dir.fd, tempName) }
             Syscall.close(fd)

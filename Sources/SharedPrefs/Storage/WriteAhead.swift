@@ -52,6 +52,9 @@ final class WriteAhead: Sendable {
         held.subtract(1, ordering: .relaxed)
     }
 
+    /// Whether the file this suite wrote last is held open.
+    var holdsWritten: Bool { state.withLock { $0.written != nil } }
+
     /// The spare file for a write to `dir`, if one was made there.
     func takeSpare(for dir: OpenDirectory) -> CInt? {
         guard let spare = state.withLock({ s in defer { s.spare = nil }; return s.spare }) else { return nil }

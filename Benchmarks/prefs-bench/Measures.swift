@@ -45,6 +45,7 @@ struct Measures {
         let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path]) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
         for _ in 0..<count {
+            _Stages.mark("S")
             suite.set(now(), forKey: "stamp")
             gap(gapMs)
         }

@@ -29,6 +29,7 @@ enum Role {
         let done = DispatchSemaphore(value: 0)
         let token = suite.observe(.keys(["stamp", "done"])) { change in
             let arrival = now()
+            _Stages.mark("H")
             guard change.key == "stamp" else {
                 done.signal()
                 return
@@ -40,6 +41,7 @@ enum Role {
         _ = done.wait(timeout: .now() + 600)
         for (sent, latency) in pairs.withLock({ $0 }) { print("L \(sent) \(latency)") }
         print("end")
+        _Stages.dump()
         token.cancel()
     }
 

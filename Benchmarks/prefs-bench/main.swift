@@ -77,6 +77,7 @@ for (number, name, step) in steps where selected?.contains(number) ?? true {
     }
 }
 
+_Stages.dump()
 var system = utsname()
 _ = uname(&system)
 let kernel = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }

@@ -379,6 +379,32 @@ struct HardeningTests {
         #expect(try await process.status() == 0)
     }
 
+    /// A writer holds its next temporary file and the file it wrote last open, which would keep
+    /// the directory's file system from being unmounted: it lets them go once the suite has not
+    /// written for ``WriteAhead/idleRelease``. (In a process of its own, whose other suites do
+    /// not use up the process's ``WriteAhead/limit``.)
+    @Test func filesHeldForWritesAreLetGoOnceTheSuiteStopsWriting() async throws {
+        let directory = try TemporaryDirectory()
+        let writer = try Launched(childExecutable, ["watch", directory.file("idle.plist").path])
+        try await writer.records.wait { $0.contains("ready") }
+        try writer.send("write")
+        let records = try await writer.records.wait { $0.contains("ok write") }
+        // At once, the written file (and the spare, if the housekeeper already made it).
+        #expect(records.contains("held 1") || records.contains("held 2"), "\(records)")
+        func held() -> Int {
+            let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(writer.pid)/fd")) ?? []
+            return links.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(writer.pid)/fd/" + $0))?.hasPrefix(directory.url.path + "/") == true }.count
+        }
+        // Then nothing, once the suite has been idle long enough. (No event tells another process
+        // that a descriptor was closed: its descriptor table is looked at until then.)
+        let clock = ContinuousClock()
+        let deadline = clock.now + WriteAhead.idleRelease * 4
+        while held() > 0, clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(held() == 0)
+        try writer.closeInput()
+        #expect(try await writer.status() == 0, "\(writer.standardError)")
+    }
+
     @Test func theStaleTemporaryFileSweepRemovesOnlyTheSuitesOwnFiles() async throws {
         let directory = try TemporaryDirectory()
         let a = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "a.plist", options: .init())

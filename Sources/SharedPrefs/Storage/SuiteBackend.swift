@@ -133,6 +133,7 @@ final class FileBackend: SuiteBackend {
                 throw error
             }
         }
+        _Stages.mark("C")
         let plan = try plan()
         guard plan.changesSomething || quarantined != nil else { return nil }
         var image = last.withLock { $0.image }
@@ -157,6 +158,11 @@ final class FileBackend: SuiteBackend {
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         return quarantined
+    }
+
+    /// Closes the files held open for writes (see ``WriteAhead``).
+    func releaseHeldFiles() {
+        ahead.releaseAll()
     }
 
     /// Whether `name` is the temporary name of this process's last write, which the watcher sees

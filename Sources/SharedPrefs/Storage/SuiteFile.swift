@@ -90,7 +90,9 @@ struct SuiteFile: Sendable {
         try checkOwner(st, of: path, in: dir)
         let limit = options.maximumFileSize
         if Int64(st.st_size) > Int64(limit) { throw tooLarge(Int64(st.st_size)) }
+        _Stages.mark("X")
         let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit).get("read", path: path, doing: "read")
+        _Stages.mark("Y")
         if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
         let version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
         guard decoding else { return .loaded(.full([:]), version, nil) }
@@ -266,6 +268,7 @@ struct SuiteFile: Sendable {
             named = true
         }
         let version: FileVersion
+        _Stages.mark("O")
         do throws(PreferenceError) {
             if named, dir.isGroupContainer {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
@@ -282,7 +285,9 @@ struct SuiteFile: Sendable {
                 named = true
             }
             _TestingHooks.willRename(tempPath)
+            _Stages.mark("B")
             try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
+            _Stages.mark("A")
             named = false
             // After the rename, which sets the file's ctime.
             let takenAt = FileVersion.now()

@@ -198,6 +198,7 @@ package final class SuiteStore: Sendable {
 
     private func scheduleBackgroundFlush() {
         ioAsync { [self] in
+            _Stages.mark("W")
             state.withLock { $0.flushScheduled = false }
             do {
                 try commitPending()
@@ -339,6 +340,7 @@ package final class SuiteStore: Sendable {
     /// thread when no I/O is running, otherwise queues one re-read behind the running work.
     /// Never blocks on the store's I/O.
     package func scheduleReload() {
+        _Stages.mark("R")
         if ioExclusion.withLockIfAvailable({ _ in reloadNow() }) != nil { return }
         let schedule = state.withLock { s -> Bool in
             if s.reloadScheduled { return false }
@@ -351,6 +353,11 @@ package final class SuiteStore: Sendable {
                 reloadNow()
             }
         }
+    }
+
+    /// Closes the files a file-backed store holds open for its writes (see ``WriteAhead``).
+    func releaseHeldFiles() {
+        (backend as? FileBackend)?.releaseHeldFiles()
     }
 
     /// Whether a rename from `name` over the suite file was this store's own write (once per write).
@@ -396,6 +403,7 @@ package final class SuiteStore: Sendable {
                     changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: .external))
                 }
             }
+            _Stages.mark("P")
             return publish(changes, in: s)
         }
         for deliver in synchronous { deliver() }

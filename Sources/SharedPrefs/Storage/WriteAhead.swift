@@ -8,15 +8,20 @@ import Synchronization
 
 /// The parts of a suite's atomic replace that no observer needs to wait for, done before or after
 /// the write by the ``Housekeeper``:
-/// - making the next temporary file, an unnamed (`O_TMPFILE`) inode: on ext4 without a journal,
-///   allocating an inode while others were freed in the last seconds costs more than the rest of
-///   the write;
+/// - making the next temporary file, an unnamed (`O_TMPFILE`) inode with the last file's size
+///   preallocated: on ext4 without a journal, allocating an inode while others were freed in the
+///   last seconds costs more than the rest of the write, and a rename that replaces a file
+///   allocates the new file's blocks before it returns (`auto_da_alloc`);
 /// - closing the file the write before made. While it is open, the rename that replaces it does
 ///   not free it (the kernel frees an unlinked inode at its last close), and its close, which
 ///   wakes every watcher of the directory, comes when nothing waits for it.
 ///
-/// The process holds at most ``limit`` descriptors for this, those waiting to be closed among
-/// them: past it, a write makes and closes its file itself, as it would without this.
+/// A file open in a directory keeps the kernel from reporting the directory's removal
+/// (`IN_DELETE_SELF` comes at the last close), and keeps its file system from being unmounted. So
+/// the files are let go as soon as the suite file is deleted or moved away (``releaseAll()``, from
+/// the watcher), and ``idleRelease`` after a suite's last write; the process holds at most
+/// ``limit`` for all its suites, those waiting to be closed among them. Past it, a write makes and
+/// closes its file itself, as it would without this.
 final class WriteAhead: Sendable {
     private struct State {
         /// An unnamed file made in the directory with identity `directory`, ready to be written.
@@ -28,17 +33,19 @@ final class WriteAhead: Sendable {
         /// Whether the housekeeper has a job of this suite queued: one at a time, however many
         /// writes come while it waits for an idle CPU.
         var queued = false
+        /// When this suite last wrote, and whether a check for idleness is scheduled.
+        var lastWrite = ContinuousClock.now
+        var idleCheckScheduled = false
     }
 
     private let state = Lock(State())
     /// Descriptors held for this by every suite of the process.
     private static let held = Atomic<Int>(0)
     static let limit = 8
+    static let idleRelease: Duration = .seconds(5)
 
     deinit {
-        state.withLock { s in
-            for fd in s.replaced + [s.spare?.fd, s.written].compactMap({ $0 }) { Self.release(fd) }
-        }
+        releaseAll()
     }
 
     private static func reserve() -> Bool {
@@ -55,6 +62,15 @@ final class WriteAhead: Sendable {
     /// Whether the file this suite wrote last is held open.
     var holdsWritten: Bool { state.withLock { $0.written != nil } }
 
+    /// Closes every file this suite holds.
+    func releaseAll() {
+        let held = state.withLock { s in
+            defer { (s.spare, s.written, s.replaced) = (nil, nil, []) }
+            return s.replaced + [s.spare?.fd, s.written].compactMap { $0 }
+        }
+        for fd in held { Self.release(fd) }
+    }
+
     /// The spare file for a write to `dir`, if one was made there.
     func takeSpare(for dir: OpenDirectory) -> CInt? {
         guard let spare = state.withLock({ s in defer { s.spare = nil }; return s.spare }) else { return nil }
@@ -66,17 +82,19 @@ final class WriteAhead: Sendable {
         return spare.fd
     }
 
-    /// Keeps the descriptor of the file just written, and has the housekeeper close the one
-    /// written before and make the next spare in `file`'s directory.
+    /// Keeps the descriptor of the file just written (`size` bytes), and has the housekeeper close
+    /// the one written before and make the next spare in `file`'s directory.
     func wrote(_ fd: CInt, size: Int, to file: SuiteFile) {
         let keeps = Self.reserve()
         if !keeps { Syscall.close(fd) }
-        let queues = state.withLock { s -> Bool in
+        let (queues, checksIdle) = state.withLock { s -> (Bool, Bool) in
             if let written = s.written { s.replaced.append(written) }
             s.written = keeps ? fd : nil
-            defer { s.queued = true }
-            return !s.queued
+            s.lastWrite = .now
+            defer { (s.queued, s.idleCheckScheduled) = (true, true) }
+            return (!s.queued, !s.idleCheckScheduled)
         }
+        if checksIdle { scheduleIdleCheck(after: Self.idleRelease) }
         guard queues else { return }
         Housekeeper.shared.run { [self] in
             let replaced = state.withLock { s in
@@ -89,24 +107,37 @@ final class WriteAhead: Sendable {
         }
     }
 
+    /// Lets everything go once the suite has not written for ``idleRelease``.
+    private func scheduleIdleCheck(after delay: Duration) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18) { [weak self] in
+            guard let self else { return }
+            let idleFor = state.withLock { s -> Duration? in
+                let since = ContinuousClock.now - s.lastWrite
+                if since < Self.idleRelease { return since }
+                s.idleCheckScheduled = false
+                return nil
+            }
+            if let idleFor { scheduleIdleCheck(after: Self.idleRelease - idleFor) } else { releaseAll() }
+        }
+    }
+
     private func makeSpare(in file: SuiteFile, size: Int) {
         guard state.withLock({ $0.spare == nil }), Self.reserve() else { return }
         guard let dir = try? file.openDirectory(creating: false), let fd = file.makeUnnamedFile(in: dir) else {
             Self.held.subtract(1, ordering: .relaxed)
             return
         }
-        let spare = (fd: fd, directory: dir.identity)
-        dir.close()
-        // The blocks of a file as large as the last, allocated now: without them, the rename that
-        // replaces a file allocates (and starts writing) the new file's blocks before it returns
-        // (ext4's auto_da_alloc), about 45 µs for 2.6 KB here. Errors (no fallocate on this file system) change nothing.
+        defer { dir.close() }
         _ = sharedprefs_preallocate(fd, (size + 4095) / 4096 * 4096)
         let kept = state.withLock { s -> Bool in
             if s.spare != nil { return false }
-            s.spare = spare
+            s.spare = (fd, dir.identity)
             return true
         }
-        if !kept { Self.release(fd) }
+        if !kept { return Self.release(fd) }
+        // Kept first, then checked: a deletion of the suite file after this check reaches the
+        // watcher, which lets the spare go (``releaseAll()``); one before it is seen here.
+        guard case .success = Syscall.lstatat(dir.fd, file.fileName) else { return releaseAll() }
     }
 }
 

@@ -279,6 +279,7 @@ final class InotifyWatcher: Sendable {
                 let sleepsForever = !needsPolling && wakeFD >= 0
                 _ = poll(&descriptors, 2, sleepsForever ? -1 : Self.pollInterval)
                 ready = descriptors[0].revents != 0
+                if ready { _Stages.mark("N") }
                 if descriptors[1].revents != 0 {
                     var count: UInt64 = 0
                     _ = read(wakeFD, &count, 8)
@@ -295,6 +296,7 @@ final class InotifyWatcher: Sendable {
                 lastTick = ContinuousClock.now
                 pollTick(into: &batch)
             }
+            for store in batch.gone { store.releaseHeldFiles() }
             for store in batch.reload.values {
                 if batch.overflowed {
                     store.report(PreferenceError(
@@ -315,6 +317,10 @@ final class InotifyWatcher: Sendable {
         var overflowed = false
         /// The names that `IN_MOVED_FROM` events of this round took away, by cookie.
         var movedFrom: [UInt32: String] = [:]
+        /// Stores whose file or directory was deleted or moved away: they close the files they
+        /// hold open there (``SuiteStore/releaseHeldFiles()``), which would delay the kernel's
+        /// report of the directory's removal.
+        var gone: [SuiteStore] = []
 
         mutating func add(_ stores: [SuiteStore]) {
             for store in stores { reload[ObjectIdentifier(store)] = store }
@@ -361,10 +367,12 @@ final class InotifyWatcher: Sendable {
                 // Listeners of a vanished directory hear of whatever appears once it is back.
                 if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
                 batch.add(dir.stores)
+                batch.gone += dir.stores
                 return
             }
             var stores = (dir.suites[name] ?? []).compactMap(\.store)
             if mask & UInt32(IN_MOVED_FROM) != 0 { batch.movedFrom[cookie] = name }
+            if mask & (UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)) != 0 { batch.gone += stores }
             if mask & UInt32(IN_MOVED_TO) != 0, let from = batch.movedFrom.removeValue(forKey: cookie) {
                 // A rename this process made of a file it wrote: its store has those values
                 // already. (A later change of the file comes with events of its own.)

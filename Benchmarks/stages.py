@@ -53,7 +53,8 @@ def main(writer_path, observer_path):
         sys.exit(f"{observer_path} has no handler marks: is it an observer's file?")
     rows = []
     for sent in w.get("S", []):
-        if not handled[0] - 10**9 <= sent <= handled[-1]:
+        # The changes this observer saw: its first arrives within a few ms of the first set.
+        if not handled[0] - 50_000_000 <= sent <= handled[-1]:
             continue
         times = [sent]
         for mark, _ in WRITER[1:]:
@@ -65,7 +66,8 @@ def main(writer_path, observer_path):
         seen = [renamed]
         for mark, _ in OBSERVER:
             seen.append(after(o.get(mark, []), seen[-1]))
-        if None in times or None in seen or seen[-1] - sent > 10**9:
+        # A change the observer saw is one it handled within 100 ms (the longest row's gap).
+        if None in times or None in seen or seen[-1] - sent > 100_000_000:
             continue
         rows.append([b - a for a, b in zip(times, times[1:])] + [b - a for a, b in zip(seen, seen[1:])] + [seen[-1] - sent])
     names = [d for _, d in WRITER] + [d for _, d in OBSERVER] + ["total: set → handler"]

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <string.h>
 #include <unistd.h>
 #include "CSharedPrefsShims.h"
 
@@ -13,6 +14,10 @@ int sharedprefs_link_descriptor(int fd, int dirfd, const char *name) {
 
 int sharedprefs_preallocate(int fd, long length) {
     return fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, length);
+}
+
+void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *needle, long needleLength) {
+    return memmem(haystack, haystackLength, needle, needleLength);
 }
 
 int sharedprefs_run_when_idle(void) {

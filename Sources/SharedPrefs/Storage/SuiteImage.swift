@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSharedPrefsShims
 
 /// Top-level changes of a suite file: each key's new value, `nil` where the key was removed.
 package typealias FileDelta = [(key: PlistKey, value: PlistValue?)]
@@ -203,22 +204,26 @@ struct SuiteImage: Sendable {
         }
         return bytes.withUnsafeBufferPointer { buffer in
             encoded.withUnsafeBufferPointer { encoded in
-                guard let reader = try? BinaryPropertyList.Reader(buffer), var position = try? reader.offset(1) else { return nil }
-                // One pass over the key objects (1...n, one after another) finds each entry by its
-                // key's bytes: value object 1 + n + i.
                 let n = keys.count
-                var found = 0
-                for i in 0..<n where found < needles.count {
-                    guard let key = try? reader.scalar(at: position) else { return nil }
-                    for k in 0..<needles.count where buffer[position] == encoded[needles[k].key.lowerBound] && key.count == needles[k].key.count
-                        && memcmp(buffer.baseAddress! + position, encoded.baseAddress! + needles[k].key.lowerBound, key.count) == 0 {
-                        needles[k].object = 1 + n + i
-                        found += 1
+                guard let reader = try? BinaryPropertyList.Reader(buffer), let keysStart = try? reader.offset(1), let keysEnd = try? reader.offset(n + 1),
+                    keysStart <= keysEnd
+                else { return nil }
+                // Each key's bytes searched for among the key objects (1...n, one after another):
+                // the first place that is where a key object starts, object j, is the entry's key,
+                // and its value is object n + j. A key written otherwise (UTF-16 where it could be
+                // ASCII) or not there: in full.
+                for k in needles.indices {
+                    let needle = encoded.baseAddress! + needles[k].key.lowerBound
+                    var from = keysStart
+                    while needles[k].object < 0 {
+                        guard let hit = sharedprefs_memmem(buffer.baseAddress! + from, keysEnd - from, needle, needles[k].key.count) else { return nil }
+                        let position = buffer.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                        if let j = reader.object(startingAt: position, in: 1...n), (try? reader.scalar(at: position))?.count == needles[k].key.count {
+                            needles[k].object = n + j
+                        }
+                        from = position + 1
                     }
-                    position = key.upperBound
                 }
-                // A key written otherwise (UTF-16 where it could be ASCII) or not there: in full.
-                guard found == needles.count else { return nil }
                 needles.sort { $0.object < $1.object }
                 // The bytes, with the new values in place of the old ones.
                 var out: [UInt8] = []
@@ -297,9 +302,18 @@ struct SuiteImage: Sendable {
         let first = identical ? count : object(at: min(p, oldEnd - 1))
         let last = identical ? count - 1 : max(first, object(at: oldEnd - s - 1))
         guard identical || (first > n && last <= 2 * n) else { return nil }
-        // Every object outside them where it was, moved by the change in size after them.
+        // Every object outside them where it was, moved by the change in size after them: the
+        // same offsets, compared as bytes where they are the same width and did not move.
         let moved = newEnd - oldEnd
-        for i in 0..<count where i < first || i > last {
+        let width = old.offsetSize
+        if width == new.offsetSize {
+            guard memcmp(a + oldEnd, b + newEnd, min(first, count) * width) == 0 else { return nil }
+        }
+        let checkedAfter = width == new.offsetSize && moved == 0 && last + 1 < count
+        if checkedAfter {
+            guard memcmp(a + oldEnd + (last + 1) * width, b + newEnd + (last + 1) * width, (count - last - 1) * width) == 0 else { return nil }
+        }
+        for i in 0..<count where (i < first && width != new.offsetSize) || (i > last && !checkedAfter) {
             let was = Int(BinaryPropertyList.Reader.uint(old.bytes, oldEnd + i * old.offsetSize, old.offsetSize))
             let now = Int(BinaryPropertyList.Reader.uint(new.bytes, newEnd + i * new.offsetSize, new.offsetSize))
             guard now == (i < first ? was : was + moved) else { return nil }
@@ -339,6 +353,18 @@ struct SuiteImage: Sendable {
 }
 
 extension BinaryPropertyList.Reader {
+    /// The object among `objects`, whose offsets ascend, that starts at `position`, if one does.
+    func object(startingAt position: Int, in objects: ClosedRange<Int>) -> Int? {
+        var (low, high) = (objects.lowerBound, objects.upperBound)
+        while low <= high {
+            let mid = (low + high) / 2
+            guard let offset = try? offset(mid) else { return nil }
+            if offset == position { return mid }
+            if offset < position { low = mid + 1 } else { high = mid - 1 }
+        }
+        return nil
+    }
+
     /// Whether this file, whose root is a dictionary of `n` entries, has the layout of
     /// ``SuiteImage/canonical``. One pass over the objects; `false` at anything else.
     func isCanonical(entries n: Int) -> Bool {

@@ -16,8 +16,10 @@ package final class SuiteStore: Sendable {
     package let name: String
     /// Where the values live; `nil` for an in-memory suite.
     let backend: (any SuiteBackend)?
+    /// The backend of a file-backed suite.
+    var fileBackend: FileBackend? { backend as? FileBackend }
     /// The suite's file, for a file-backed suite.
-    var file: SuiteFile? { (backend as? FileBackend)?.file }
+    var file: SuiteFile? { fileBackend?.file }
     private let ioQueue: DispatchQueue
     /// Held by every job on `ioQueue` while it runs. The watcher thread only ever *tries* it: when
     /// it is free the re-read runs inline (one thread wake-up saved per change another process
@@ -353,16 +355,6 @@ package final class SuiteStore: Sendable {
                 reloadNow()
             }
         }
-    }
-
-    /// Closes the files a file-backed store holds open for its writes (see ``WriteAhead``).
-    func releaseHeldFiles() {
-        (backend as? FileBackend)?.releaseHeldFiles()
-    }
-
-    /// Whether a rename from `name` over the suite file was this store's own write (once per write).
-    func isOwnRename(from name: String) -> Bool {
-        (backend as? FileBackend)?.isOwnRename(from: name) ?? false
     }
 
     /// Re-reads the file if its stamp changed and tells observers what other writers changed;

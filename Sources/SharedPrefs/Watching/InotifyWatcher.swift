@@ -296,7 +296,7 @@ final class InotifyWatcher: Sendable {
                 lastTick = ContinuousClock.now
                 pollTick(into: &batch)
             }
-            for store in batch.gone { store.releaseHeldFiles() }
+            for store in batch.gone { store.fileBackend?.releaseHeldFiles() }
             for store in batch.reload.values {
                 if batch.overflowed {
                     store.report(PreferenceError(
@@ -318,7 +318,7 @@ final class InotifyWatcher: Sendable {
         /// The names that `IN_MOVED_FROM` events of this round took away, by cookie.
         var movedFrom: [UInt32: String] = [:]
         /// Stores whose file or directory was deleted or moved away: they close the files they
-        /// hold open there (``SuiteStore/releaseHeldFiles()``), which would delay the kernel's
+        /// hold open there (``FileBackend/releaseHeldFiles()``), which would delay the kernel's
         /// report of the directory's removal.
         var gone: [SuiteStore] = []
 
@@ -376,7 +376,7 @@ final class InotifyWatcher: Sendable {
             if mask & UInt32(IN_MOVED_TO) != 0, let from = batch.movedFrom.removeValue(forKey: cookie) {
                 // A rename this process made of a file it wrote: its store has those values
                 // already. (A later change of the file comes with events of its own.)
-                stores.removeAll { $0.isOwnRename(from: from) }
+                stores.removeAll { $0.fileBackend?.isOwnRename(from: from) == true }
             }
             batch.add(stores)
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {

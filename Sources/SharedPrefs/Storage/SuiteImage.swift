@@ -218,7 +218,8 @@ struct SuiteImage: Sendable {
                     while needles[k].object < 0 {
                         guard let hit = sharedprefs_memmem(buffer.baseAddress! + from, keysEnd - from, needle, needles[k].key.count) else { return nil }
                         let position = buffer.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                        if let j = reader.object(startingAt: position, in: 1...n), (try? reader.scalar(at: position))?.count == needles[k].key.count {
+                        let j = reader.lastObject(startingAtOrBefore: position, in: 1...n)
+                        if (try? reader.offset(j)) == position, (try? reader.scalar(at: position))?.count == needles[k].key.count {
                             needles[k].object = n + j
                         }
                         from = position + 1
@@ -290,14 +291,7 @@ struct SuiteImage: Sendable {
         let p = Self.commonPrefix(a, b, from: rootEnd, to: min(oldEnd, newEnd))
         let s = Self.commonSuffix(a + p, oldEnd - p, b + p, newEnd - p)
         // The old objects they cover: `first...last`, values (`n + 1...2n`) and scalars.
-        func object(at position: Int) -> Int {
-            var (low, high) = (1, count - 1)  // the last object starting at or before `position`
-            while low < high {
-                let mid = (low + high + 1) / 2
-                if Int(BinaryPropertyList.Reader.uint(old.bytes, oldEnd + mid * old.offsetSize, old.offsetSize)) <= position { low = mid } else { high = mid - 1 }
-            }
-            return low
-        }
+        func object(at position: Int) -> Int { old.lastObject(startingAtOrBefore: position, in: 1...(count - 1)) }
         let identical = p == oldEnd && oldEnd == newEnd
         let first = identical ? count : object(at: min(p, oldEnd - 1))
         let last = identical ? count - 1 : max(first, object(at: oldEnd - s - 1))
@@ -353,16 +347,15 @@ struct SuiteImage: Sendable {
 }
 
 extension BinaryPropertyList.Reader {
-    /// The object among `objects`, whose offsets ascend, that starts at `position`, if one does.
-    func object(startingAt position: Int, in objects: ClosedRange<Int>) -> Int? {
+    /// The last of `objects`, whose offsets ascend, that starts at or before `position` (the
+    /// first of them when none does).
+    func lastObject(startingAtOrBefore position: Int, in objects: ClosedRange<Int>) -> Int {
         var (low, high) = (objects.lowerBound, objects.upperBound)
-        while low <= high {
-            let mid = (low + high) / 2
-            guard let offset = try? offset(mid) else { return nil }
-            if offset == position { return mid }
-            if offset < position { low = mid + 1 } else { high = mid - 1 }
+        while low < high {
+            let mid = (low + high + 1) / 2
+            if Int(Self.uint(bytes, offsetTable + mid * offsetSize, offsetSize)) <= position { low = mid } else { high = mid - 1 }
         }
-        return nil
+        return low
     }
 
     /// Whether this file, whose root is a dictionary of `n` entries, has the layout of

@@ -109,7 +109,7 @@ final class WriteAhead: Sendable {
 
     /// Lets everything go once the suite has not written for ``idleRelease``.
     private func scheduleIdleCheck(after delay: Duration) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18) { [weak self] in
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay / .seconds(1)) { [weak self] in
             guard let self else { return }
             let idleFor = state.withLock { s -> Duration? in
                 let since = ContinuousClock.now - s.lastWrite

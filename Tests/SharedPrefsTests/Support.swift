@@ -12,6 +12,12 @@ struct TimeoutError: Error, CustomStringConvertible {
 /// start. Only a failing test ever waits this long.
 let defaultTimeout: Duration = .seconds(60)
 
+/// Whether these tests run under ThreadSanitizer (`swift test --sanitize=thread`), whose runtime
+/// is linked into the test binary. Work that is quadratic by nature (every contended update
+/// re-reads and rewrites a suite that grows by a key) is scaled down there to a quarter, which
+/// takes a sixteenth of the time: 600 s of a 2-core CI machine at full size.
+let underThreadSanitizer = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil
+
 /// Collects values delivered on other threads and lets a test await the n-th one with a timeout,
 /// instead of sleeping.
 final class Recorder<Element: Sendable>: Sendable {

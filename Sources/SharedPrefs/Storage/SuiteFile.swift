@@ -227,31 +227,43 @@ struct SuiteFile: Sendable {
     /// Whether this machine can name an unnamed file through `/proc/self/fd` (for `O_TMPFILE`).
     private static let canLinkUnnamedFiles = access("/proc/self/fd", X_OK) == 0
 
+    /// An unnamed file (`O_TMPFILE`) for a write: its descriptor open for writing, and a read-only
+    /// one to hold it by once it is written (see ``write(_:in:as:into:)``).
+    struct UnnamedFile {
+        var fd: CInt
+        var readOnly: CInt
+        var descriptors: [CInt] { [fd, readOnly] }
+    }
+
     /// Makes an unnamed file in the directory (`O_TMPFILE`) with the suite's mode, to be written
     /// and linked in by ``write(_:in:as:into:)``; `nil` where the file system has no unnamed files.
-    func makeUnnamedFile(in dir: OpenDirectory) -> CInt? {
+    func makeUnnamedFile(in dir: OpenDirectory) -> UnnamedFile? {
         guard Self.canLinkUnnamedFiles, case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, options.filePermissions) else {
             return nil
         }
-        if dir.isGroupContainer, case .failure = Syscall.fchmod(fd, options.filePermissions & 0o777) {
+        guard !dir.isGroupContainer || (try? Syscall.fchmod(fd, options.filePermissions & 0o777).get()) != nil,
+              case .success(let readOnly) = Syscall.open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC) else {
             Syscall.close(fd)
             return nil
         }
-        return fd
+        return UnnamedFile(fd: fd, readOnly: readOnly)
     }
 
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
-    /// that `durability` asks for. Returns the new file's version, and its descriptor, still open:
-    /// the caller closes it (see ``WriteAhead``).
+    /// that `durability` asks for. Returns the new file's version, and a descriptor of it, still
+    /// open: the caller closes it (see ``WriteAhead``). For an unnamed file that is its read-only
+    /// descriptor: the one open for writing is closed right after the rename, so that the
+    /// `IN_CLOSE_WRITE` its close sends every watcher of the directory comes with the rename's
+    /// events, and the later close wakes nobody.
     ///
     /// The temporary file is `unnamed` when given (made by ``makeUnnamedFile(in:)`` in this
     /// directory), or made unnamed now (`O_TMPFILE`) where the file system allows it, and linked
     /// in as `tempName` (``newTemporaryName()``) only after it is written and synced, right before
     /// the rename: a writer killed mid-write leaves nothing behind. Elsewhere it is created
     /// `O_CREAT | O_EXCL` as `tempName`.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, into unnamed: CInt?) throws(PreferenceError) -> (FileVersion, CInt) {
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, into unnamed: UnnamedFile?) throws(PreferenceError) -> (FileVersion, CInt) {
         if bytes.count > options.maximumFileSize {
-            if let unnamed { Syscall.close(unnamed) }
+            unnamed?.descriptors.forEach(Syscall.close)
             throw PreferenceError(
                 code: .fileTooLarge,
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
@@ -259,9 +271,10 @@ struct SuiteFile: Sendable {
         }
         let tempPath = directory + "/" + tempName
         var named = false
-        let fd: CInt
-        if let unnamed = unnamed ?? makeUnnamedFile(in: dir) {
-            fd = unnamed
+        var fd: CInt
+        let unnamed = unnamed ?? makeUnnamedFile(in: dir)
+        if let unnamed {
+            fd = unnamed.fd
         } else {
             fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
                 .get("openat", path: tempPath, doing: "create the temporary file")
@@ -289,6 +302,10 @@ struct SuiteFile: Sendable {
             try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
             _Stages.mark("A")
             named = false
+            if let unnamed {
+                Syscall.close(fd)
+                fd = unnamed.readOnly
+            }
             // After the rename, which sets the file's ctime.
             let takenAt = FileVersion.now()
             let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
@@ -301,6 +318,7 @@ struct SuiteFile: Sendable {
         } catch {
             if named { _ = Syscall.unlinkat(dir.fd, tempName) }
             Syscall.close(fd)
+            if let unnamed, unnamed.readOnly != fd { Syscall.close(unnamed.readOnly) }
             throw error
         }
         if options.durability == .full {

@@ -13,8 +13,9 @@ import Synchronization
 ///   last seconds costs more than the rest of the write, and a rename that replaces a file
 ///   allocates the new file's blocks before it returns (`auto_da_alloc`);
 /// - closing the file the write before made. While it is open, the rename that replaces it does
-///   not free it (the kernel frees an unlinked inode at its last close), and its close, which
-///   wakes every watcher of the directory, comes when nothing waits for it.
+///   not free it (the kernel frees an unlinked inode at its last close), and its close comes when
+///   nothing waits for it. What is held is a read-only descriptor (``SuiteFile/UnnamedFile``),
+///   whose close wakes no watcher of the directory; closing one open for writing would.
 ///
 /// A file open in a directory keeps the kernel from reporting the directory's removal
 /// (`IN_DELETE_SELF` comes at the last close), and keeps its file system from being unmounted. So
@@ -25,7 +26,7 @@ import Synchronization
 final class WriteAhead: Sendable {
     private struct State {
         /// An unnamed file made in the directory with identity `directory`, ready to be written.
-        var spare: (fd: CInt, directory: FileIdentity)?
+        var spare: (file: SuiteFile.UnnamedFile, directory: FileIdentity)?
         /// The file this suite wrote last, closed after the next write replaces it.
         var written: CInt?
         /// Files replaced since, for the housekeeper to close.
@@ -48,9 +49,9 @@ final class WriteAhead: Sendable {
         releaseAll()
     }
 
-    private static func reserve() -> Bool {
-        if held.add(1, ordering: .relaxed).newValue <= limit { return true }
-        held.subtract(1, ordering: .relaxed)
+    private static func reserve(_ count: Int = 1) -> Bool {
+        if held.add(count, ordering: .relaxed).newValue <= limit { return true }
+        held.subtract(count, ordering: .relaxed)
         return false
     }
 
@@ -66,20 +67,20 @@ final class WriteAhead: Sendable {
     func releaseAll() {
         let held = state.withLock { s in
             defer { (s.spare, s.written, s.replaced) = (nil, nil, []) }
-            return s.replaced + [s.spare?.fd, s.written].compactMap { $0 }
+            return s.replaced + (s.spare?.file.descriptors ?? []) + [s.written].compactMap { $0 }
         }
         for fd in held { Self.release(fd) }
     }
 
-    /// The spare file for a write to `dir`, if one was made there.
-    func takeSpare(for dir: OpenDirectory) -> CInt? {
+    /// The spare file for a write to `dir`, if one was made there: for ``SuiteFile/write(_:in:as:into:)``.
+    func takeSpare(for dir: OpenDirectory) -> SuiteFile.UnnamedFile? {
         guard let spare = state.withLock({ s in defer { s.spare = nil }; return s.spare }) else { return nil }
         guard spare.directory == dir.identity else {
-            Self.release(spare.fd)
+            spare.file.descriptors.forEach(Self.release)
             return nil
         }
-        Self.held.subtract(1, ordering: .relaxed)
-        return spare.fd
+        Self.held.subtract(spare.file.descriptors.count, ordering: .relaxed)
+        return spare.file
     }
 
     /// Keeps the descriptor of the file just written (`size` bytes), and has the housekeeper close
@@ -122,19 +123,19 @@ final class WriteAhead: Sendable {
     }
 
     private func makeSpare(in file: SuiteFile, size: Int) {
-        guard state.withLock({ $0.spare == nil }), Self.reserve() else { return }
-        guard let dir = try? file.openDirectory(creating: false), let fd = file.makeUnnamedFile(in: dir) else {
-            Self.held.subtract(1, ordering: .relaxed)
+        guard state.withLock({ $0.spare == nil }), Self.reserve(2) else { return }
+        guard let dir = try? file.openDirectory(creating: false), let spare = file.makeUnnamedFile(in: dir) else {
+            Self.held.subtract(2, ordering: .relaxed)
             return
         }
         defer { dir.close() }
-        _ = sharedprefs_preallocate(fd, (size + 4095) / 4096 * 4096)
+        _ = sharedprefs_preallocate(spare.fd, (size + 4095) / 4096 * 4096)
         let kept = state.withLock { s -> Bool in
             if s.spare != nil { return false }
-            s.spare = (fd, dir.identity)
+            s.spare = (spare, dir.identity)
             return true
         }
-        if !kept { return Self.release(fd) }
+        if !kept { return spare.descriptors.forEach(Self.release) }
         // Kept first, then checked: a deletion of the suite file after this check reaches the
         // watcher, which lets the spare go (``releaseAll()``); one before it is seen here.
         guard case .success = Syscall.lstatat(dir.fd, file.fileName) else { return releaseAll() }

@@ -75,12 +75,14 @@ enum Role {
         }
     }
 
-    /// `replace-floor <dir>`: the floor of an atomic replace. Watches the directory; each time
-    /// `s` is renamed into it, opens and reads it: the send time is in its first 8 bytes (`-1`
-    /// ends); prints `L <sent> <latency>` lines and `end`.
-    static func replaceFloor(_ directory: String) {
+    /// `replace-floor <dir> [hop]`: the floor of an atomic replace. Watches the directory; each
+    /// time `s` is renamed into it, opens and reads it: the send time is in its first 8 bytes (`-1`
+    /// ends); prints `L <sent> <latency>` lines and `end`. With `hop`, the arrival is taken on
+    /// another thread, after a `DispatchQueue.async` to it: where a library runs its users'
+    /// handlers, if not on the thread that reads the events.
+    static func replaceFloor(_ directory: String, hop: Bool) {
         let path = directory + "/s"
-        timeArrivals(in: directory, stampedAfterReading: true) { buffer, _ in
+        timeArrivals(in: directory, stampedAfterReading: true, hop: hop) { buffer, _ in
             let file = open(path, O_RDONLY | O_CLOEXEC)
             guard file >= 0 else { return [] }
             let count = read(file, buffer, 65536)
@@ -95,9 +97,12 @@ enum Role {
     /// hands each batch of events to `sent`, which returns the send times it names (`nil`: the
     /// end). The arrival is taken when `read` returns, or after `sent` when `stampedAfterReading`.
     private static func timeArrivals(
-        in directory: String, stampedAfterReading: Bool = false,
+        in directory: String, stampedAfterReading: Bool = false, hop: Bool = false,
         _ sent: (_ buffer: UnsafeMutableRawPointer, _ count: Int) -> [Int64]?
     ) {
+        let handlers = DispatchQueue(label: "handlers")
+        let handed = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var handedAt: Int64 = 0
         let fd = inotify_init1(CInt(IN_CLOEXEC))
         guard fd >= 0, inotify_add_watch(fd, directory, UInt32(IN_MOVED_TO)) >= 0 else {
             print("error inotify")
@@ -112,6 +117,11 @@ enum Role {
             var arrival = now()
             guard count > 0, let times = sent(buffer, count) else { break }
             if stampedAfterReading { arrival = now() }
+            if hop {
+                handlers.async { handedAt = now(); handed.signal() }
+                handed.wait()
+                arrival = handedAt
+            }
             for time in times { pairs.append((time, arrival - time)) }
         }
         for (sent, latency) in pairs { print("L \(sent) \(latency)") }

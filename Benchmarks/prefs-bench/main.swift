@@ -12,7 +12,7 @@ switch arguments.first {
 case "observe": try Role.observe(arguments[1]); exit(0)
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
 case "floor": Role.floor(arguments[1]); exit(0)
-case "replace-floor": Role.replaceFloor(arguments[1]); exit(0)
+case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 && arguments[2] == "hop"); exit(0)
 case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
 case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
 case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)

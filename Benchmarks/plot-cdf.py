@@ -29,10 +29,10 @@ for row in rows:
     xs = [value / 1000 for value, _ in points]  # µs
     ys = [percentile for _, percentile in points]
     floor = row["name"].startswith("rename")  # the kernel floor: dashed black
-    replace = row["name"].startswith("atomic replace")  # the atomic-replace floors: dotted greys
+    replace = row["name"].startswith("atomic replace")  # the atomic-replace floors: dotted greys (dash-dot with a hop)
     ax.step(xs, ys, where="post", linewidth=2.5 if floor or replace else 1.5,
             color="black" if floor else ("darkgrey" if "slowest" in row["name"] else "dimgrey") if replace else None,
-            linestyle="--" if floor else ":" if replace else "-", label=f'{row["group"]}: {row["name"]} (p50 {row["p50"]["value"]:g} {row["p50"]["unit"]})')
+            linestyle="--" if floor else ("-." if "hop" in row["name"] else ":") if replace else "-", label=f'{row["group"]}: {row["name"]} (p50 {row["p50"]["value"]:g} {row["p50"]["unit"]})')
 ax.set_xscale("log")
 ax.set_xlabel("latency (µs, log scale)")
 ax.set_ylabel("percentile")

@@ -139,7 +139,7 @@ struct SuiteFile: Sendable {
         var quietSince = start
         var pause = Duration.milliseconds(1)
         while clock.now - start < Self.settleLimit, clock.now - quietSince < Self.settleQuiet {
-            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
+            Thread.sleep(forTimeInterval: pause / .seconds(1))
             pause = min(pause * 2, .milliseconds(50))
             guard case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) == stamp else {
                 contents = try read(in: dir, previous: previous)

@@ -1,5 +1,6 @@
 import Foundation
 import SharedPrefs
+import SharedPrefsLocking
 #if Etcd
 import SharedPrefsEtcd
 #endif
@@ -32,12 +33,27 @@ struct Measures {
     /// Reads the `L <sent> <latency>` lines a child prints, up to `end`.
     func latencies(from child: Child) -> [(sent: Int64, latency: Int64)] {
         var pairs: [(Int64, Int64)] = []
+        var cpu: Int64?
         while let line = child.nextLine(), line != "end" {
             let fields = line.split(separator: " ")
             if fields.count == 3, fields[0] == "L", let a = Int64(fields[1]), let b = Int64(fields[2]) { pairs.append((a, b)) }
+            if fields.count == 2, fields[0] == "cpu" { cpu = Int64(fields[1]) }
         }
         child.waitForExit()
+        if let cpu, !pairs.isEmpty { observerCPU.withLock { $0.append(cpu / Int64(pairs.count)) } }
         return pairs
+    }
+
+    /// The CPU time per change of each observer process read by ``latencies(from:)`` since the
+    /// last ``takeObserverCPU()``.
+    let observerCPU = Lock<[Int64]>([])
+
+    /// The mean of ``observerCPU`` (ns), emptied.
+    func takeObserverCPU() -> Int64 {
+        observerCPU.withLock { all in
+            defer { all = [] }
+            return all.isEmpty ? 0 : all.reduce(0, +) / Int64(all.count)
+        }
     }
 
     /// Sets "stamp" to the send time `count` times, `gapMs` apart, then "done"; returns the
@@ -184,6 +200,7 @@ struct Measures {
         let dirfd = try openReplaceDirectory()
         defer { close(dirfd) }
         replaceFile(in: dirfd, sent: 0)
+        _ = takeObserverCPU()
         let children = try (0..<observers).map { _ in try Child(["replace-floor", directory.appending(path: "replace").path] + (hop ? ["hop"] : [])) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
         var replaced: CInt = -1
@@ -201,6 +218,7 @@ struct Measures {
         case (_, false): replace.fanOutP99 = measured.p99
         case (_, true): replace.fanOutHopP99 = measured.p99
         }
+        let cpu = takeObserverCPU()
         rows.append(Row(
             group: "4. kernel floor",
             name: (observers == 1 ? "atomic replace → inotify + read in another process" : "atomic replace → inotify + read, slowest of \(observers) observer processes")
@@ -208,7 +226,7 @@ struct Measures {
             n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(hop ? measured.p99 : measured.p50, floorP50), ratioTo: hop ? "the kernel floor (p99)" : "the kernel floor",
             note: "write a file made ahead, rename it over the old (held open, so not freed by the rename); the observer opens and reads it: the least an atomic-replace design can do"
                 + (hop ? "; then hands over to another thread (DispatchQueue.async), as a library does that runs its users' handlers off the thread that reads the events" : "")
-                + (observers == 1 ? ", measured right before (3)" : ", measured right before (7)"),
+                + (observers == 1 ? ", measured right before (3)" : ", measured right before (7); CPU per change per observer \(µs(cpu))"),
             cdf: measured.cdf))
     }
 
@@ -328,10 +346,12 @@ struct Measures {
         try replaceLatency(observers: observers, count: scaled(300), gapMs: 4)
         try replaceLatency(observers: observers, hop: true, count: scaled(300), gapMs: 4)
         let suite = try makeSuite("fanout", keys: 100, durability: .none)
+        _ = takeObserverCPU()
         let all = try remoteLatencies(suite, observers: observers, count: scaled(300), gapMs: 4)
+        let cpu = takeObserverCPU()
         let measured = Latencies(slowestOfEach(all))
         rows.append(Row(group: "7. fan-out", name: "\(observers) observer processes, slowest of each change", n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(measured.p99, floorP50), ratioTo: "the kernel floor (p99)",
-            note: "target p99 ≤ 10× floor (\(µs(10 * floorP50)))"
+            note: "target p99 ≤ 10× floor (\(µs(10 * floorP50))); CPU per change per observer \(µs(cpu))"
                 + (replace.fanOutP99 > 0 ? String(format: "; p99 %.1f× the atomic-replace floor's with as many observers, %.1f× with one thread hop in each", Double(measured.p99) / Double(replace.fanOutP99), Double(measured.p99) / Double(replace.fanOutHopP99)) : ""),
             cdf: measured.cdf))
     }

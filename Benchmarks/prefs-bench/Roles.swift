@@ -22,7 +22,8 @@ enum Role {
     }
 
     /// `observe <plist>`: records `now − value` for every change of "stamp" until "done" changes;
-    /// prints `ready`, then `L <sent> <latency>` lines and `end`.
+    /// prints `ready`, then `L <sent> <latency>` lines, `cpu <ns>` (the CPU time it used in
+    /// between) and `end`.
     static func observe(_ path: String) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
         let pairs = Lock<[(Int64, Int64)]>([])
@@ -38,8 +39,11 @@ enum Role {
         }
         print("ready")
         fflush(nil)
+        let cpuAtStart = cpuTime()
         _ = done.wait(timeout: .now() + 600)
+        let cpu = cpuTime() - cpuAtStart
         for (sent, latency) in pairs.withLock({ $0 }) { print("L \(sent) \(latency)") }
+        print("cpu \(cpu)")
         print("end")
         _Stages.dump()
         token.cancel()
@@ -110,6 +114,7 @@ enum Role {
         }
         print("ready")
         fflush(nil)
+        let cpuAtStart = cpuTime()
         var pairs: [(Int64, Int64)] = []
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 8)
         while true {
@@ -124,7 +129,9 @@ enum Role {
             }
             for time in times { pairs.append((time, arrival - time)) }
         }
+        let cpu = cpuTime() - cpuAtStart
         for (sent, latency) in pairs { print("L \(sent) \(latency)") }
+        print("cpu \(cpu)")
         print("end")
     }
 

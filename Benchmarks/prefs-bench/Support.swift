@@ -9,6 +9,13 @@ func now() -> Int64 {
     return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
 }
 
+/// The CPU time this process has used, all its threads, user and system (ns).
+func cpuTime() -> Int64 {
+    var t = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+    return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+}
+
 /// A number and its unit: the JSON keeps them apart, so that a script can compare two runs.
 struct Quantity: Codable, CustomStringConvertible {
     var value: Double

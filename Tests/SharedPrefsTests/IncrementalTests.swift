@@ -104,6 +104,20 @@ struct IncrementalTests {
         return operations
     }
 
+    /// A value that grows by bytes equal to those before it in the file: the two files' common
+    /// suffix reaches back past where that value starts ("P" → "xQP" after "x": `Q` is the old
+    /// string's marker byte), so where the changed objects end is found by their offsets.
+    @Test func aValueGrownByTheBytesBeforeItIsStillComparedByBytes() throws {
+        let encoded = BinaryPropertyList.encode(.dictionary(["a": "x", "b": "x", "c": "x"]))
+        var image = try #require(try SuiteImage.decode(encoded).image)
+        let keys = image.keys  // in the file's order
+        image = try image.applying([keys[2]: .set("P")]).image
+        let (bytes, _) = try image.applying([keys[0]: .set("zz"), keys[2]: .set("xQP")])
+        let changes = try #require(try image.fastChanges(to: bytes))
+        #expect(changes.map(\.key) == [keys[0], keys[2]])
+        #expect(changes.map(\.value) == ["zz", "xQP"])
+    }
+
     @Test func scalarWritesSpliceAndTheirReadersCompareBytes() throws {
         var rng = SplitMix64(seed: 0x5A1CE)
         var spliced = 0

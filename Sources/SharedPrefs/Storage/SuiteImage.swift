@@ -293,12 +293,16 @@ struct SuiteImage: Sendable {
         // The old objects they cover: `first...last`, values (`n + 1...2n`) and scalars.
         func object(at position: Int) -> Int { old.lastObject(startingAtOrBefore: position, in: 1...(count - 1)) }
         let identical = p == oldEnd && oldEnd == newEnd
+        let moved = newEnd - oldEnd
         let first = identical ? count : object(at: min(p, oldEnd - 1))
-        let last = identical ? count - 1 : max(first, object(at: oldEnd - s - 1))
+        var last = identical ? count - 1 : max(first, object(at: oldEnd - s - 1))
+        // The common suffix can reach back into a changed object whose new bytes happen to end
+        // like the old ones and what came before them: an object after it that does not start
+        // where it did, moved by the change in size, changed too.
+        while !identical, last + 1 < count, try new.offset(last + 1) != old.offset(last + 1) + moved { last += 1 }
         guard identical || (first > n && last <= 2 * n) else { return nil }
         // Every object outside them where it was, moved by the change in size after them: the
         // same offsets, compared as bytes where they are the same width and did not move.
-        let moved = newEnd - oldEnd
         let width = old.offsetSize
         if width == new.offsetSize {
             guard memcmp(a + oldEnd, b + newEnd, min(first, count) * width) == 0 else { return nil }

@@ -57,9 +57,10 @@ struct Measures {
     }
 
     /// Sets "stamp" to the send time `count` times, `gapMs` apart, then "done"; returns the
-    /// observers' latencies.
-    func remoteLatencies(_ suite: PreferenceSuite, observers: Int = 1, count: Int, gapMs: Double = 2) throws -> [[(sent: Int64, latency: Int64)]] {
-        let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path]) }
+    /// observers' latencies. `onWatcherThread`: the observers use
+    /// `ObservationOptions.synchronousExternalChanges`.
+    func remoteLatencies(_ suite: PreferenceSuite, observers: Int = 1, count: Int, gapMs: Double = 2, onWatcherThread: Bool = false) throws -> [[(sent: Int64, latency: Int64)]] {
+        let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path] + (onWatcherThread ? ["watcher-thread"] : [])) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
         for _ in 0..<count {
             _Stages.mark("S")
@@ -126,12 +127,14 @@ struct Measures {
     mutating func remoteLatency() throws {
         defer { try? foundationAcrossProcesses() }
         try replaceLatency(observers: 1, count: scaled(500), gapMs: 2)
-        for durability in [PreferenceSuite.Durability.none, .full] {
-            let suite = try makeSuite("latency-\(durability)", keys: 100, durability: durability)
-            let measured = Latencies(try remoteLatencies(suite, count: scaled(500))[0].map(\.latency))
+        for (durability, onWatcherThread) in [(PreferenceSuite.Durability.none, false), (.none, true), (.full, false)] {
+            let suite = try makeSuite("latency-\(durability)\(onWatcherThread ? "-watcher" : "")", keys: 100, durability: durability)
+            let measured = Latencies(try remoteLatencies(suite, count: scaled(500), onWatcherThread: onWatcherThread)[0].map(\.latency))
             if durability == .full { fullP50 = measured.p50 }
             rows.append(Row(
-                group: "3. set → remote observer", name: "100-key suite, durability .\(durability)", n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99),
+                group: "3. set → remote observer",
+                name: "100-key suite, durability .\(durability)" + (onWatcherThread ? ", handler on the watcher thread (.synchronousExternalChanges)" : ""),
+                n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99),
                 ratio: ratio(measured.p50, floorP50), ratioTo: "the kernel floor",
                 note: (durability == .none
                     ? "target p50 ≤ 3× floor (\(µs(3 * floorP50))), p99 ≤ 10× floor (\(µs(10 * floorP50)))"
@@ -345,15 +348,20 @@ struct Measures {
         let observers = quick ? 4 : 16
         try replaceLatency(observers: observers, count: scaled(300), gapMs: 4)
         try replaceLatency(observers: observers, hop: true, count: scaled(300), gapMs: 4)
-        let suite = try makeSuite("fanout", keys: 100, durability: .none)
-        _ = takeObserverCPU()
-        let all = try remoteLatencies(suite, observers: observers, count: scaled(300), gapMs: 4)
-        let cpu = takeObserverCPU()
-        let measured = Latencies(slowestOfEach(all))
-        rows.append(Row(group: "7. fan-out", name: "\(observers) observer processes, slowest of each change", n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(measured.p99, floorP50), ratioTo: "the kernel floor (p99)",
-            note: "target p99 ≤ 10× floor (\(µs(10 * floorP50))); CPU per change per observer \(µs(cpu))"
-                + (replace.fanOutP99 > 0 ? String(format: "; p99 %.1f× the atomic-replace floor's with as many observers, %.1f× with one thread hop in each", Double(measured.p99) / Double(replace.fanOutP99), Double(measured.p99) / Double(replace.fanOutHopP99)) : ""),
-            cdf: measured.cdf))
+        for onWatcherThread in [false, true] {
+            let suite = try makeSuite("fanout\(onWatcherThread ? "-watcher" : "")", keys: 100, durability: .none)
+            _ = takeObserverCPU()
+            let all = try remoteLatencies(suite, observers: observers, count: scaled(300), gapMs: 4, onWatcherThread: onWatcherThread)
+            let cpu = takeObserverCPU()
+            let measured = Latencies(slowestOfEach(all))
+            rows.append(Row(
+                group: "7. fan-out",
+                name: "\(observers) observer processes, slowest of each change" + (onWatcherThread ? ", handlers on the watcher thread (.synchronousExternalChanges)" : ""),
+                n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(measured.p99, floorP50), ratioTo: "the kernel floor (p99)",
+                note: "target p99 ≤ 10× floor (\(µs(10 * floorP50))); CPU per change per observer \(µs(cpu))"
+                    + (replace.fanOutP99 > 0 ? String(format: "; p99 %.1f× the atomic-replace floor's with as many observers, %.1f× with one thread hop in each", Double(measured.p99) / Double(replace.fanOutP99), Double(measured.p99) / Double(replace.fanOutHopP99)) : ""),
+                cdf: measured.cdf))
+        }
     }
 
     // MARK: 8. Contention

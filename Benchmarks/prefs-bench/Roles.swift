@@ -21,14 +21,15 @@ enum Role {
         print(total)
     }
 
-    /// `observe <plist>`: records `now − value` for every change of "stamp" until "done" changes;
-    /// prints `ready`, then `L <sent> <latency>` lines, `cpu <ns>` (the CPU time it used in
-    /// between) and `end`.
-    static func observe(_ path: String) throws {
+    /// `observe <plist> [watcher-thread]`: records `now − value` for every change of "stamp" until
+    /// "done" changes; prints `ready`, then `L <sent> <latency>` lines, `cpu <ns>` (the CPU time
+    /// it used in between) and `end`. With `watcher-thread`, the handler runs where the change is
+    /// read (`.synchronousExternalChanges`).
+    static func observe(_ path: String, onWatcherThread: Bool) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
         let pairs = Lock<[(Int64, Int64)]>([])
         let done = DispatchSemaphore(value: 0)
-        let token = suite.observe(.keys(["stamp", "done"])) { change in
+        let token = suite.observe(.keys(["stamp", "done"]), options: onWatcherThread ? .synchronousExternalChanges : []) { change in
             let arrival = now()
             _Stages.mark("H")
             guard change.key == "stamp" else {

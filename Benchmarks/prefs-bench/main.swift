@@ -9,7 +9,7 @@ import SharedPrefs
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
-case "observe": try Role.observe(arguments[1]); exit(0)
+case "observe": try Role.observe(arguments[1], onWatcherThread: arguments.count > 2 && arguments[2] == "watcher-thread"); exit(0)
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
 case "floor": Role.floor(arguments[1]); exit(0)
 case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 && arguments[2] == "hop"); exit(0)

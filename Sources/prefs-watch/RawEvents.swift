@@ -19,6 +19,7 @@ enum RawEvents {
             throw failure("libinotifytools could not watch \(directory): \(String(cString: strerror(inotifytools_error()))).")
         }
         let thread = Thread {
+            Thread.current.name = "prefs-watch.raw"  // from inside: Foundation names only the current thread
             let format = strdup("%w%f %e")
             var text = nstring()
             while true {
@@ -28,7 +29,6 @@ enum RawEvents {
                 session.raw(line)
             }
         }
-        thread.name = "prefs-watch.raw"
         thread.start()
     }
 }

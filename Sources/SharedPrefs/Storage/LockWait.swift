@@ -48,8 +48,10 @@ final class LockWait: Sendable {
             return .failure(errno)
         }
         let wait = LockWait(fd: duplicate, path: path)
-        let thread = Thread { wait.block() }
-        thread.name = "SharedPrefs.lock-wait"
+        let thread = Thread {
+            Thread.current.name = "prefs.lock-wait"  // from inside: see InotifyWatcher
+            wait.block()
+        }
         thread.start()
         return wait.result(until: deadline)
     }

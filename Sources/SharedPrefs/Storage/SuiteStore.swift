@@ -35,6 +35,9 @@ package final class SuiteStore: Sendable {
         /// This process's own changes go to `synchronous` instead, on the setting thread, after
         /// the state lock is released and before the set returns.
         var synchronous: (@Sendable ([PreferenceChange]) -> Void)? = nil
+        /// With ``ObservationOptions/synchronousExternalChanges``: what `synchronous` does not
+        /// take goes here instead of to `deliver`.
+        var ordered: OrderedDelivery? = nil
     }
 
     struct State {
@@ -52,6 +55,9 @@ package final class SuiteStore: Sendable {
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
+        /// While the watcher thread re-reads inline: the ``OrderedDelivery``s it delivers once
+        /// it has let `ioExclusion` go.
+        var inlineDeliveries: [ObjectIdentifier: OrderedDelivery]? = nil
         var failureObservers: [UInt64: @Sendable (PreferenceError) -> Void] = [:]
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []
@@ -178,7 +184,7 @@ package final class SuiteStore: Sendable {
         let scheduleFlush = state.withLock { s -> Bool in
             var changes: [PreferenceChange] = []
             body(&s, &changes)
-            synchronous = publish(changes, in: s)
+            synchronous = publish(changes, in: &s)
             guard backend != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
             s.flushScheduled = true
             return true
@@ -340,10 +346,23 @@ package final class SuiteStore: Sendable {
 
     /// Called by the watcher with a burst of events already coalesced: re-reads on the calling
     /// thread when no I/O is running, otherwise queues one re-read behind the running work.
-    /// Never blocks on the store's I/O.
+    /// Never blocks on the store's I/O. Observers that take other processes' changes on this
+    /// thread (``OrderedDelivery``) get them once the re-read has let `ioExclusion` go, so that
+    /// their handlers may use the suite's I/O (`synchronize()`, `update`).
     package func scheduleReload() {
         _Stages.mark("R")
-        if ioExclusion.withLockIfAvailable({ _ in reloadNow() }) != nil { return }
+        let inline = ioExclusion.withLockIfAvailable { _ in
+            state.withLock { $0.inlineDeliveries = [:] }
+            reloadNow()
+            return state.withLock { s in
+                defer { s.inlineDeliveries = nil }
+                return s.inlineDeliveries!.values
+            }
+        }
+        if let inline {
+            for delivery in inline { delivery.deliverPending() }
+            return
+        }
         let schedule = state.withLock { s -> Bool in
             if s.reloadScheduled { return false }
             s.reloadScheduled = true
@@ -396,7 +415,7 @@ package final class SuiteStore: Sendable {
                 }
             }
             _Stages.mark("P")
-            return publish(changes, in: s)
+            return publish(changes, in: &s)
         }
         for deliver in synchronous { deliver() }
     }
@@ -446,7 +465,7 @@ package final class SuiteStore: Sendable {
                     changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: transactionKeys.contains(key) ? .local : .external))
                 }
             }
-            return publish(changes, in: s)
+            return publish(changes, in: &s)
         }
         for deliver in synchronous { deliver() }
     }
@@ -457,7 +476,7 @@ package final class SuiteStore: Sendable {
     /// changes in the order the state went through them; delivery itself is asynchronous.
     /// Returns the deliveries to synchronous observers, for the caller to make once the state is
     /// unlocked (they may call back into the suite).
-    private func publish(_ changes: [PreferenceChange], in s: State) -> [() -> Void] {
+    private func publish(_ changes: [PreferenceChange], in s: inout State) -> [() -> Void] {
         guard !changes.isEmpty else { return [] }
         var synchronous: [() -> Void] = []
         for observer in s.observers.values {
@@ -466,6 +485,13 @@ package final class SuiteStore: Sendable {
             if matching.isEmpty { continue }
             if let now = observer.synchronous, matching.allSatisfy({ $0.origin == .local }) {
                 synchronous.append { now(matching) }
+            } else if let ordered = observer.ordered {
+                ordered.post(matching)
+                if s.inlineDeliveries != nil {
+                    s.inlineDeliveries![ObjectIdentifier(ordered)] = ordered
+                } else {
+                    ordered.deliverPendingOnQueue()
+                }
             } else {
                 observer.deliver(matching)
             }
@@ -476,11 +502,12 @@ package final class SuiteStore: Sendable {
     /// Adds an observer; `initial` runs under the same lock, so no change slips between the two.
     func addObserver(
         _ filter: KeyFilter, deliver: @escaping @Sendable ([PreferenceChange]) -> Void,
-        synchronous: (@Sendable ([PreferenceChange]) -> Void)? = nil, initial: (State) -> Void = { _ in }
+        synchronous: (@Sendable ([PreferenceChange]) -> Void)? = nil, ordered: OrderedDelivery? = nil,
+        initial: (State) -> Void = { _ in }
     ) -> UInt64 {
         state.withLock { s in
             s.nextObserverID += 1
-            s.observers[s.nextObserverID] = Observer(filter: filter, deliver: deliver, synchronous: synchronous)
+            s.observers[s.nextObserverID] = Observer(filter: filter, deliver: deliver, synchronous: synchronous, ordered: ordered)
             initial(s)
             return s.nextObserverID
         }
@@ -511,5 +538,46 @@ package final class SuiteStore: Sendable {
         state.withLock { s in
             for deliver in s.failureObservers.values { deliver(failure) }
         }
+    }
+}
+
+/// The changes for one observer with ``ObservationOptions/synchronousExternalChanges``, kept in
+/// the order the store went through them and handed to its handler one batch at a time, never
+/// two at once: on the watcher thread right after the re-read that found them, or else on the
+/// observer's queue (this process's changes, and other processes' found elsewhere, as by a
+/// re-read queued behind this process's write). Whichever thread comes first delivers everything
+/// posted so far; the other finds nothing left.
+final class OrderedDelivery: Sendable {
+    private let queue: DispatchQueue
+    private let handler: @Sendable ([PreferenceChange]) -> Void
+    private let state = Lock<(pending: [PreferenceChange], delivering: Bool)>(([], false))
+
+    init(queue: DispatchQueue, _ handler: @escaping @Sendable ([PreferenceChange]) -> Void) {
+        self.queue = queue
+        self.handler = handler
+    }
+
+    /// Adds changes to deliver; called in the store's state order.
+    func post(_ changes: [PreferenceChange]) {
+        state.withLock { $0.pending += changes }
+    }
+
+    /// Delivers what is pending, on this thread, unless another thread is delivering (it then
+    /// delivers this too, after what it has).
+    func deliverPending() {
+        while let batch = state.withLock({ s -> [PreferenceChange]? in
+            guard !s.delivering, !s.pending.isEmpty else { return nil }
+            s.delivering = true
+            defer { s.pending = [] }
+            return s.pending
+        }) {
+            handler(batch)
+            state.withLock { $0.delivering = false }
+        }
+    }
+
+    /// ``deliverPending()`` on the observer's queue.
+    func deliverPendingOnQueue() {
+        queue.async { [self] in deliverPending() }
     }
 }

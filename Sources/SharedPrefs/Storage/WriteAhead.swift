@@ -153,13 +153,13 @@ final class Housekeeper: Sendable {
 
     private init() {
         let thread = Thread { [self] in
+            Thread.current.name = "prefs.keeper"  // from inside: see InotifyWatcher
             _ = sharedprefs_run_when_idle()
             while true {
                 ready.wait()
                 for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job() }
             }
         }
-        thread.name = "SharedPrefs.housekeeper"
         thread.start()
     }
 

@@ -77,8 +77,11 @@ final class InotifyWatcher: Sendable {
             logger.warning("\(error)")
         }
         wakeFD = (try? Syscall.eventDescriptor().get()) ?? -1
-        let thread = Thread { [self] in run() }
-        thread.name = "SharedPrefs.watcher"
+        // Named from inside: Foundation on Linux names only the current thread (15 bytes at most).
+        let thread = Thread { [self] in
+            Thread.current.name = "prefs.watcher"
+            run()
+        }
         thread.start()
     }
 

@@ -200,13 +200,14 @@ public struct ObservationOptions: OptionSet, Sendable {
 
     /// Other processes' changes are delivered on the thread that read them, as soon as they are
     /// read, instead of being handed over to the queue: one thread wake-up less per change
-    /// (about 25 µs on the benchmark's machine, BENCHMARKS.md).
+    /// (6–30 µs at p50 in the benchmark's runs, BENCHMARKS.md).
     ///
-    /// For a file suite that thread is the process's one watcher thread, which reads the changes
-    /// of every suite in the process (for an etcd suite, the thread of its watch): while the
-    /// handler runs, no other change reaches any observer. Use it for handlers that return at
-    /// once (set a flag, resume a continuation, post to a queue of your own); never wait in one.
-    /// The handler may use the suite, including `synchronize()` and `update`.
+    /// For a file suite that thread is the process's one watcher thread (`prefs.watcher` in a
+    /// debugger or `top -H`), which reads the changes of every suite in the process (for an etcd
+    /// suite, the thread of its watch): while the handler runs, no other change reaches any
+    /// observer. Use it for handlers that return at once (set a flag, resume a continuation, post
+    /// to a queue of your own); never wait in one. The handler may use the suite, including
+    /// `synchronize()` and `update`.
     ///
     /// Changes still arrive in order, one at a time: this process's own changes (unless
     /// ``synchronousLocalChanges`` takes them) and other processes' changes read elsewhere (by a

@@ -39,8 +39,10 @@
 /// Every persisted property needs a default value, which is captured once: reads fall back
 /// stored → registered → declared default, so a key removed by another process reverts the
 /// property to its default (with one mutation). A `@MainActor` class receives external changes on
-/// the main queue; any other class on a private serial queue (the observation registrar is
-/// thread-safe). No flag is needed for either.
+/// the main queue; any other class on the library's watcher thread, right after it reads them
+/// (``ObservationOptions/synchronousExternalChanges``: the observation registrar is thread-safe,
+/// and calls `withObservationTracking`'s `onChange` there, as on any thread that mutates). No flag
+/// is needed for either.
 @attached(
     member,
     names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),

@@ -119,7 +119,10 @@ public final class _PrefsStorage: Sendable {
             observation = nil
         } else {
             let box = WeakBox(object)
-            observation = suite.observe(.keys(Set(names.map { prefix + $0 })), queue: onMain ? .main : nil) { [weak self] change in
+            // Off the main actor, the registrar is called where the change was read (one thread
+            // hop less), as Observation calls `onChange` on the thread that mutates.
+            let options: ObservationOptions = onMain ? [] : .synchronousExternalChanges
+            observation = suite.observe(.keys(Set(names.map { prefix + $0 })), options: options, queue: onMain ? .main : nil) { [weak self] change in
                 guard let self, !self.isOwnWrite(change), let object = box.object else { return }
                 notify(object, String(decoding: change.key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self), change)
             }

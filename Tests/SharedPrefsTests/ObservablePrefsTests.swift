@@ -159,6 +159,25 @@ struct ObservablePrefsCrossProcessTests {
         #expect(ignoring.volume == 11)  // reads still see the suite
     }
 
+    /// Off the main actor, the registrar hears another process's change on the watcher thread
+    /// that read it, with no hop to a queue (`onChange` runs there). A re-read queued behind this
+    /// process's own I/O may hand a change to the queue instead: one of five at least.
+    @Test func aClassOffTheMainActorIsUpdatedWhereTheChangeIsRead() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("off-main.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let settings = AppSettings(suite: suite)
+        var threads: [String] = []
+        for volume in 1...5 where !threads.contains("prefs.watcher") {
+            #expect(suite.synchronize())
+            let fired = Recorder<String>()
+            withObservationTracking { _ = settings.volume } onChange: { fired.record(Thread.current.name ?? "") }
+            try await child("set", file.path, "app.volume=int:\(volume)")
+            threads += try await fired.wait(for: 1)
+        }
+        #expect(threads.contains("prefs.watcher"), "\(threads)")
+    }
+
     @MainActor
     @Test func aMainActorClassIsUpdatedOnTheMainActor() async throws {
         let directory = try TemporaryDirectory()

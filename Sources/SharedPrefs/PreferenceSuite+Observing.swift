@@ -206,8 +206,9 @@ public struct ObservationOptions: OptionSet, Sendable {
     /// debugger or `top -H`), which reads the changes of every suite in the process (for an etcd
     /// suite, the thread of its watch): while the handler runs, no other change reaches any
     /// observer. Use it for handlers that return at once (set a flag, resume a continuation, post
-    /// to a queue of your own); never wait in one. The handler may use the suite, including
-    /// `synchronize()` and `update`.
+    /// to a queue of your own); never wait in one. The handler may use the suite, even
+    /// `synchronize()` and `update`, without waiting for itself; but those wait for the suite's
+    /// file lock, and every suite's changes wait with them.
     ///
     /// Changes still arrive in order, one at a time: this process's own changes (unless
     /// ``synchronousLocalChanges`` takes them) and other processes' changes read elsewhere (by a

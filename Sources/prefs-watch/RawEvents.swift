@@ -18,8 +18,7 @@ enum RawEvents {
         for directory in Set(directories) where inotifytools_watch_file(directory, events) == 0 {
             throw failure("libinotifytools could not watch \(directory): \(String(cString: strerror(inotifytools_error()))).")
         }
-        let thread = Thread {
-            Thread.current.name = "prefs-watch.raw"  // from inside: Foundation names only the current thread
+        Thread.start(named: "prefs-watch.raw") {
             let format = strdup("%w%f %e")
             var text = nstring()
             while true {
@@ -29,7 +28,6 @@ enum RawEvents {
                 session.raw(line)
             }
         }
-        thread.start()
     }
 }
 #endif

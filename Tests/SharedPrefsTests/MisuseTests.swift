@@ -30,7 +30,8 @@ struct MisuseTests {
         let suite = PreferenceSuite.inMemory()
         let calls = Recorder<Int>()
         let holder = Lock<PreferenceObservation?>(nil)
-        holder.withLock { $0 = suite.observe(.all) { _ in calls.record(1); holder.withLock { $0?.cancel() } } }
+        // Cancelled before it records: once the test hears the call, the cancel is done.
+        holder.withLock { $0 = suite.observe(.all) { _ in holder.withLock { $0?.cancel() }; calls.record(1) } }
         let (witness, token) = suite.record(.all)
         defer { _ = token }
         suite.set(1, forKey: "a")

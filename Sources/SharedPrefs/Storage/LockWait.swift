@@ -48,11 +48,7 @@ final class LockWait: Sendable {
             return .failure(errno)
         }
         let wait = LockWait(fd: duplicate, path: path)
-        let thread = Thread {
-            Thread.current.name = "prefs.lock-wait"  // from inside: see InotifyWatcher
-            wait.block()
-        }
-        thread.start()
+        Thread.start(named: "prefs.lock-wait") { wait.block() }
         return wait.result(until: deadline)
     }
 

@@ -152,15 +152,13 @@ final class Housekeeper: Sendable {
     private let ready = DispatchSemaphore(value: 0)
 
     private init() {
-        let thread = Thread { [self] in
-            Thread.current.name = "prefs.keeper"  // from inside: see InotifyWatcher
+        Thread.start(named: "prefs.keeper") { [self] in
             _ = sharedprefs_run_when_idle()
             while true {
                 ready.wait()
                 for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job() }
             }
         }
-        thread.start()
     }
 
     /// Runs `job` on the housekeeper's thread, after the jobs before it.

@@ -77,12 +77,7 @@ final class InotifyWatcher: Sendable {
             logger.warning("\(error)")
         }
         wakeFD = (try? Syscall.eventDescriptor().get()) ?? -1
-        // Named from inside: Foundation on Linux names only the current thread (15 bytes at most).
-        let thread = Thread { [self] in
-            Thread.current.name = "prefs.watcher"
-            run()
-        }
-        thread.start()
+        Thread.start(named: "prefs.watcher") { [self] in run() }
     }
 
     /// File systems (statfs `f_type`) on which inotify reports only what this machine does

@@ -152,9 +152,8 @@ struct CrossProcessTests {
         suite.set(1, forKey: "a")
         let first = try await heard.wait(for: 1)
         #expect(first.count == 1 && first[0].hasPrefix("1 local ") && !first[0].hasSuffix("prefs.watcher"), "\(first)")
-        // A re-read queued behind this process's own I/O may find a change first and hand it to
-        // the queue, in order (seen in full runs of the tests on 2 busy cores, for three changes
-        // in a row once): the watcher thread reads one of five at least.
+        // A re-read that finds this process's own I/O running is queued behind it, and hands what
+        // it finds to the queue, in order: so the watcher thread must read one of five at least.
         var onWatcher: Int64? = nil
         for value: Int64 in 7...11 where onWatcher == nil {
             #expect(suite.synchronize())  // nothing of this process's I/O left running or queued

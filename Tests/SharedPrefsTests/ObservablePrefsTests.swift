@@ -161,7 +161,7 @@ struct ObservablePrefsCrossProcessTests {
 
     /// Off the main actor, the registrar hears another process's change on the watcher thread
     /// that read it, with no hop to a queue (`onChange` runs there). A re-read queued behind this
-    /// process's own I/O may hand a change to the queue instead: one of five at least.
+    /// process's own I/O would hand a change to the queue instead: one of five at least.
     @Test func aClassOffTheMainActorIsUpdatedWhereTheChangeIsRead() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("off-main.plist")

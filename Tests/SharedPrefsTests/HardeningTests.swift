@@ -62,11 +62,65 @@ struct HardeningTests {
         #expect(try readSuiteFile(file) == ["before": 0, "k": 1])
     }
 
+    /// A writer keeps the lock file open between writes. Deleted and made again by someone else,
+    /// the lock file at the name is the one every other writer takes, and so the one this writer
+    /// must take: a lock on the deleted file it holds would exclude nobody.
+    @Test func aLockFileReplacedBetweenWritesIsTheOneTaken() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("relock.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .milliseconds(300)))
+        for i in 1...3 {
+            suite.set(i, forKey: "before")
+            try await suite.flush()
+        }
+        let lock = directory.file(".relock.plist.lock")
+        try FileManager.default.removeItem(at: lock)
+        let holder = try Launched(URL(filePath: "/usr/bin/env"), [
+            "python3", "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            lock.path,
+        ])
+        try await holder.records.wait(for: 1)
+        suite.set(1, forKey: "k")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(error?.code == .lockTimedOut)
+        try holder.closeInput()
+        _ = try await holder.status()
+        try await suite.flush()
+        #expect(try readSuiteFile(file) == ["before": 3, "k": 1])
+    }
+
+    /// A writer keeps the suite's directory open between writes, and before each checks that the
+    /// directory's path still leads to it: a directory moved away and replaced by another gets the
+    /// next write, even before the watcher has seen the move (held here).
+    @Test func aDirectoryReplacedBetweenWritesGetsTheNextWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.file("folder")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let file = folder.appending(path: "s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        for i in 1...3 {
+            suite.set(i, forKey: "a")
+            #expect(suite.synchronize())
+        }
+        _TestingHooks.holdWatcher(true)
+        defer { _TestingHooks.holdWatcher(false) }
+        #expect(rename(folder.path, directory.file("folder.old").path) == 0)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        suite.set(4, forKey: "b")
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(file) == ["b": 4])
+        #expect(try readSuiteFile(directory.file("folder.old/s.plist")) == ["a": 3])
+    }
+
     @Test func theLockFileIsReadableOnlyByThoseWhoMayWriteTheSuite() async throws {
         let directory = try TemporaryDirectory()
         let suite = try PreferenceSuite(fileURL: directory.file("modes.plist"), options: .init(filePermissions: 0o644))
-        suite.set(1, forKey: "k")
-        try await suite.flush()
+        // Three writes: from the second on, the writer keeps the lock file open (``WriteAhead``).
+        for i in 1...3 {
+            suite.set(i, forKey: "k")
+            try await suite.flush()
+        }
         var st = stat()
         #expect(stat(directory.file(".modes.plist.lock").path, &st) == 0)
         #expect(st.st_mode & 0o077 == 0, "lock mode \(String(st.st_mode & 0o777, radix: 8))")

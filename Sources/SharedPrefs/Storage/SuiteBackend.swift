@@ -83,12 +83,14 @@ final class FileBackend: SuiteBackend {
     /// snapshot and is reported (the next event, a complete write, is read again); other failures
     /// throw.
     func reload(_ store: SuiteStore) throws(PreferenceError) {
-        guard let dir = try file.openDirectory(creating: false) else {
+        var opened: OpenDirectory? = nil
+        defer { doneWithDirectory(opened) }
+        opened = try ahead.openDirectory(file, creating: false)
+        guard let dir = opened else {
             // The directory is gone, and the suite with it.
             adopt(.full([:]), version: .missing, image: nil, into: store)
             return
         }
-        defer { dir.close() }
         let (lastVersion, lastImage) = last.withLock { $0 }
         if let same = try file.confirm(lastVersion, in: dir, heldOpen: ahead.holdsWritten) {
             last.withLock { $0.version = same }
@@ -107,10 +109,12 @@ final class FileBackend: SuiteBackend {
 
     /// The write path: lock → re-read if changed → plan → atomic write → unlock.
     func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
-        guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
-        defer { dir.close() }
-        let lockfd = try file.lock(in: dir)
-        defer { Syscall.close(lockfd) }
+        var opened: OpenDirectory? = nil
+        defer { doneWithDirectory(opened) }
+        opened = try ahead.openDirectory(file, creating: true)
+        guard let dir = opened else { throw file.missingDirectory() }
+        let lockfd = try ahead.lock(file, in: dir)
+        defer { ahead.unlock(lockfd) }
         removeStaleTemporaryFilesOccasionally(in: dir)
 
         let (lastVersion, lastImage) = last.withLock { $0 }
@@ -158,6 +162,11 @@ final class FileBackend: SuiteBackend {
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         return quarantined
+    }
+
+    /// Ends a read or write: the directory stays open while the suite file exists (as last seen).
+    private func doneWithDirectory(_ dir: OpenDirectory?) {
+        ahead.done(with: dir, keepsOpen: last.withLock { $0.version.stamp != nil })
     }
 
     /// Closes the files held open for writes (see ``WriteAhead``).

@@ -164,11 +164,19 @@ struct SuiteFile: Sendable {
         return result
     }
 
+    /// The suite's lock file, open, and what identifies it.
+    struct LockFile {
+        let fd: CInt
+        let identity: FileIdentity
+        /// The identity of the directory it was opened in.
+        let directory: FileIdentity
+    }
+
     /// Takes the suite's exclusive lock, waiting at most ``PreferenceSuite/Options/lockTimeout``.
     /// Closing the returned descriptor releases it, and the kernel releases it when the process
     /// dies, so a crashed writer never blocks the others.
     /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
-    func lock(in dir: OpenDirectory) throws(PreferenceError) -> CInt {
+    func lock(in dir: OpenDirectory) throws(PreferenceError) -> LockFile {
         // Read-only: flock needs no write access, and closing a descriptor opened for writing
         // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
         // FIFO planted here must not hang the open.
@@ -183,16 +191,38 @@ struct SuiteFile: Sendable {
             let st = try Syscall.fstat(fd).get("fstat", path: lockPath, doing: "inspect the lock file")
             guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: lockPath) }
             try checkOwner(st, of: lockPath, in: dir)
-            let mode = st.st_mode & 0o777
-            if st.st_uid == geteuid(), dir.isGroupContainer ? mode != lockMode : mode & ~lockMode != 0 {
+            if needsModeSet(st, in: dir) {
                 try Syscall.fchmod(fd, lockMode).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
             }
-            try acquire(fd, st)
-            return fd
+            try acquire(fd, FileIdentity(st))
+            return LockFile(fd: fd, identity: FileIdentity(st), directory: dir.identity)
         } catch {
             Syscall.close(fd)
             throw error
         }
+    }
+
+    /// Takes the lock again through `held`, a lock file this suite opened before and kept open
+    /// (see ``WriteAhead``). Returns `false`, with the lock let go, when `held` is no longer the
+    /// file at ``lockName`` in `dir`: a lock taken on a file that was deleted or replaced since
+    /// would exclude nobody.
+    func relock(_ held: LockFile, in dir: OpenDirectory) throws(PreferenceError) -> Bool {
+        guard held.directory == dir.identity else { return false }
+        try acquire(held.fd, held.identity)
+        // What `lock(in:)` checks of a file it opens: anything else is left to it.
+        if case .success(let st) = Syscall.lstatat(dir.fd, lockName), st.st_mode & S_IFMT == S_IFREG, FileIdentity(st) == held.identity,
+            isTrusted(st, in: dir), !needsModeSet(st, in: dir) {
+            return true
+        }
+        _ = Syscall.lock(held.fd, LOCK_UN)
+        return false
+    }
+
+    /// Whether the lock file, ours, has another mode than ``lockMode`` asks for (in a group
+    /// container), or gives more than it (elsewhere).
+    private func needsModeSet(_ st: stat, in dir: OpenDirectory) -> Bool {
+        let mode = st.st_mode & 0o777
+        return st.st_uid == geteuid() && (dir.isGroupContainer ? mode != lockMode : mode & ~lockMode != 0)
     }
 
     /// Creates the lock file with its final mode in one step: unnamed, given its mode, then linked
@@ -209,11 +239,11 @@ struct SuiteFile: Sendable {
     }
 
     /// Takes the lock on `fd`, waiting at most the lock timeout (see ``LockWait``).
-    private func acquire(_ fd: CInt, _ st: stat) throws(PreferenceError) {
+    private func acquire(_ fd: CInt, _ identity: FileIdentity) throws(PreferenceError) {
         switch LockWait.lock(fd, path: lockPath, timeout: options.lockTimeout) {
         case .success(true): return
         case .success(false):
-            let holder = LockHolder.find(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)).map { " It is held by \($0)." } ?? ""
+            let holder = LockHolder.find(device: identity.device, inode: identity.inode).map { " It is held by \($0)." } ?? ""
             throw PreferenceError(
                 code: .lockTimedOut,
                 message: "Gave up after \(options.lockTimeout) waiting for the lock \(lockPath).\(holder) A stopped or hung process, or one that only reads the lock file, is holding it: end that process, or raise PreferenceSuite.Options.lockTimeout. The values stay pending and are written by the next flush.",
@@ -380,11 +410,17 @@ struct SuiteFile: Sendable {
     /// In a directory every user can write, refuses a file owned by someone other than this
     /// user or root: anyone could have planted it there, with values of their choosing.
     private func checkOwner(_ st: stat, of filePath: String, in dir: OpenDirectory) throws(PreferenceError) {
-        guard dir.isWritableByEveryone, st.st_uid != geteuid(), st.st_uid != 0 else { return }
+        guard !isTrusted(st, in: dir) else { return }
         throw PreferenceError(
             code: .untrustedFile,
             message: "Refusing to use \(filePath): it is owned by uid \(st.st_uid), and \(directory) is writable by every user, so that user may have planted it. Remove the file if you do not trust its owner, or keep shared suites in a group container (mode 02770) instead.",
             path: filePath)
+    }
+
+    /// Whether a file may be used: owned by this user or root, or in a directory that not every
+    /// user can write.
+    private func isTrusted(_ st: stat, in dir: OpenDirectory) -> Bool {
+        !dir.isWritableByEveryone || st.st_uid == geteuid() || st.st_uid == 0
     }
 
     private func notRegular(_ st: stat, path: String) -> PreferenceError {

@@ -6,23 +6,29 @@ import Foundation
 import SharedPrefsLocking
 import Synchronization
 
-/// The parts of a suite's atomic replace that no observer needs to wait for, done before or after
-/// the write by the ``Housekeeper``:
-/// - making the next temporary file, an unnamed (`O_TMPFILE`) inode with the last file's size
-///   preallocated: on ext4 without a journal, allocating an inode while others were freed in the
-///   last seconds costs more than the rest of the write, and a rename that replaces a file
-///   allocates the new file's blocks before it returns (`auto_da_alloc`);
-/// - closing the file the write before made. While it is open, the rename that replaces it does
-///   not free it (the kernel frees an unlinked inode at its last close), and its close comes when
-///   nothing waits for it. What is held is a read-only descriptor (``SuiteFile/UnnamedFile``),
-///   whose close wakes no watcher of the directory; closing one open for writing would.
+/// The files a suite keeps open between its reads and writes, so that neither opening them nor
+/// freeing them is on the way to an observer:
+/// - the suite's directory and its lock file. A read or write that finds the directory's path
+///   still leading to the directory held (one `stat`) uses it instead of walking the path again
+///   (``DirectoryLocation``), and takes the lock through the lock file held, checked to be still
+///   the one at its name (one `fstatat`), instead of opening it again;
+/// - the next temporary file, made by the ``Housekeeper``: an unnamed (`O_TMPFILE`) inode with the
+///   last file's size preallocated. On ext4 without a journal, allocating an inode while others
+///   were freed in the last seconds costs more than the rest of the write, and a rename that
+///   replaces a file allocates the new file's blocks before it returns (`auto_da_alloc`);
+/// - the file the write before made, closed by the housekeeper. While it is open, the rename that
+///   replaces it does not free it (the kernel frees an unlinked inode at its last close), and its
+///   close comes when nothing waits for it. What is held is a read-only descriptor
+///   (``SuiteFile/UnnamedFile``), whose close wakes no watcher of the directory; closing one open
+///   for writing would.
 ///
 /// A file open in a directory keeps the kernel from reporting the directory's removal
 /// (`IN_DELETE_SELF` comes at the last close), and keeps its file system from being unmounted. So
 /// the files are let go as soon as the suite file is deleted or moved away (``releaseAll()``, from
-/// the watcher), and ``idleRelease`` after a suite's last write; the process holds at most
-/// ``limit`` for all its suites, those waiting to be closed among them. Past it, a write makes and
-/// closes its file itself, as it would without this.
+/// the watcher), when a read finds no suite file, and ``idleRelease`` after the suite's last read
+/// or write; the process holds at most ``limit`` for all its suites, those waiting to be closed
+/// among them. Past it, a read or write opens and closes its files itself, as it would without
+/// this.
 final class WriteAhead: Sendable {
     private struct State {
         /// An unnamed file made in the directory with identity `directory`, ready to be written.
@@ -34,15 +40,29 @@ final class WriteAhead: Sendable {
         /// Whether the housekeeper has a job of this suite queued: one at a time, however many
         /// writes come while it waits for an idle CPU.
         var queued = false
-        /// When this suite last wrote, and whether a check for idleness is scheduled.
-        var lastWrite = ContinuousClock.now
+        /// The suite's directory and lock file, held between reads and writes.
+        var directory: OpenDirectory?
+        var lock: SuiteFile.LockFile?
+        /// Whether a read or write is using them (the store runs one at a time), and whether they
+        /// are to be closed once it is done.
+        var inUse = false
+        var releaseWhenDone = false
+        /// When this suite last read or wrote, and whether a check for idleness is scheduled.
+        var lastUse = ContinuousClock.now
         var idleCheckScheduled = false
+
+        /// Notes a use; returns whether an idle check must be scheduled.
+        mutating func used() -> Bool {
+            lastUse = .now
+            defer { idleCheckScheduled = true }
+            return !idleCheckScheduled
+        }
     }
 
     private let state = Lock(State())
     /// Descriptors held for this by every suite of the process.
     private static let held = Atomic<Int>(0)
-    static let limit = 8
+    static let limit = 16
     static let idleRelease: Duration = .seconds(5)
 
     deinit {
@@ -63,13 +83,103 @@ final class WriteAhead: Sendable {
     /// Whether the file this suite wrote last is held open.
     var holdsWritten: Bool { state.withLock { $0.written != nil } }
 
-    /// Closes every file this suite holds.
+    /// Closes every file this suite holds; the directory and lock file once the read or write
+    /// using them is done.
     func releaseAll() {
         let held = state.withLock { s in
             defer { (s.spare, s.written, s.replaced) = (nil, nil, []) }
-            return s.replaced + (s.spare?.file.descriptors ?? []) + [s.written].compactMap { $0 }
+            var held = s.replaced + (s.spare?.file.descriptors ?? []) + [s.written].compactMap { $0 }
+            if s.inUse { s.releaseWhenDone = true } else { held += Self.takeDirectory(&s) }
+            return held
         }
         for fd in held { Self.release(fd) }
+    }
+
+    /// Takes the held directory and lock file out of `s`, for closing.
+    private static func takeDirectory(_ s: inout State) -> [CInt] {
+        defer { (s.directory, s.lock) = (nil, nil) }
+        return [s.directory?.fd, s.lock?.fd].compactMap { $0 }
+    }
+
+    // MARK: The directory and the lock file
+
+    /// The suite's directory for one read or write (under the store's I/O exclusion): the one
+    /// held, when `file`'s directory path still leads to it and it is not writable by every user
+    /// without the sticky bit, or else opened by a walk (``SuiteFile/openDirectory(creating:)``).
+    /// Every call is followed by ``done(with:keepsOpen:)``, even when it throws.
+    ///
+    /// The check follows links in the path, as `open` would: what it proves is that the
+    /// descriptor is the directory the path names now, the one a walk made safely before.
+    func openDirectory(_ file: SuiteFile, creating: Bool) throws(PreferenceError) -> OpenDirectory? {
+        let held = state.withLock { s in
+            s.inUse = true
+            return s.directory
+        }
+        if let held {
+            if case .success(let st) = Syscall.stat(file.directory), FileIdentity(st) == held.identity,
+                st.st_mode & S_IWOTH == 0 || st.st_mode & S_ISVTX != 0 {
+                return OpenDirectory(fd: held.fd, mode: st.st_mode, identity: held.identity)
+            }
+            for fd in state.withLock({ Self.takeDirectory(&$0) }) { Self.release(fd) }
+        }
+        return try file.openDirectory(creating: creating)
+    }
+
+    /// Ends a read or write that ``openDirectory(_:creating:)`` began, with `dir` as it returned
+    /// (`nil` for none): keeps `dir` (and the lock file taken in it) open when `keepsOpen` (the
+    /// suite file exists) and nothing asked for them to be let go, or else closes them.
+    func done(with dir: OpenDirectory?, keepsOpen: Bool) {
+        let (release, close, checksIdle) = state.withLock { s -> ([CInt], CInt?, Bool) in
+            s.inUse = false
+            defer { s.releaseWhenDone = false }
+            guard keepsOpen, !s.releaseWhenDone, let dir else { return (Self.takeDirectory(&s), dir?.fd, false) }
+            if s.directory?.fd == dir.fd { return ([], nil, s.used()) }
+            // Opened by this read or write (the one held, if any, was let go).
+            guard s.directory == nil, Self.reserve() else { return ([], dir.fd, false) }
+            s.directory = dir
+            return ([], nil, s.used())
+        }
+        for fd in release { Self.release(fd) }
+        if let close { Syscall.close(close) }
+        if checksIdle { scheduleIdleCheck(after: Self.idleRelease) }
+    }
+
+    /// Takes the suite's lock in `dir`, from ``openDirectory(_:creating:)``, through the lock
+    /// file held when it is still the one in `dir` (``SuiteFile/relock(_:in:)``). Let go with
+    /// ``unlock(_:)``.
+    func lock(_ file: SuiteFile, in dir: OpenDirectory) throws(PreferenceError) -> CInt {
+        if let held = state.withLock({ $0.lock }) {
+            do throws(PreferenceError) {
+                if try file.relock(held, in: dir) { return held.fd }
+            } catch {
+                // A wait that timed out may still take the lock through a duplicate of this
+                // descriptor (``LockWait``) and give it back: it must never be used again.
+                dropLock(held)
+                throw error
+            }
+            dropLock(held)
+        }
+        let lock = try file.lock(in: dir)
+        // Held only in a directory held: they are let go together.
+        state.withLock { s in
+            if s.lock == nil, s.directory?.fd == dir.fd, Self.reserve() { s.lock = lock }
+        }
+        return lock.fd
+    }
+
+    /// Lets the lock go: unlocks the lock file held, or closes one that is not.
+    func unlock(_ fd: CInt) {
+        guard let held = state.withLock({ $0.lock }), held.fd == fd else { return Syscall.close(fd) }
+        if case .failure = Syscall.lock(fd, LOCK_UN) { dropLock(held) }
+    }
+
+    private func dropLock(_ lock: SuiteFile.LockFile) {
+        let taken = state.withLock { s in
+            guard s.lock?.fd == lock.fd else { return false }
+            s.lock = nil
+            return true
+        }
+        if taken { Self.release(lock.fd) }
     }
 
     /// The spare file for a write to `dir`, if one was made there: for ``SuiteFile/write(_:in:as:into:)``.
@@ -91,9 +201,8 @@ final class WriteAhead: Sendable {
         let (queues, checksIdle) = state.withLock { s -> (Bool, Bool) in
             if let written = s.written { s.replaced.append(written) }
             s.written = keeps ? fd : nil
-            s.lastWrite = .now
-            defer { (s.queued, s.idleCheckScheduled) = (true, true) }
-            return (!s.queued, !s.idleCheckScheduled)
+            defer { s.queued = true }
+            return (!s.queued, s.used())
         }
         if checksIdle { scheduleIdleCheck(after: Self.idleRelease) }
         guard queues else { return }
@@ -108,12 +217,12 @@ final class WriteAhead: Sendable {
         }
     }
 
-    /// Lets everything go once the suite has not written for ``idleRelease``.
+    /// Lets everything go once the suite has not read or written for ``idleRelease``.
     private func scheduleIdleCheck(after delay: Duration) {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay / .seconds(1)) { [weak self] in
             guard let self else { return }
             let idleFor = state.withLock { s -> Duration? in
-                let since = ContinuousClock.now - s.lastWrite
+                let since = ContinuousClock.now - s.lastUse
                 if since < Self.idleRelease { return since }
                 s.idleCheckScheduled = false
                 return nil

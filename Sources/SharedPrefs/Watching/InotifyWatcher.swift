@@ -325,9 +325,14 @@ final class InotifyWatcher: Sendable {
         }
     }
 
+    /// Reads the events queued, until a read that did not fill the buffer: the queue was empty
+    /// then, and what comes later wakes `poll` again (which saves the read that would only say
+    /// `EAGAIN`).
     private func readEvents(_ buffer: UnsafeMutableRawPointer, _ size: Int, into batch: inout Batch) {
-        while true {
-            let count = read(fd, buffer, size)
+        let mostOfOneEvent = MemoryLayout<inotify_event>.size + Int(NAME_MAX) + 1
+        var count = size
+        while count > size - mostOfOneEvent {
+            count = read(fd, buffer, size)
             guard count > 0 else { return }
             var offset = 0
             while offset + MemoryLayout<inotify_event>.size <= count {

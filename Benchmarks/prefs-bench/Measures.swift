@@ -13,10 +13,10 @@ struct Measures {
     var floorP50: Int64 = 0
     var fullP50: Int64 = 0
     var fsyncPairP50: Int64 = 0
-    /// The floor of an atomic replace, read by one and by 16 observers (p50, p99; and p99 with one
-    /// thread hop in each observer), and how many replaces one process makes per second without
-    /// and with the fsync pair.
-    var replace = (p50: Int64(0), fanOutP99: Int64(0), fanOutHopP99: Int64(0), rate: 0.0, fullRate: 0.0)
+    /// The floor of an atomic replace, read by one observer (p50; and with a lock and a thread hop
+    /// on each side) and by 16 (p99; and with one thread hop in each), and how many replaces one
+    /// process makes per second without and with the fsync pair.
+    var replace = (p50: Int64(0), handedOverP50: Int64(0), fanOutP99: Int64(0), fanOutHopP99: Int64(0), rate: 0.0, fullRate: 0.0)
 
     func scaled(_ count: Int) -> Int { quick ? max(5, count / 20) : count }
 
@@ -127,6 +127,7 @@ struct Measures {
     mutating func remoteLatency() throws {
         defer { try? foundationAcrossProcesses() }
         try replaceLatency(observers: 1, count: scaled(500), gapMs: 2)
+        try replaceLatency(observers: 1, hop: true, writerHandsOver: true, count: scaled(500), gapMs: 2)
         for (durability, onWatcherThread) in [(PreferenceSuite.Durability.none, false), (.none, true), (.full, false)] {
             let suite = try makeSuite("latency-\(durability)\(onWatcherThread ? "-watcher" : "")", keys: 100, durability: durability)
             let measured = Latencies(try remoteLatencies(suite, count: scaled(500), onWatcherThread: onWatcherThread)[0].map(\.latency))
@@ -139,7 +140,9 @@ struct Measures {
                 note: (durability == .none
                     ? "target p50 ≤ 3× floor (\(µs(3 * floorP50))), p99 ≤ 10× floor (\(µs(10 * floorP50)))"
                     : "target p50 ≤ floor + one fsync pair (\(µs(floorP50 + fsyncPairP50)))")
-                    + (replace.p50 > 0 ? String(format: durability == .full ? "; %.1f× the atomic-replace floor + the fsync pair" : "; %.1f× the atomic-replace floor", Double(measured.p50) / Double(replace.p50 + (durability == .full ? fsyncPairP50 : 0))) : ""),
+                    + (replace.p50 > 0 ? String(format: durability == .full ? "; %.1f× the atomic-replace floor + the fsync pair" : "; %.1f× the atomic-replace floor", Double(measured.p50) / Double(replace.p50 + (durability == .full ? fsyncPairP50 : 0))) : "")
+                    + (durability == .none && !onWatcherThread && replace.handedOverP50 > 0
+                        ? String(format: ", %.1f× its floor with a lock and a hand-over on each side", Double(measured.p50) / Double(replace.handedOverP50)) : ""),
                 cdf: measured.cdf))
         }
     }
@@ -199,37 +202,62 @@ struct Measures {
     /// (`WriteAhead`), the file is made before the send time is taken, and the file it replaces
     /// is held open until then, so that the rename does not free it: neither the allocation of
     /// an inode nor its freeing is on the timed path.
-    mutating func replaceLatency(observers: Int, hop: Bool = false, count: Int, gapMs: Double) throws {
+    /// - Parameters:
+    ///   - hop: Each observer hands the arrival over to another thread (`DispatchQueue.async`),
+    ///     as a library does that runs its users' handlers off the thread that reads the events.
+    ///   - writerHandsOver: The replace runs on another thread, under an `flock` of a lock file
+    ///     held open, after a `DispatchQueue.async` from the thread that takes the send time: as
+    ///     a library does whose `set` returns before any I/O, and that merges writes under a lock.
+    mutating func replaceLatency(observers: Int, hop: Bool = false, writerHandsOver: Bool = false, count: Int, gapMs: Double) throws {
         let dirfd = try openReplaceDirectory()
         defer { close(dirfd) }
         replaceFile(in: dirfd, sent: 0)
         _ = takeObserverCPU()
         let children = try (0..<observers).map { _ in try Child(["replace-floor", directory.appending(path: "replace").path] + (hop ? ["hop"] : [])) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
-        var replaced: CInt = -1
+        let lock = openat(dirfd, ".lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(lock) }
+        let writer = DispatchQueue(label: "writer")
+        nonisolated(unsafe) var replaced: CInt = -1
+        let bench = self
+        let replaceOnce: @Sendable (Int64, CInt) -> Void = { sent, prepared in
+            if writerHandsOver { flock(lock, LOCK_EX) }
+            replaced = bench.replaceFile(in: dirfd, sent: sent, prepared: prepared, keepingOpen: true)
+            if writerHandsOver { flock(lock, LOCK_UN) }
+        }
         for _ in 0..<count {
+            writer.sync {}  // the write before is done (it ended 2 ms ago)
             if replaced >= 0 { close(replaced) }
             let prepared = openat(dirfd, ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            replaced = replaceFile(in: dirfd, sent: now(), prepared: prepared, keepingOpen: true)
+            if writerHandsOver {
+                let sent = now()
+                writer.async { replaceOnce(sent, prepared) }
+            } else {
+                replaceOnce(now(), prepared)
+            }
             gap(gapMs)
         }
+        writer.sync {}
         if replaced >= 0 { close(replaced) }
         replaceFile(in: dirfd, sent: -1)
         let measured = Latencies(slowestOfEach(children.map(latencies(from:))))
         switch (observers, hop) {
-        case (1, _): replace.p50 = measured.p50
+        case (1, false): replace.p50 = measured.p50
+        case (1, true): replace.handedOverP50 = measured.p50
         case (_, false): replace.fanOutP99 = measured.p99
         case (_, true): replace.fanOutHopP99 = measured.p99
         }
         let cpu = takeObserverCPU()
+        let fanOut = observers > 1
         rows.append(Row(
             group: "4. kernel floor",
             name: (observers == 1 ? "atomic replace → inotify + read in another process" : "atomic replace → inotify + read, slowest of \(observers) observer processes")
-                + (hop ? ", then one thread hop" : ""),
-            n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(hop ? measured.p99 : measured.p50, floorP50), ratioTo: hop ? "the kernel floor (p99)" : "the kernel floor",
+                + (writerHandsOver ? ", under a lock, with a thread hop before the replace and after the read" : hop ? ", then one thread hop" : ""),
+            n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(fanOut ? measured.p99 : measured.p50, floorP50), ratioTo: fanOut ? "the kernel floor (p99)" : "the kernel floor",
             note: "write a file made ahead, rename it over the old (held open, so not freed by the rename); the observer opens and reads it: the least an atomic-replace design can do"
+                + (writerHandsOver ? "; the replace runs on another thread (DispatchQueue.async), under flock, as a library does whose set returns before any I/O and that merges writes under a lock" : "")
                 + (hop ? "; then hands over to another thread (DispatchQueue.async), as a library does that runs its users' handlers off the thread that reads the events" : "")
-                + (observers == 1 ? ", measured right before (3)" : ", measured right before (7); CPU per change per observer \(µs(cpu))"),
+                + (fanOut ? ", measured right before (7); CPU per change per observer \(µs(cpu))" : ", measured right before (3)"),
             cdf: measured.cdf))
     }
 

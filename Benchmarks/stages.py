@@ -16,9 +16,12 @@ import bisect
 import sys
 
 WRITER = [("S", "set → the writer's job starts (a GCD hop)"),
-          ("W", "open the directory, take the lock, confirm the file"),
+          ("W", "open the directory"),
+          ("D", "take the lock"),
+          ("L", "confirm the file"),
           ("C", "merge, encode, take the temporary file"),
-          ("O", "write the data, link it in"),
+          ("O", "write the data"),
+          ("w", "link it in"),
           ("B", "rename")]
 OBSERVER = [("N", "→ inotify read returns, counted from the rename's start"),
             ("R", "events handled → re-read scheduled"),

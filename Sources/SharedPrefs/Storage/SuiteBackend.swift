@@ -113,8 +113,10 @@ final class FileBackend: SuiteBackend {
         defer { doneWithDirectory(opened) }
         opened = try ahead.openDirectory(file, creating: true)
         guard let dir = opened else { throw file.missingDirectory() }
+        _Stages.mark("D")
         let lockfd = try ahead.lock(file, in: dir)
         defer { ahead.unlock(lockfd) }
+        _Stages.mark("L")
         removeStaleTemporaryFilesOccasionally(in: dir)
 
         let (lastVersion, lastImage) = last.withLock { $0 }

@@ -317,6 +317,7 @@ struct SuiteFile: Sendable {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
             }
             try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
+            _Stages.mark("w")
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }

@@ -484,6 +484,21 @@ struct HardeningTests {
         #expect(try await writer.status() == 0, "\(writer.standardError)")
     }
 
+    /// A suite's directory, held open between reads and writes, is closed once when a read that
+    /// finds no suite file lets it go: `Syscall.close` stops a debug build at a second close.
+    @Test func aHeldDirectoryLetGoByAReadIsClosedOnce() throws {
+        let directory = try TemporaryDirectory()
+        let file = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "s.plist", options: .init())
+        let ahead = WriteAhead()
+        let first = try #require(try ahead.openDirectory(file, creating: false))
+        ahead.done(with: first, keepsOpen: true)
+        let again = try #require(try ahead.openDirectory(file, creating: false))
+        #expect(again.fd == first.fd, "the held directory is used again")
+        ahead.done(with: again, keepsOpen: false)
+        let fresh = try #require(try ahead.openDirectory(file, creating: false))
+        ahead.done(with: fresh, keepsOpen: false)
+    }
+
     @Test func theStaleTemporaryFileSweepRemovesOnlyTheSuitesOwnFiles() async throws {
         let directory = try TemporaryDirectory()
         let a = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "a.plist", options: .init())

@@ -132,9 +132,11 @@ final class WriteAhead: Sendable {
         let (release, close, checksIdle) = state.withLock { s -> ([CInt], CInt?, Bool) in
             s.inUse = false
             defer { s.releaseWhenDone = false }
-            guard keepsOpen, !s.releaseWhenDone, let dir else { return (Self.takeDirectory(&s), dir?.fd, false) }
-            if s.directory?.fd == dir.fd { return ([], nil, s.used()) }
-            // Opened by this read or write (the one held, if any, was let go).
+            // Opened by this read or write, or else the one held (closed by `takeDirectory`).
+            let opened = dir.flatMap { $0.fd == s.directory?.fd ? nil : $0.fd }
+            guard keepsOpen, !s.releaseWhenDone, let dir else { return (Self.takeDirectory(&s), opened, false) }
+            guard opened != nil else { return ([], nil, s.used()) }
+            // The one held, if any, was let go when this one was opened.
             guard s.directory == nil, Self.reserve() else { return ([], dir.fd, false) }
             s.directory = dir
             return ([], nil, s.used())

@@ -35,8 +35,11 @@ enum Syscall {
     }
 
     /// The corresponding C function is `close`. `EINTR` is not retried: Linux always frees the descriptor.
+    /// In debug builds, a descriptor that was not open is a bug that stops the process: the
+    /// number may have been another file's, closed from under its owner.
     static func close(_ fd: CInt) {
-        _ = Glibc.close(fd)
+        let result = Glibc.close(fd)
+        assert(result == 0 || errno != EBADF, "close(\(fd)): not an open descriptor")
     }
 
     /// The corresponding C function is `fstat`.

@@ -189,9 +189,13 @@ case "watch":
             suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
             guard suite.synchronize() else { fail("synchronize failed") }
             // How many files this process holds open in the suite's directory, right after the write.
-            let directory = URL(filePath: arguments[1]).deletingLastPathComponent().path + "/"
+            let directory = URL(filePath: arguments[1]).deletingLastPathComponent().path
             let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            say("held \(links.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0))?.hasPrefix(directory) == true }.count)")
+            let held = links.filter { link in
+                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + link)) ?? ""
+                return target == directory || target.hasPrefix(directory + "/")
+            }
+            say("held \(held.count)")
         case "dump": say("values " + suite.dictionaryRepresentation().sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
         default: fail("unknown watch command \(command)")
         }

@@ -84,7 +84,8 @@ final class FileBackend: SuiteBackend {
     /// throw.
     func reload(_ store: SuiteStore) throws(PreferenceError) {
         var opened: OpenDirectory? = nil
-        defer { doneWithDirectory(opened) }
+        var changed = true
+        defer { doneWithDirectory(opened, changed: changed) }
         opened = try ahead.openDirectory(file, creating: false)
         guard let dir = opened else {
             // The directory is gone, and the suite with it.
@@ -94,6 +95,7 @@ final class FileBackend: SuiteBackend {
         let (lastVersion, lastImage) = last.withLock { $0 }
         if let same = try file.confirm(lastVersion, in: dir, heldOpen: ahead.holdsWritten) {
             last.withLock { $0.version = same }
+            changed = false
             return
         }
         switch try file.read(in: dir, previous: lastImage) {
@@ -110,7 +112,7 @@ final class FileBackend: SuiteBackend {
     /// The write path: lock → re-read if changed → plan → atomic write → unlock.
     func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
         var opened: OpenDirectory? = nil
-        defer { doneWithDirectory(opened) }
+        defer { doneWithDirectory(opened, changed: true) }
         opened = try ahead.openDirectory(file, creating: true)
         guard let dir = opened else { throw file.missingDirectory() }
         _Stages.mark("D")
@@ -167,8 +169,8 @@ final class FileBackend: SuiteBackend {
     }
 
     /// Ends a read or write: the directory stays open while the suite file exists (as last seen).
-    private func doneWithDirectory(_ dir: OpenDirectory?) {
-        ahead.done(with: dir, keepsOpen: last.withLock { $0.version.stamp != nil })
+    private func doneWithDirectory(_ dir: OpenDirectory?, changed: Bool) {
+        ahead.done(with: dir, keepsOpen: last.withLock { $0.version.stamp != nil }, changed: changed)
     }
 
     /// Closes the files held open for writes (see ``WriteAhead``).

@@ -25,8 +25,8 @@ import Synchronization
 /// A file open in a directory keeps the kernel from reporting the directory's removal
 /// (`IN_DELETE_SELF` comes at the last close), and keeps its file system from being unmounted. So
 /// the files are let go as soon as the suite file is deleted or moved away (``releaseAll()``, from
-/// the watcher), when a read finds no suite file, and ``idleRelease`` after the suite's last read
-/// or write; the process holds at most ``limit`` for all its suites, those waiting to be closed
+/// the watcher), when a read finds no suite file, and ``idleRelease`` after the suite's last write
+/// or read of a change; the process holds at most ``limit`` for all its suites, those waiting to be closed
 /// among them. Past it, a read or write opens and closes its files itself, as it would without
 /// this.
 final class WriteAhead: Sendable {
@@ -47,7 +47,7 @@ final class WriteAhead: Sendable {
         /// are to be closed once it is done.
         var inUse = false
         var releaseWhenDone = false
-        /// When this suite last read or wrote, and whether a check for idleness is scheduled.
+        /// When this suite last wrote or read a change, and whether a check for idleness is scheduled.
         var lastUse = ContinuousClock.now
         var idleCheckScheduled = false
 
@@ -106,7 +106,7 @@ final class WriteAhead: Sendable {
     /// The suite's directory for one read or write (under the store's I/O exclusion): the one
     /// held, when `file`'s directory path still leads to it and it is not writable by every user
     /// without the sticky bit, or else opened by a walk (``SuiteFile/openDirectory(creating:)``).
-    /// Every call is followed by ``done(with:keepsOpen:)``, even when it throws.
+    /// Every call is followed by ``done(with:keepsOpen:changed:)``, even when it throws.
     ///
     /// The check follows links in the path, as `open` would: what it proves is that the
     /// descriptor is the directory the path names now, the one a walk made safely before.
@@ -128,16 +128,19 @@ final class WriteAhead: Sendable {
     /// Ends a read or write that ``openDirectory(_:creating:)`` began, with `dir` as it returned
     /// (`nil` for none): keeps `dir` (and the lock file taken in it) open when `keepsOpen` (the
     /// suite file exists) and nothing asked for them to be let go, or else closes them.
-    func done(with dir: OpenDirectory?, keepsOpen: Bool) {
+    /// - Parameter changed: Whether it wrote or read a change. Only such a use keeps the files
+    ///   open for ``idleRelease`` more: a suite polled every 100 ms (on a file system inotify
+    ///   cannot watch) that does not change must not hold its directory for ever.
+    func done(with dir: OpenDirectory?, keepsOpen: Bool, changed: Bool) {
         let (release, close, checksIdle) = state.withLock { s -> ([CInt], CInt?, Bool) in
             s.inUse = false
             defer { s.releaseWhenDone = false }
             // Opened by this read or write, or else the one held (closed by `takeDirectory`).
             let opened = dir.flatMap { $0.fd == s.directory?.fd ? nil : $0.fd }
             guard keepsOpen, !s.releaseWhenDone, let dir else { return (Self.takeDirectory(&s), opened, false) }
-            guard opened != nil else { return ([], nil, s.used()) }
+            guard opened != nil else { return ([], nil, changed && s.used()) }
             // The one held, if any, was let go when this one was opened.
-            guard s.directory == nil, Self.reserve() else { return ([], dir.fd, false) }
+            guard changed, s.directory == nil, Self.reserve() else { return ([], dir.fd, false) }
             s.directory = dir
             return ([], nil, s.used())
         }
@@ -219,7 +222,7 @@ final class WriteAhead: Sendable {
         }
     }
 
-    /// Lets everything go once the suite has not read or written for ``idleRelease``.
+    /// Lets everything go once the suite has not written or read a change for ``idleRelease``.
     private func scheduleIdleCheck(after delay: Duration) {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay / .seconds(1)) { [weak self] in
             guard let self else { return }

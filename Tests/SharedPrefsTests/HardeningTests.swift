@@ -64,14 +64,16 @@ struct HardeningTests {
 
     /// A writer keeps the lock file open between writes. Deleted and made again by someone else,
     /// the lock file at the name is the one every other writer takes, and so the one this writer
-    /// must take: a lock on the deleted file it holds would exclude nobody.
+    /// must take: a lock on the deleted file it holds would exclude nobody. (The writer is a
+    /// process of its own, whose other suites do not use up its ``DescriptorBudget/process``.)
     @Test func aLockFileReplacedBetweenWritesIsTheOneTaken() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("relock.plist")
-        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .milliseconds(300)))
-        for i in 1...3 {
-            suite.set(i, forKey: "before")
-            try await suite.flush()
+        let writer = try Launched(childExecutable, ["watch", file.path, "--lock-timeout-ms", "300"])
+        try await writer.records.wait { $0.contains("ready") }
+        for count in 1...3 {
+            try writer.send("write")
+            try await writer.records.wait { $0.count { $0 == "ok write" } == count }
         }
         let lock = directory.file(".relock.plist.lock")
         try FileManager.default.removeItem(at: lock)
@@ -81,36 +83,44 @@ struct HardeningTests {
             lock.path,
         ])
         try await holder.records.wait(for: 1)
-        suite.set(1, forKey: "k")
-        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
-        #expect(error?.code == .lockTimedOut)
+        try writer.send("try-write")
+        let refused = try await writer.records.wait { $0.contains("ok try-write") && $0.contains("failure lockTimedOut") }
+        #expect(refused.contains("not written"), "\(refused)")
         try holder.closeInput()
         _ = try await holder.status()
-        try await suite.flush()
-        #expect(try readSuiteFile(file) == ["before": 3, "k": 1])
+        try writer.send("try-write")
+        let written = try await writer.records.wait { $0.count { $0 == "ok try-write" } == 2 }
+        #expect(written.last { $0.hasSuffix("written") } == "written", "\(written)")
+        try writer.closeInput()
+        #expect(try await writer.status() == 0, "\(writer.standardError)")
     }
 
     /// A writer keeps the suite's directory open between writes, and before each checks that the
     /// directory's path still leads to it: a directory moved away and replaced by another gets the
-    /// next write, even before the watcher has seen the move (held here).
+    /// next write, even before the writer's watcher has seen the move (held here).
     @Test func aDirectoryReplacedBetweenWritesGetsTheNextWrite() async throws {
         let directory = try TemporaryDirectory()
         let folder = directory.file("folder")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
         let file = folder.appending(path: "s.plist")
-        let suite = try PreferenceSuite(fileURL: file)
-        for i in 1...3 {
-            suite.set(i, forKey: "a")
-            #expect(suite.synchronize())
+        let writer = try Launched(childExecutable, ["watch", file.path])
+        try await writer.records.wait { $0.contains("ready") }
+        for count in 1...3 {
+            try writer.send("write")
+            try await writer.records.wait { $0.count { $0 == "ok write" } == count }
         }
-        _TestingHooks.holdWatcher(true)
-        defer { _TestingHooks.holdWatcher(false) }
+        try writer.send("hold")
+        try await writer.records.wait { $0.contains("ok hold") }
+        let before = try Data(contentsOf: file)
         #expect(rename(folder.path, directory.file("folder.old").path) == 0)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
-        suite.set(4, forKey: "b")
-        #expect(suite.synchronize())
-        #expect(try readSuiteFile(file) == ["b": 4])
-        #expect(try readSuiteFile(directory.file("folder.old/s.plist")) == ["a": 3])
+        try writer.send("write")
+        try await writer.records.wait { $0.count { $0 == "ok write" } == 4 }
+        #expect(try readSuiteFile(file)["written"] != nil)
+        #expect(try Data(contentsOf: directory.file("folder.old/s.plist")) == before)
+        try writer.send("release")
+        try writer.closeInput()
+        #expect(try await writer.status() == 0, "\(writer.standardError)")
     }
 
     @Test func theLockFileIsReadableOnlyByThoseWhoMayWriteTheSuite() async throws {
@@ -496,7 +506,7 @@ struct HardeningTests {
     @Test func aHeldDirectoryLetGoByAReadIsClosedOnce() throws {
         let directory = try TemporaryDirectory()
         let file = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "s.plist", options: .init())
-        let ahead = WriteAhead()
+        let ahead = WriteAhead(budget: DescriptorBudget(limit: 2))
         let first = try #require(try ahead.openDirectory(file, creating: false))
         ahead.done(with: first, keepsOpen: true, changed: true)
         let again = try #require(try ahead.openDirectory(file, creating: false))

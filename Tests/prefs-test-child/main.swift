@@ -10,7 +10,9 @@
 //       prints "renaming <temporary file>" and stops there, the suite locked, until it is killed.
 //   prefs-test-child watch <plist> [--fail-watches]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
-//       stdin: "hold" / "release" the watcher thread (a test hook), "dump" prints
+//       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" and
+//       synchronizes (exits if that fails) and prints "held <descriptors in the directory>",
+//       "try-write" does so and prints "written" or "not written", "dump" prints
 //       "values k=v,…" (sorted); exits at end of input. --fail-watches makes inotify_add_watch
 //       fail with ENOSPC first.
 //   prefs-test-child additions <directory> [--fail-watches]
@@ -196,6 +198,9 @@ case "watch":
                 return target == directory || target.hasPrefix(directory + "/")
             }
             say("held \(held.count)")
+        case "try-write":
+            suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
+            say(suite.synchronize() ? "written" : "not written")
         case "dump": say("values " + suite.dictionaryRepresentation().sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
         default: fail("unknown watch command \(command)")
         }

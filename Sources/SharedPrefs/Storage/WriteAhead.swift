@@ -26,9 +26,9 @@ import Synchronization
 /// (`IN_DELETE_SELF` comes at the last close), and keeps its file system from being unmounted. So
 /// the files are let go as soon as the suite file is deleted or moved away (``releaseAll()``, from
 /// the watcher), when a read finds no suite file, and ``idleRelease`` after the suite's last write
-/// or read of a change; the process holds at most ``limit`` for all its suites, those waiting to be closed
-/// among them. Past it, a read or write opens and closes its files itself, as it would without
-/// this.
+/// or read of a change; the process holds at most ``DescriptorBudget/process`` (16) for all its
+/// suites, those waiting to be closed among them. Past it, a read or write opens and closes its
+/// files itself, as it would without this.
 final class WriteAhead: Sendable {
     private struct State {
         /// An unnamed file made in the directory with identity `directory`, ready to be written.
@@ -60,24 +60,16 @@ final class WriteAhead: Sendable {
     }
 
     private let state = Lock(State())
-    /// Descriptors held for this by every suite of the process.
-    private static let held = Atomic<Int>(0)
-    static let limit = 16
+    private let budget: DescriptorBudget
     static let idleRelease: Duration = .seconds(5)
+
+    /// - Parameter budget: What all the holders share (the process's, but in tests).
+    init(budget: DescriptorBudget = .process) {
+        self.budget = budget
+    }
 
     deinit {
         releaseAll()
-    }
-
-    private static func reserve(_ count: Int = 1) -> Bool {
-        if held.add(count, ordering: .relaxed).newValue <= limit { return true }
-        held.subtract(count, ordering: .relaxed)
-        return false
-    }
-
-    private static func release(_ fd: CInt) {
-        Syscall.close(fd)
-        held.subtract(1, ordering: .relaxed)
     }
 
     /// Whether the file this suite wrote last is held open.
@@ -92,7 +84,7 @@ final class WriteAhead: Sendable {
             if s.inUse { s.releaseWhenDone = true } else { held += Self.takeDirectory(&s) }
             return held
         }
-        for fd in held { Self.release(fd) }
+        for fd in held { budget.release(fd) }
     }
 
     /// Takes the held directory and lock file out of `s`, for closing.
@@ -120,7 +112,7 @@ final class WriteAhead: Sendable {
                 st.st_mode & S_IWOTH == 0 || st.st_mode & S_ISVTX != 0 {
                 return OpenDirectory(fd: held.fd, mode: st.st_mode, identity: held.identity)
             }
-            for fd in state.withLock({ Self.takeDirectory(&$0) }) { Self.release(fd) }
+            for fd in state.withLock({ Self.takeDirectory(&$0) }) { budget.release(fd) }
         }
         return try file.openDirectory(creating: creating)
     }
@@ -140,11 +132,11 @@ final class WriteAhead: Sendable {
             guard keepsOpen, !s.releaseWhenDone, let dir else { return (Self.takeDirectory(&s), opened, false) }
             guard opened != nil else { return ([], nil, changed && s.used()) }
             // The one held, if any, was let go when this one was opened.
-            guard changed, s.directory == nil, Self.reserve() else { return ([], dir.fd, false) }
+            guard changed, s.directory == nil, budget.reserve() else { return ([], dir.fd, false) }
             s.directory = dir
             return ([], nil, s.used())
         }
-        for fd in release { Self.release(fd) }
+        for fd in release { budget.release(fd) }
         if let close { Syscall.close(close) }
         if checksIdle { scheduleIdleCheck(after: Self.idleRelease) }
     }
@@ -167,7 +159,7 @@ final class WriteAhead: Sendable {
         let lock = try file.lock(in: dir)
         // Held only in a directory held: they are let go together.
         state.withLock { s in
-            if s.lock == nil, s.directory?.fd == dir.fd, Self.reserve() { s.lock = lock }
+            if s.lock == nil, s.directory?.fd == dir.fd, budget.reserve() { s.lock = lock }
         }
         return lock.fd
     }
@@ -184,24 +176,24 @@ final class WriteAhead: Sendable {
             s.lock = nil
             return true
         }
-        if taken { Self.release(lock.fd) }
+        if taken { budget.release(lock.fd) }
     }
 
     /// The spare file for a write to `dir`, if one was made there: for ``SuiteFile/write(_:in:as:into:)``.
     func takeSpare(for dir: OpenDirectory) -> SuiteFile.UnnamedFile? {
         guard let spare = state.withLock({ s in defer { s.spare = nil }; return s.spare }) else { return nil }
         guard spare.directory == dir.identity else {
-            spare.file.descriptors.forEach(Self.release)
+            spare.file.descriptors.forEach(budget.release)
             return nil
         }
-        Self.held.subtract(spare.file.descriptors.count, ordering: .relaxed)
+        budget.unreserve(spare.file.descriptors.count)
         return spare.file
     }
 
     /// Keeps the descriptor of the file just written (`size` bytes), and has the housekeeper close
     /// the one written before and make the next spare in `file`'s directory.
     func wrote(_ fd: CInt, size: Int, to file: SuiteFile) {
-        let keeps = Self.reserve()
+        let keeps = budget.reserve()
         if !keeps { Syscall.close(fd) }
         let (queues, checksIdle) = state.withLock { s -> (Bool, Bool) in
             if let written = s.written { s.replaced.append(written) }
@@ -217,7 +209,7 @@ final class WriteAhead: Sendable {
                 defer { s.replaced = [] }
                 return s.replaced
             }
-            for fd in replaced { Self.release(fd) }
+            for fd in replaced { budget.release(fd) }
             makeSpare(in: file, size: size)
         }
     }
@@ -237,9 +229,9 @@ final class WriteAhead: Sendable {
     }
 
     private func makeSpare(in file: SuiteFile, size: Int) {
-        guard state.withLock({ $0.spare == nil }), Self.reserve(2) else { return }
+        guard state.withLock({ $0.spare == nil }), budget.reserve(2) else { return }
         guard let dir = try? file.openDirectory(creating: false), let spare = file.makeUnnamedFile(in: dir) else {
-            Self.held.subtract(2, ordering: .relaxed)
+            budget.unreserve(2)
             return
         }
         defer { dir.close() }
@@ -249,10 +241,41 @@ final class WriteAhead: Sendable {
             s.spare = (spare, dir.identity)
             return true
         }
-        if !kept { return spare.descriptors.forEach(Self.release) }
+        if !kept { return spare.descriptors.forEach(budget.release) }
         // Kept first, then checked: a deletion of the suite file after this check reaches the
         // watcher, which lets the spare go (``releaseAll()``); one before it is seen here.
         guard case .success = Syscall.lstatat(dir.fd, file.fileName) else { return releaseAll() }
+    }
+}
+
+/// How many descriptors ``WriteAhead`` may hold open, for all the suites that share it.
+final class DescriptorBudget: Sendable {
+    /// The process's: 16.
+    static let process = DescriptorBudget(limit: 16)
+
+    let limit: Int
+    private let held = Atomic<Int>(0)
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Takes `count` from the budget; `false`, taking nothing, when it would go over the limit.
+    func reserve(_ count: Int = 1) -> Bool {
+        if held.add(count, ordering: .relaxed).newValue <= limit { return true }
+        held.subtract(count, ordering: .relaxed)
+        return false
+    }
+
+    /// Gives `count` back without closing anything (the descriptors were handed on).
+    func unreserve(_ count: Int) {
+        held.subtract(count, ordering: .relaxed)
+    }
+
+    /// Closes a descriptor held, and gives its place back.
+    func release(_ fd: CInt) {
+        Syscall.close(fd)
+        held.subtract(1, ordering: .relaxed)
     }
 }
 

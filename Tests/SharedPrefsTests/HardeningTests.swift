@@ -123,6 +123,27 @@ struct HardeningTests {
         #expect(try await writer.status() == 0, "\(writer.standardError)")
     }
 
+    /// A directory held open between writes that becomes writable by every user, without the
+    /// sticky bit, is refused at the next write, as a walk would refuse it.
+    @Test func aHeldDirectoryMadeWritableByEveryoneIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.file("folder")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let writer = try Launched(childExecutable, ["watch", folder.appending(path: "s.plist").path])
+        try await writer.records.wait { $0.contains("ready") }
+        for count in 1...3 {
+            try writer.send("write")
+            try await writer.records.wait { $0.count { $0 == "ok write" } == count }
+        }
+        #expect(chmod(folder.path, 0o777) == 0)
+        try writer.send("try-write")
+        let refused = try await writer.records.wait { $0.contains("ok try-write") && $0.contains("failure insecureDirectory") }
+        #expect(refused.contains("not written"), "\(refused)")
+        #expect(chmod(folder.path, 0o700) == 0)
+        try writer.closeInput()
+        #expect(try await writer.status() == 0, "\(writer.standardError)")
+    }
+
     @Test func theLockFileIsReadableOnlyByThoseWhoMayWriteTheSuite() async throws {
         let directory = try TemporaryDirectory()
         let suite = try PreferenceSuite(fileURL: directory.file("modes.plist"), options: .init(filePermissions: 0o644))

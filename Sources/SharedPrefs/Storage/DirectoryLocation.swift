@@ -149,9 +149,15 @@ struct DirectoryLocation: Sendable, Hashable {
         }
     }
 
+    /// Whether a directory of this mode is writable by every user without the sticky bit, where
+    /// anyone could replace the suites in it.
+    static func isInsecure(_ mode: mode_t) -> Bool {
+        mode & S_IWOTH != 0 && mode & S_ISVTX == 0
+    }
+
     /// Refuses a directory that every user may write without the sticky bit.
     private static func checkWritable(_ st: stat, path: String) throws(PreferenceError) {
-        if st.st_mode & S_IWOTH != 0 && st.st_mode & S_ISVTX == 0 {
+        if isInsecure(st.st_mode) {
             throw PreferenceError(
                 code: .insecureDirectory,
                 message: "Refusing to use \(path): it is writable by every user and has no sticky bit, so anyone could replace the suites in it. Run chmod o-w \(path) (or chmod +t to keep it shared).",

@@ -109,7 +109,7 @@ final class WriteAhead: Sendable {
         }
         if let held {
             if case .success(let st) = Syscall.stat(file.directory), FileIdentity(st) == held.identity,
-                st.st_mode & S_IWOTH == 0 || st.st_mode & S_ISVTX != 0 {
+                !DirectoryLocation.isInsecure(st.st_mode) {
                 return OpenDirectory(fd: held.fd, mode: st.st_mode, identity: held.identity)
             }
             for fd in state.withLock({ Self.takeDirectory(&$0) }) { budget.release(fd) }

@@ -62,19 +62,26 @@ struct HardeningTests {
         #expect(try readSuiteFile(file) == ["before": 0, "k": 1])
     }
 
-    /// A writer keeps the lock file open between writes. Deleted and made again by someone else,
-    /// the lock file at the name is the one every other writer takes, and so the one this writer
-    /// must take: a lock on the deleted file it holds would exclude nobody. (The writer is a
-    /// process of its own, whose other suites do not use up its ``DescriptorBudget/process``.)
-    @Test func aLockFileReplacedBetweenWritesIsTheOneTaken() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.file("relock.plist")
-        let writer = try Launched(childExecutable, ["watch", file.path, "--lock-timeout-ms", "300"])
+    /// A child process watching `file` that has written it three times: from the second write on,
+    /// it holds the suite's directory and lock file open (``WriteAhead``). A process of its own,
+    /// whose other suites do not use up its ``DescriptorBudget/process``.
+    private func writerHoldingItsFiles(_ file: URL, _ options: String...) async throws -> Launched {
+        let writer = try Launched(childExecutable, ["watch", file.path] + options)
         try await writer.records.wait { $0.contains("ready") }
         for count in 1...3 {
             try writer.send("write")
             try await writer.records.wait { $0.count { $0 == "ok write" } == count }
         }
+        return writer
+    }
+
+    /// A writer keeps the lock file open between writes. Deleted and made again by someone else,
+    /// the lock file at the name is the one every other writer takes, and so the one this writer
+    /// must take: a lock on the deleted file it holds would exclude nobody.
+    @Test func aLockFileReplacedBetweenWritesIsTheOneTaken() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("relock.plist")
+        let writer = try await writerHoldingItsFiles(file, "--lock-timeout-ms", "300")
         let lock = directory.file(".relock.plist.lock")
         try FileManager.default.removeItem(at: lock)
         let holder = try Launched(URL(filePath: "/usr/bin/env"), [
@@ -103,12 +110,7 @@ struct HardeningTests {
         let folder = directory.file("folder")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
         let file = folder.appending(path: "s.plist")
-        let writer = try Launched(childExecutable, ["watch", file.path])
-        try await writer.records.wait { $0.contains("ready") }
-        for count in 1...3 {
-            try writer.send("write")
-            try await writer.records.wait { $0.count { $0 == "ok write" } == count }
-        }
+        let writer = try await writerHoldingItsFiles(file)
         try writer.send("hold")
         try await writer.records.wait { $0.contains("ok hold") }
         let before = try Data(contentsOf: file)
@@ -129,12 +131,7 @@ struct HardeningTests {
         let directory = try TemporaryDirectory()
         let folder = directory.file("folder")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
-        let writer = try Launched(childExecutable, ["watch", folder.appending(path: "s.plist").path])
-        try await writer.records.wait { $0.contains("ready") }
-        for count in 1...3 {
-            try writer.send("write")
-            try await writer.records.wait { $0.count { $0 == "ok write" } == count }
-        }
+        let writer = try await writerHoldingItsFiles(folder.appending(path: "s.plist"))
         #expect(chmod(folder.path, 0o777) == 0)
         try writer.send("try-write")
         let refused = try await writer.records.wait { $0.contains("ok try-write") && $0.contains("failure insecureDirectory") }

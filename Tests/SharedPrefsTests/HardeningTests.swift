@@ -62,11 +62,13 @@ struct HardeningTests {
         #expect(try readSuiteFile(file) == ["before": 0, "k": 1])
     }
 
-    /// A child process watching `file` that has written it three times: from the second write on,
-    /// it holds the suite's directory and lock file open (``WriteAhead``). A process of its own,
-    /// whose other suites do not use up its ``DescriptorBudget/process``.
-    private func writerHoldingItsFiles(_ file: URL, _ options: String...) async throws -> Launched {
-        let writer = try Launched(childExecutable, ["watch", file.path] + options)
+    /// A child process watching `s.plist` in `folder` (created here) that has written it three
+    /// times: from the second write on, it holds the suite's directory and lock file open
+    /// (``WriteAhead``). A process of its own, whose other suites do not use up its
+    /// ``DescriptorBudget/process``.
+    private func writerHoldingItsFiles(in folder: URL, _ options: String...) async throws -> Launched {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let writer = try Launched(childExecutable, ["watch", folder.appending(path: "s.plist").path] + options)
         try await writer.records.wait { $0.contains("ready") }
         for count in 1...3 {
             try writer.send("write")
@@ -80,9 +82,8 @@ struct HardeningTests {
     /// must take: a lock on the deleted file it holds would exclude nobody.
     @Test func aLockFileReplacedBetweenWritesIsTheOneTaken() async throws {
         let directory = try TemporaryDirectory()
-        let file = directory.file("relock.plist")
-        let writer = try await writerHoldingItsFiles(file, "--lock-timeout-ms", "300")
-        let lock = directory.file(".relock.plist.lock")
+        let writer = try await writerHoldingItsFiles(in: directory.file("folder"), "--lock-timeout-ms", "300")
+        let lock = directory.file("folder/.s.plist.lock")
         try FileManager.default.removeItem(at: lock)
         let holder = try Launched(URL(filePath: "/usr/bin/env"), [
             "python3", "-c",
@@ -108,9 +109,8 @@ struct HardeningTests {
     @Test func aDirectoryReplacedBetweenWritesGetsTheNextWrite() async throws {
         let directory = try TemporaryDirectory()
         let folder = directory.file("folder")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let writer = try await writerHoldingItsFiles(in: folder)
         let file = folder.appending(path: "s.plist")
-        let writer = try await writerHoldingItsFiles(file)
         try writer.send("hold")
         try await writer.records.wait { $0.contains("ok hold") }
         let before = try Data(contentsOf: file)
@@ -130,8 +130,7 @@ struct HardeningTests {
     @Test func aHeldDirectoryMadeWritableByEveryoneIsRefused() async throws {
         let directory = try TemporaryDirectory()
         let folder = directory.file("folder")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
-        let writer = try await writerHoldingItsFiles(folder.appending(path: "s.plist"))
+        let writer = try await writerHoldingItsFiles(in: folder)
         #expect(chmod(folder.path, 0o777) == 0)
         try writer.send("try-write")
         let refused = try await writer.records.wait { $0.contains("ok try-write") && $0.contains("failure insecureDirectory") }

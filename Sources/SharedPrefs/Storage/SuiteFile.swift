@@ -173,7 +173,7 @@ struct SuiteFile: Sendable {
     }
 
     /// Takes the suite's exclusive lock, waiting at most ``PreferenceSuite/Options/lockTimeout``.
-    /// Closing the returned descriptor releases it, and the kernel releases it when the process
+    /// Closing the returned file's descriptor releases it, and the kernel releases it when the process
     /// dies, so a crashed writer never blocks the others.
     /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
     func lock(in dir: OpenDirectory) throws(PreferenceError) -> LockFile {

@@ -20,6 +20,9 @@
 //   prefs-test-child many <directory> <count>
 //       under a limit of 1,024 descriptors, opens <count> suites s0…, writes a key to each,
 //       prints "ready <open descriptors>", then "change <key> <value>" for the last suite.
+//   prefs-test-child churn <plist> <count>
+//       <count> times: opens the suite by path, sets "n", synchronizes and lets the suite go
+//       (an app that opens a suite per request); prints "churned <count>".
 //   --lock-timeout-ms N (any command): the suite's lock timeout.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
@@ -92,6 +95,19 @@ case "many":
     say("ready \((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1)")
     while readLine() != nil {}
     withExtendedLifetime((token, suites)) {}
+    exit(0)
+case "churn":
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: churn <plist> <count>") }
+    for i in 0..<count {
+        do {
+            let suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]), options: .init(durability: .none))
+            suite.set(i, forKey: "n")
+            guard suite.synchronize() else { fail("synchronize failed at \(i)") }
+        } catch {
+            fail("open failed at \(i): \(error)")
+        }
+    }
+    say("churned \(count)")
     exit(0)
 default: break
 }

@@ -5,8 +5,21 @@ import Foundation
 import SharedPrefsLocking
 
 /// A store registered with the watcher; weak, so watching never keeps a suite alive.
+///
+/// The watcher never loads `store` while it holds its lock: the strong reference a load makes
+/// can be the last one (the app let the suite go meanwhile), and the store's `deinit` unwatches,
+/// which takes that lock. Under the lock the watcher compares `id`s and copies `WeakStore`s out;
+/// ``Batch`` resolves them once the lock is let go.
 struct WeakStore: Sendable {
+    // `store` first: with `id` before it, Swift 6.3.1's debug build crashed loading
+    // `stores[key]?.store` (swift_weakLoadStrong on a null side table) at the second opening.
     weak var store: SuiteStore?
+    let id: ObjectIdentifier
+
+    init(_ store: SuiteStore) {
+        self.store = store
+        id = ObjectIdentifier(store)
+    }
 }
 
 /// One inotify instance for the whole process, one watch per directory shared by every suite in
@@ -37,7 +50,7 @@ final class InotifyWatcher: Sendable {
         var suites: [String: [WeakStore]] = [:]
         /// Told the name of every file written in or moved into the directory.
         var listeners: [UInt64: @Sendable (String) -> Void] = [:]
-        var stores: [SuiteStore] { suites.values.flatMap { $0.compactMap(\.store) } }
+        var stores: [WeakStore] { suites.values.flatMap { $0 } }
         var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
 
         mutating func merge(_ other: Directory) {
@@ -115,13 +128,15 @@ final class InotifyWatcher: Sendable {
             .mapError { PreferenceError.system("inotify_add_watch", $0, path: location.path, doing: "watch") }
     }
 
-    /// Watches every ancestor of `path` (up to `/`) for being moved or deleted. Under the state lock.
-    private func watchAncestors(of path: String, in s: inout State) {
-        var ancestor = (path as NSString).deletingLastPathComponent
-        while !ancestor.isEmpty, s.ancestors[ancestor] == nil {
-            if case .success(let wd) = Syscall.inotifyAddWatch(fd, ancestor, Self.ancestorMask) { s.ancestors[ancestor] = wd }
-            if ancestor == "/" { break }
-            ancestor = (ancestor as NSString).deletingLastPathComponent
+    /// Watches the ancestors of the directory at `location` below and including its trusted
+    /// directory (never above it) for being moved or deleted. Under the state lock.
+    private func watchAncestors(of location: DirectoryLocation, in s: inout State) {
+        var ancestor = location.trusted
+        for component in location.components {
+            if s.ancestors[ancestor] == nil, case .success(let wd) = Syscall.inotifyAddWatch(fd, ancestor, Self.ancestorMask) {
+                s.ancestors[ancestor] = wd
+            }
+            ancestor += (ancestor == "/" ? "" : "/") + component
         }
     }
 
@@ -152,7 +167,7 @@ final class InotifyWatcher: Sendable {
             if s.watched[wd] == nil { Syscall.inotifyRemoveWatch(fd, wd) }
             s.ancestors[path] = nil
         }
-        for dir in affected.values { watchAncestors(of: dir.path, in: &s) }
+        for dir in affected.values { watchAncestors(of: dir.location, in: &s) }
     }
 
     /// Starts watching `fileName` in the directory at `location` for `store`, or polls it when
@@ -165,15 +180,15 @@ final class InotifyWatcher: Sendable {
             switch addWatch(location) {
             case .success(let (wd, identity)):
                 state.withLock { s in
-                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: []].append(WeakStore(store: store))
-                    watchAncestors(of: directory, in: &s)
+                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: []].append(WeakStore(store))
+                    watchAncestors(of: location, in: &s)
                 }
                 return
             case .failure(let error):
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
             }
         }
-        state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store: store) }
+        state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store) }
         wake()
     }
 
@@ -188,8 +203,7 @@ final class InotifyWatcher: Sendable {
     func unwatch(_ id: ObjectIdentifier, fileName: String) {
         state.withLock { _ = $0.polled.removeValue(forKey: id) }
         removeFromEveryDirectory { dir in
-            // Drops the store, and any store already gone (a weak reference is nil during deinit).
-            dir.suites[fileName]?.removeAll { weak in weak.store.map { ObjectIdentifier($0) == id } ?? true }
+            dir.suites[fileName]?.removeAll { $0.id == id }
             if dir.suites[fileName]?.isEmpty == true { dir.suites[fileName] = nil }
         }
     }
@@ -236,7 +250,7 @@ final class InotifyWatcher: Sendable {
             switch watch {
             case .success(let (wd, identity)):
                 s.watched[wd, default: Directory(location: location, identity: identity)].listeners[s.nextListenerID] = listener
-                watchAncestors(of: directory, in: &s)
+                watchAncestors(of: location, in: &s)
             case .failure:
                 s.listings[directory] = s.listings[directory] ?? Self.listing(location)
                 s.vanished[directory, default: Directory(location: location)].listeners[s.nextListenerID] = listener
@@ -294,8 +308,8 @@ final class InotifyWatcher: Sendable {
                 lastTick = ContinuousClock.now
                 pollTick(into: &batch)
             }
-            for store in batch.gone { store.fileBackend?.releaseHeldFiles() }
-            for store in batch.reload.values {
+            for store in batch.gone.compactMap(\.store) { store.fileBackend?.releaseHeldFiles() }
+            for store in batch.stores() {
                 if batch.overflowed {
                     store.report(PreferenceError(
                         code: .watchOverflowed,
@@ -308,9 +322,11 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// What one round of events asks for, acted on outside the lock.
+    /// What one round of events asks for, gathered under the lock and acted on outside it.
     private struct Batch {
-        var reload: [ObjectIdentifier: SuiteStore] = [:]
+        /// The stores to re-read, each with what its events were: `nil` for any event, or the
+        /// temporary name a rename over its file came from.
+        var reload: [ObjectIdentifier: (store: WeakStore, renamedFrom: [String?])] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
         /// The names that `IN_MOVED_FROM` events of this round took away, by cookie.
@@ -318,10 +334,22 @@ final class InotifyWatcher: Sendable {
         /// Stores whose file or directory was deleted or moved away: they close the files they
         /// hold open there (``FileBackend/releaseHeldFiles()``), which would delay the kernel's
         /// report of the directory's removal.
-        var gone: [SuiteStore] = []
+        var gone: [WeakStore] = []
 
-        mutating func add(_ stores: [SuiteStore]) {
-            for store in stores { reload[ObjectIdentifier(store)] = store }
+        mutating func add(_ stores: [WeakStore], renamedFrom name: String? = nil) {
+            for store in stores { reload[store.id, default: (store, [])].renamedFrom.append(name) }
+        }
+
+        /// The live stores to re-read: call it outside the watcher's lock only (see
+        /// ``WeakStore``). A store whose only event was the rename of its own last write
+        /// (``FileBackend/isOwnRename(from:)``) has those values already.
+        func stores() -> [SuiteStore] {
+            reload.values.compactMap { entry in
+                guard let store = entry.store.store,
+                    entry.renamedFrom.contains(where: { name in name.map { store.fileBackend?.isOwnRename(from: $0) != true } ?? true })
+                else { return nil }
+                return store
+            }
         }
     }
 
@@ -362,7 +390,6 @@ final class InotifyWatcher: Sendable {
                 // Wait for the path to come back; a moved directory's watch is dropped first.
                 if mask & UInt32(IN_MOVE_SELF) != 0 { Syscall.inotifyRemoveWatch(fd, wd) }
                 s.watched[wd] = nil
-                dir.suites = dir.suites.mapValues { $0.filter { $0.store != nil } }.filter { !$0.value.isEmpty }
                 if !dir.isUnused {
                     if let existing = s.vanished[dir.path] { dir.merge(existing) }
                     s.vanished[dir.path] = dir
@@ -373,15 +400,13 @@ final class InotifyWatcher: Sendable {
                 batch.gone += dir.stores
                 return
             }
-            var stores = (dir.suites[name] ?? []).compactMap(\.store)
+            let stores = dir.suites[name] ?? []
             if mask & UInt32(IN_MOVED_FROM) != 0 { batch.movedFrom[cookie] = name }
             if mask & (UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)) != 0 { batch.gone += stores }
-            if mask & UInt32(IN_MOVED_TO) != 0, let from = batch.movedFrom.removeValue(forKey: cookie) {
-                // A rename this process made of a file it wrote: its store has those values
-                // already. (A later change of the file comes with events of its own.)
-                stores.removeAll { $0.fileBackend?.isOwnRename(from: from) == true }
-            }
-            batch.add(stores)
+            // A rename this process made of a file it wrote: its store has those values already
+            // (``Batch/stores()``). A later change of the file comes with events of its own.
+            let renamedFrom = mask & UInt32(IN_MOVED_TO) != 0 ? batch.movedFrom.removeValue(forKey: cookie) : nil
+            batch.add(stores, renamedFrom: renamedFrom)
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }
@@ -400,7 +425,7 @@ final class InotifyWatcher: Sendable {
                     var merged = s.watched[wd] ?? Directory(location: dir.location, identity: identity)
                     merged.merge(dir)
                     s.watched[wd] = merged
-                    watchAncestors(of: path, in: &s)
+                    watchAncestors(of: dir.location, in: &s)
                     batch.add(dir.stores)
                 }
                 // Listeners hear of what appeared while the directory was polled or gone.
@@ -413,8 +438,7 @@ final class InotifyWatcher: Sendable {
                 }
             }
             s.listings = s.listings.filter { s.vanished[$0.key]?.listeners.isEmpty == false }
-            s.polled = s.polled.filter { $0.value.store != nil }
-            batch.add(s.polled.values.compactMap(\.store))
+            batch.add(Array(s.polled.values))
         }
     }
 }

@@ -23,6 +23,9 @@
 //   prefs-test-child churn <plist> <count>
 //       <count> times: opens the suite by path, sets "n", synchronizes and lets the suite go
 //       (an app that opens a suite per request); prints "churned <count>".
+//   prefs-test-child writes <plist> <count>
+//       after a first write, <count> more, each synchronized; prints "descriptors <before> <after>"
+//       (the entries of /proc/self/fd).
 //   --lock-timeout-ms N (any command): the suite's lock timeout.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
@@ -178,6 +181,17 @@ case "crash-loop":
             }
         }
     }
+case "writes":
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: writes <plist> <count>") }
+    func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+    suite.set(-1, forKey: "n")
+    guard suite.synchronize() else { fail("the first write failed") }
+    let before = descriptors()
+    for i in 0..<count {
+        suite.set(i, forKey: "n")
+        guard suite.synchronize() else { fail("write \(i) failed") }
+    }
+    say("descriptors \(before) \(descriptors())")
 case "observable":
     let settings = ChildSettings(suite: suite)
     for assignment in arguments.dropFirst(2) {

@@ -10,16 +10,8 @@
 /// linkat(2) of the file open as `fd` itself (AT_EMPTY_PATH) to `name` in `dirfd`.
 int sharedprefs_link_descriptor(int fd, int dirfd, const char *name);
 
-/// Allocates the blocks of the first `length` bytes of `fd` without changing its size
-/// (fallocate(2) with FALLOC_FL_KEEP_SIZE). Returns 0, or -1 with errno set.
-int sharedprefs_preallocate(int fd, long length);
-
 /// memmem(3): where `needle` first occurs in `haystack`, or NULL.
 void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *needle, long needleLength);
-
-/// Moves the calling thread to the SCHED_IDLE policy: it runs only when a CPU would otherwise
-/// idle. Returns 0, or an error number.
-int sharedprefs_run_when_idle(void);
 
 /// The file-system type (`f_type` of statfs(2), a *_SUPER_MAGIC number) of the file system
 /// holding `path`, or -1 with errno set.

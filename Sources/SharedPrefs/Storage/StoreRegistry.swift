@@ -41,7 +41,7 @@ package enum StoreRegistry {
                 stores = stores.filter { $0.value.store != nil }
                 pruneThreshold.withLock { $0 = max(64, 2 * stores.count) }
             }
-            stores[key] = WeakStore(store)
+            stores[key] = WeakStore(store: store)
             return store
         }
     }

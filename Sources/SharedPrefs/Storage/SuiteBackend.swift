@@ -61,7 +61,6 @@ final class FileBackend: SuiteBackend {
     private let last = Lock<(version: FileVersion, image: SuiteImage?)>((.missing, nil))
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
-    private let ahead = WriteAhead()
     /// The temporary name of this process's last write, until the watcher sees it renamed.
     private let ownRename = Lock<String?>(nil)
 
@@ -83,19 +82,15 @@ final class FileBackend: SuiteBackend {
     /// snapshot and is reported (the next event, a complete write, is read again); other failures
     /// throw.
     func reload(_ store: SuiteStore) throws(PreferenceError) {
-        var opened: OpenDirectory? = nil
-        var changed = true
-        defer { doneWithDirectory(opened, changed: changed) }
-        opened = try ahead.openDirectory(file, creating: false)
-        guard let dir = opened else {
+        guard let dir = try file.openDirectory(creating: false) else {
             // The directory is gone, and the suite with it.
             adopt(.full([:]), version: .missing, image: nil, into: store)
             return
         }
+        defer { dir.close() }
         let (lastVersion, lastImage) = last.withLock { $0 }
-        if let same = try file.confirm(lastVersion, in: dir, heldOpen: ahead.holdsWritten) {
+        if let same = try file.confirm(lastVersion, in: dir) {
             last.withLock { $0.version = same }
-            changed = false
             return
         }
         switch try file.read(in: dir, previous: lastImage) {
@@ -109,21 +104,38 @@ final class FileBackend: SuiteBackend {
         }
     }
 
-    /// The write path: lock → re-read if changed → plan → atomic write → unlock.
+    /// The write path: the directory opened from its trusted base → lock → re-read if changed →
+    /// plan → atomic write → unlock and close. Nothing stays open between writes. A lock file
+    /// found deleted or replaced right before the rename (another writer may then hold a lock
+    /// too) means the write is made again, from the lock on.
     func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
-        var opened: OpenDirectory? = nil
-        defer { doneWithDirectory(opened, changed: true) }
-        opened = try ahead.openDirectory(file, creating: true)
-        guard let dir = opened else { throw file.missingDirectory() }
+        guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
+        defer { dir.close() }
         _Stages.mark("D")
-        let lockfd = try ahead.lock(file, in: dir)
-        defer { ahead.unlock(lockfd) }
+        while true {
+            let lock = try file.lock(in: dir)
+            defer { lock.unlock() }
+            if case .written(let notice) = try writeLocked(store, plan, in: dir, isLocked: { lock.isCurrent(file.lockName, in: dir) }) {
+                return notice
+            }
+        }
+    }
+
+    private enum Outcome {
+        /// Written (or nothing to write), with an error to throw once the write is adopted.
+        case written(PreferenceError?)
+        /// The lock file was deleted or replaced before the rename: nothing was written.
+        case lockLost
+    }
+
+    /// One write under the lock.
+    private func writeLocked(_ store: SuiteStore, _ plan: () throws -> WritePlan, in dir: OpenDirectory, isLocked: () -> Bool) throws -> Outcome {
         _Stages.mark("L")
         removeStaleTemporaryFilesOccasionally(in: dir)
 
         let (lastVersion, lastImage) = last.withLock { $0 }
         var quarantined: PreferenceError? = nil
-        if try file.confirm(lastVersion, in: dir, heldOpen: ahead.holdsWritten) == nil {
+        if try file.confirm(lastVersion, in: dir) == nil {
             switch try file.readSettled(in: dir, previous: lastImage) {
             case .missing:
                 adopt(.full([:]), version: .missing, image: nil, into: store)
@@ -143,7 +155,7 @@ final class FileBackend: SuiteBackend {
         }
         _Stages.mark("C")
         let plan = try plan()
-        guard plan.changesSomething || quarantined != nil else { return nil }
+        guard plan.changesSomething || quarantined != nil else { return .written(nil) }
         var image = last.withLock { $0.image }
         let bytes: [UInt8]
         if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
@@ -160,22 +172,11 @@ final class FileBackend: SuiteBackend {
         }
         let temporaryName = file.newTemporaryName()
         ownRename.withLock { $0 = temporaryName }
-        let (version, written) = try file.write(bytes, in: dir, as: temporaryName, into: ahead.takeSpare(for: dir))
-        ahead.wrote(written, size: bytes.count, to: file)
+        guard let version = try file.write(bytes, in: dir, as: temporaryName, isLocked: isLocked) else { return .lockLost }
         store.countWrite()
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
-        return quarantined
-    }
-
-    /// Ends a read or write: the directory stays open while the suite file exists (as last seen).
-    private func doneWithDirectory(_ dir: OpenDirectory?, changed: Bool) {
-        ahead.done(with: dir, keepsOpen: last.withLock { $0.version.stamp != nil }, changed: changed)
-    }
-
-    /// Closes the files held open for writes (see ``WriteAhead``).
-    func releaseHeldFiles() {
-        ahead.releaseAll()
+        return .written(quarantined)
     }
 
     /// Whether `name` is the temporary name of this process's last write, which the watcher sees

@@ -52,8 +52,8 @@ struct SuiteFile: Sendable {
 
     /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
     /// is, `nil` when the file changed. One `fstatat`, plus a read when the stamp alone does not
-    /// prove it (see ``FileVersion``). `heldOpen`: this process holds the file of `version` open.
-    func confirm(_ version: FileVersion, in dir: OpenDirectory, heldOpen: Bool = false) throws(PreferenceError) -> FileVersion? {
+    /// prove it (see ``FileVersion``).
+    func confirm(_ version: FileVersion, in dir: OpenDirectory) throws(PreferenceError) -> FileVersion? {
         let takenAt = FileVersion.now()
         let st: stat
         switch Syscall.lstatat(dir.fd, fileName) {
@@ -63,7 +63,7 @@ struct SuiteFile: Sendable {
         }
         guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
         guard FileStamp(st) == version.stamp else { return nil }
-        if version.isProvenByStamp(heldOpen: heldOpen) { return version }
+        if !version.isRacy { return version }
         guard case .loaded(_, let current, _) = try read(in: dir, decoding: false), current.stamp == version.stamp,
             version.holds(current.content)
         else { return nil }
@@ -164,19 +164,38 @@ struct SuiteFile: Sendable {
         return result
     }
 
-    /// The suite's lock file, open, and what identifies it.
+    /// The suite's lock file, open and locked, and what identifies it.
     struct LockFile {
         let fd: CInt
         let identity: FileIdentity
-        /// The identity of the directory it was opened in.
-        let directory: FileIdentity
+
+        /// Whether the file at `name` in `dir` is still this one: a lock taken on a file that was
+        /// deleted or replaced since excludes nobody who opens the name now.
+        func isCurrent(_ name: String, in dir: OpenDirectory) -> Bool {
+            guard case .success(let st) = Syscall.lstatat(dir.fd, name) else { return false }
+            return FileIdentity(st) == identity
+        }
+
+        /// Lets the lock go (closing the only descriptor of its open file description).
+        func unlock() { Syscall.close(fd) }
     }
 
-    /// Takes the suite's exclusive lock, waiting at most ``PreferenceSuite/Options/lockTimeout``.
-    /// Closing the returned file's descriptor releases it, and the kernel releases it when the process
-    /// dies, so a crashed writer never blocks the others.
+    /// Takes the suite's exclusive lock, waiting at most ``PreferenceSuite/Options/lockTimeout``
+    /// in all. Once `flock` returns, the lock file must still be the one at its name (the pattern
+    /// lock files use): if another process deleted or replaced it meanwhile, it is let go and the
+    /// name opened and locked again. The kernel releases the lock when the process dies, so a
+    /// crashed writer never blocks the others.
     /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
     func lock(in dir: OpenDirectory) throws(PreferenceError) -> LockFile {
+        let deadline = ContinuousClock.now + options.lockTimeout
+        while true {
+            let lock = try lockOnce(in: dir, until: deadline)
+            if lock.isCurrent(lockName, in: dir) { return lock }
+            lock.unlock()
+        }
+    }
+
+    private func lockOnce(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
         // Read-only: flock needs no write access, and closing a descriptor opened for writing
         // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
         // FIFO planted here must not hang the open.
@@ -194,28 +213,12 @@ struct SuiteFile: Sendable {
             if needsModeSet(st, in: dir) {
                 try Syscall.fchmod(fd, lockMode).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
             }
-            try acquire(fd, FileIdentity(st))
-            return LockFile(fd: fd, identity: FileIdentity(st), directory: dir.identity)
+            try acquire(fd, FileIdentity(st), until: deadline)
+            return LockFile(fd: fd, identity: FileIdentity(st))
         } catch {
             Syscall.close(fd)
             throw error
         }
-    }
-
-    /// Takes the lock again through `held`, a lock file this suite opened before and kept open
-    /// (see ``WriteAhead``). Returns `false`, with the lock let go, when `held` is no longer the
-    /// file at ``lockName`` in `dir`: a lock taken on a file that was deleted or replaced since
-    /// would exclude nobody.
-    func relock(_ held: LockFile, in dir: OpenDirectory) throws(PreferenceError) -> Bool {
-        guard held.directory == dir.identity else { return false }
-        try acquire(held.fd, held.identity)
-        // What `lock(in:)` checks of a file it opens: anything else is left to it.
-        if case .success(let st) = Syscall.lstatat(dir.fd, lockName), st.st_mode & S_IFMT == S_IFREG, FileIdentity(st) == held.identity,
-            isTrusted(st, in: dir), !needsModeSet(st, in: dir) {
-            return true
-        }
-        _ = Syscall.lock(held.fd, LOCK_UN)
-        return false
     }
 
     /// Whether the lock file, ours, has another mode than ``lockMode`` asks for (in a group
@@ -238,9 +241,9 @@ struct SuiteFile: Sendable {
         if case .success = Syscall.fchmod(fd, lockMode) { _ = Syscall.linkUnnamed(fd, dir.fd, lockName) }
     }
 
-    /// Takes the lock on `fd`, waiting at most the lock timeout (see ``LockWait``).
-    private func acquire(_ fd: CInt, _ identity: FileIdentity) throws(PreferenceError) {
-        switch LockWait.lock(fd, path: lockPath, timeout: options.lockTimeout) {
+    /// Takes the lock on `fd`, waiting until `deadline` at most (see ``LockWait``).
+    private func acquire(_ fd: CInt, _ identity: FileIdentity, until deadline: ContinuousClock.Instant) throws(PreferenceError) {
+        switch LockWait.lock(fd, path: lockPath, timeout: max(deadline - .now, .zero)) {
         case .success(true): return
         case .success(false):
             let holder = LockHolder.find(device: identity.device, inode: identity.inode).map { " It is held by \($0)." } ?? ""
@@ -257,43 +260,31 @@ struct SuiteFile: Sendable {
     /// Whether this machine can name an unnamed file through `/proc/self/fd` (for `O_TMPFILE`).
     private static let canLinkUnnamedFiles = access("/proc/self/fd", X_OK) == 0
 
-    /// An unnamed file (`O_TMPFILE`) for a write: its descriptor open for writing, and a read-only
-    /// one to hold it by once it is written (see ``write(_:in:as:into:)``).
-    struct UnnamedFile {
-        var fd: CInt
-        var readOnly: CInt
-        var descriptors: [CInt] { [fd, readOnly] }
-    }
-
     /// Makes an unnamed file in the directory (`O_TMPFILE`) with the suite's mode, to be written
-    /// and linked in by ``write(_:in:as:into:)``; `nil` where the file system has no unnamed files.
-    func makeUnnamedFile(in dir: OpenDirectory) -> UnnamedFile? {
+    /// and linked in by ``write(_:in:as:isLocked:)``; `nil` where the file system has no unnamed files.
+    private func makeUnnamedFile(in dir: OpenDirectory) -> CInt? {
         guard Self.canLinkUnnamedFiles, case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, options.filePermissions) else {
             return nil
         }
-        guard !dir.isGroupContainer || (try? Syscall.fchmod(fd, options.filePermissions & 0o777).get()) != nil,
-              case .success(let readOnly) = Syscall.open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC) else {
+        if dir.isGroupContainer, case .failure = Syscall.fchmod(fd, options.filePermissions & 0o777) {
             Syscall.close(fd)
             return nil
         }
-        return UnnamedFile(fd: fd, readOnly: readOnly)
+        return fd
     }
 
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
-    /// that `durability` asks for. Returns the new file's version, and a descriptor of it, still
-    /// open: the caller closes it (see ``WriteAhead``). For an unnamed file that is its read-only
-    /// descriptor: the one open for writing is closed right after the rename, so that the
-    /// `IN_CLOSE_WRITE` its close sends every watcher of the directory comes with the rename's
-    /// events, and the later close wakes nobody.
+    /// that `durability` asks for, and returns the new file's version. Nothing stays open.
     ///
-    /// The temporary file is `unnamed` when given (made by ``makeUnnamedFile(in:)`` in this
-    /// directory), or made unnamed now (`O_TMPFILE`) where the file system allows it, and linked
-    /// in as `tempName` (``newTemporaryName()``) only after it is written and synced, right before
-    /// the rename: a writer killed mid-write leaves nothing behind. Elsewhere it is created
-    /// `O_CREAT | O_EXCL` as `tempName`.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, into unnamed: UnnamedFile?) throws(PreferenceError) -> (FileVersion, CInt) {
+    /// The temporary file is made unnamed (`O_TMPFILE`) where the file system allows it, and
+    /// linked in as `tempName` (``newTemporaryName()``) only after it is written and synced,
+    /// right before the rename: a writer killed mid-write leaves nothing behind. Elsewhere it is
+    /// created `O_CREAT | O_EXCL` as `tempName`.
+    /// - Parameter isLocked: Asked right before the rename: `false` (the lock file was deleted
+    ///   or replaced since it was locked, so another writer may be writing too) removes the
+    ///   temporary file and returns `nil`, for the caller to lock and write again.
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, isLocked: () -> Bool) throws(PreferenceError) -> FileVersion? {
         if bytes.count > options.maximumFileSize {
-            unnamed?.descriptors.forEach(Syscall.close)
             throw PreferenceError(
                 code: .fileTooLarge,
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
@@ -301,16 +292,15 @@ struct SuiteFile: Sendable {
         }
         let tempPath = directory + "/" + tempName
         var named = false
-        var fd: CInt
-        let unnamed = unnamed ?? makeUnnamedFile(in: dir)
-        if let unnamed {
-            fd = unnamed.fd
+        let fd: CInt
+        if let unnamed = makeUnnamedFile(in: dir) {
+            fd = unnamed
         } else {
             fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
                 .get("openat", path: tempPath, doing: "create the temporary file")
             named = true
         }
-        let version: FileVersion
+        let version: FileVersion?
         _Stages.mark("O")
         do throws(PreferenceError) {
             if named, dir.isGroupContainer {
@@ -321,44 +311,39 @@ struct SuiteFile: Sendable {
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
-            // The data's modification time, for `untouched`; the stat also makes the link and the
-            // rename give the file a new ctime where the file system keeps fine timestamps.
-            let written = named ? nil : try? Syscall.fstat(fd).get()
             if !named {
                 try Syscall.linkUnnamed(fd, dir.fd, tempName).get("linkat", path: tempPath, doing: "create the temporary file")
                 named = true
             }
             _TestingHooks.willRename(tempPath)
-            _Stages.mark("B")
-            try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
-            _Stages.mark("A")
-            named = false
-            if let unnamed {
-                Syscall.close(fd)
-                fd = unnamed.readOnly
-            }
-            // After the rename, which sets the file's ctime.
-            let takenAt = FileVersion.now()
-            let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-            version = FileVersion(
-                stamp: FileStamp(st), content: bytes, takenAt: takenAt,
-                untouched: written.map { $0.modificationNanoseconds == st.modificationNanoseconds && $0.st_size == st.st_size } ?? false)
-            if let written {
-                FineTimestamps.record(device: UInt64(st.st_dev), moved: st.changeNanoseconds != written.changeNanoseconds, in: directory)
+            if isLocked() {
+                _Stages.mark("B")
+                try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
+                _Stages.mark("A")
+                named = false
+                // After the rename, which sets the file's ctime.
+                let takenAt = FileVersion.now()
+                let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
+                version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
+            } else {
+                _ = Syscall.unlinkat(dir.fd, tempName)
+                version = nil
             }
         } catch {
             if named { _ = Syscall.unlinkat(dir.fd, tempName) }
             Syscall.close(fd)
-            if let unnamed, unnamed.readOnly != fd { Syscall.close(unnamed.readOnly) }
             throw error
         }
-        if options.durability == .full {
+        // Closed before the directory's sync: the IN_CLOSE_WRITE it sends the directory's
+        // watchers comes with the rename's events, not as a wake-up of its own.
+        Syscall.close(fd)
+        if version != nil, options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
             if case .failure(let errno) = Syscall.fsync(dir.fd) {
                 logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
             }
         }
-        return (version, fd)
+        return version
     }
 
     /// A new name for a temporary file of this suite: `.<suite>.plist.<random>.tmp`.

@@ -8,18 +8,10 @@ import SharedPrefsLocking
 ///
 /// The watcher never loads `store` while it holds its lock: the strong reference a load makes
 /// can be the last one (the app let the suite go meanwhile), and the store's `deinit` unwatches,
-/// which takes that lock. Under the lock the watcher compares `id`s and copies `WeakStore`s out;
-/// ``Batch`` resolves them once the lock is let go.
+/// which takes that lock. Under the lock the watcher keys them by `ObjectIdentifier` and copies
+/// them out; ``Batch`` resolves them once the lock is let go.
 struct WeakStore: Sendable {
-    // `store` first: with `id` before it, Swift 6.3.1's debug build crashed loading
-    // `stores[key]?.store` (swift_weakLoadStrong on a null side table) at the second opening.
     weak var store: SuiteStore?
-    let id: ObjectIdentifier
-
-    init(_ store: SuiteStore) {
-        self.store = store
-        id = ObjectIdentifier(store)
-    }
 }
 
 /// One inotify instance for the whole process, one watch per directory shared by every suite in
@@ -47,14 +39,14 @@ final class InotifyWatcher: Sendable {
         /// Device and inode of the directory watched, to tell when its path leads elsewhere.
         var identity: FileIdentity?
         var path: String { location.path }
-        var suites: [String: [WeakStore]] = [:]
+        var suites: [String: [ObjectIdentifier: WeakStore]] = [:]
         /// Told the name of every file written in or moved into the directory.
         var listeners: [UInt64: @Sendable (String) -> Void] = [:]
-        var stores: [WeakStore] { suites.values.flatMap { $0 } }
+        var stores: [ObjectIdentifier: WeakStore] { suites.values.reduce(into: [:]) { $0.merge($1) { first, _ in first } } }
         var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
 
         mutating func merge(_ other: Directory) {
-            suites.merge(other.suites) { $0 + $1 }
+            suites.merge(other.suites) { $0.merging($1) { first, _ in first } }
             listeners.merge(other.listeners) { first, _ in first }
         }
     }
@@ -180,7 +172,7 @@ final class InotifyWatcher: Sendable {
             switch addWatch(location) {
             case .success(let (wd, identity)):
                 state.withLock { s in
-                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: []].append(WeakStore(store))
+                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][ObjectIdentifier(store)] = WeakStore(store: store)
                     watchAncestors(of: location, in: &s)
                 }
                 return
@@ -188,7 +180,7 @@ final class InotifyWatcher: Sendable {
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
             }
         }
-        state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store) }
+        state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store: store) }
         wake()
     }
 
@@ -203,7 +195,7 @@ final class InotifyWatcher: Sendable {
     func unwatch(_ id: ObjectIdentifier, fileName: String) {
         state.withLock { _ = $0.polled.removeValue(forKey: id) }
         removeFromEveryDirectory { dir in
-            dir.suites[fileName]?.removeAll { $0.id == id }
+            dir.suites[fileName]?[id] = nil
             if dir.suites[fileName]?.isEmpty == true { dir.suites[fileName] = nil }
         }
     }
@@ -308,7 +300,6 @@ final class InotifyWatcher: Sendable {
                 lastTick = ContinuousClock.now
                 pollTick(into: &batch)
             }
-            for store in batch.gone.compactMap(\.store) { store.fileBackend?.releaseHeldFiles() }
             for store in batch.stores() {
                 if batch.overflowed {
                     store.report(PreferenceError(
@@ -331,13 +322,9 @@ final class InotifyWatcher: Sendable {
         var overflowed = false
         /// The names that `IN_MOVED_FROM` events of this round took away, by cookie.
         var movedFrom: [UInt32: String] = [:]
-        /// Stores whose file or directory was deleted or moved away: they close the files they
-        /// hold open there (``FileBackend/releaseHeldFiles()``), which would delay the kernel's
-        /// report of the directory's removal.
-        var gone: [WeakStore] = []
 
-        mutating func add(_ stores: [WeakStore], renamedFrom name: String? = nil) {
-            for store in stores { reload[store.id, default: (store, [])].renamedFrom.append(name) }
+        mutating func add(_ stores: [ObjectIdentifier: WeakStore], renamedFrom name: String? = nil) {
+            for (id, store) in stores { reload[id, default: (store, [])].renamedFrom.append(name) }
         }
 
         /// The live stores to re-read: call it outside the watcher's lock only (see
@@ -397,12 +384,10 @@ final class InotifyWatcher: Sendable {
                 // Listeners of a vanished directory hear of whatever appears once it is back.
                 if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
                 batch.add(dir.stores)
-                batch.gone += dir.stores
                 return
             }
-            let stores = dir.suites[name] ?? []
+            let stores = dir.suites[name] ?? [:]
             if mask & UInt32(IN_MOVED_FROM) != 0 { batch.movedFrom[cookie] = name }
-            if mask & (UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)) != 0 { batch.gone += stores }
             // A rename this process made of a file it wrote: its store has those values already
             // (``Batch/stores()``). A later change of the file comes with events of its own.
             let renamedFrom = mask & UInt32(IN_MOVED_TO) != 0 ? batch.movedFrom.removeValue(forKey: cookie) : nil
@@ -438,7 +423,7 @@ final class InotifyWatcher: Sendable {
                 }
             }
             s.listings = s.listings.filter { s.vanished[$0.key]?.listeners.isEmpty == false }
-            batch.add(Array(s.polled.values))
+            batch.add(s.polled)
         }
     }
 }

@@ -3,12 +3,18 @@
 
 // C calls that Glibc's Swift module map leaves out, and ThreadSanitizer's annotations.
 
+#include <linux/fs.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/vfs.h>
 
 /// linkat(2) of the file open as `fd` itself (AT_EMPTY_PATH) to `name` in `dirfd`.
 int sharedprefs_link_descriptor(int fd, int dirfd, const char *name);
+
+/// Allocates the blocks of the first `length` bytes of `fd` (fallocate(2), mode 0: the size
+/// grows to `length`). Returns 0, or -1 with errno set.
+int sharedprefs_allocate(int fd, long length);
 
 /// memmem(3): where `needle` first occurs in `haystack`, or NULL.
 void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *needle, long needleLength);
@@ -19,6 +25,22 @@ static inline long sharedprefs_filesystem_type(const char *path) {
     struct statfs info;
     if (statfs(path, &info) != 0) return -1;
     return (long)info.f_type;
+}
+
+/// The file-system type (`f_type` of fstatfs(2)) of the file system holding the open file `fd`,
+/// or -1 with errno set.
+static inline long sharedprefs_filesystem_type_of(int fd) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) return -1;
+    return (long)info.f_type;
+}
+
+/// The generation number of the open file's inode (ioctl(2) FS_IOC_GETVERSION), which changes
+/// when an inode number is handed out again; -1 with errno set where the file system has none.
+static inline long sharedprefs_generation(int fd) {
+    unsigned int generation = 0;
+    if (ioctl(fd, FS_IOC_GETVERSION, &generation) != 0) return -1;
+    return (long)generation;
 }
 
 // ThreadSanitizer's annotations, present only when its runtime is linked (weak: null otherwise).

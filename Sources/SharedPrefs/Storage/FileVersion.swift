@@ -40,7 +40,8 @@ struct FileStamp: Equatable, Sendable {
 /// ``granularity`` before the moment it was taken (as git trusts its index only for files not
 /// modified in the second it was written): every later change, rename or new file then gets a
 /// later `ctime`, which nobody can set by hand. A stamp taken sooner than that is "racy", and an
-/// equal racy stamp is confirmed by the content: the file must hold the bytes read or written.
+/// equal racy stamp is confirmed by the content: the file must hold the bytes read or written,
+/// except for a file this process wrote, where its ``proof`` may prove it without a read.
 struct FileVersion: Sendable {
     /// `nil` when there is no file.
     var stamp: FileStamp?
@@ -48,6 +49,53 @@ struct FileVersion: Sendable {
     var content: [UInt8]
     /// `CLOCK_REALTIME` in nanoseconds just before `stamp` was taken.
     var takenAt: Int64
+    /// What proves an equal racy stamp without reading the file.
+    var proof: Proof = .none
+
+    /// How a file this process wrote is known to be unchanged while its stamp is, content unseen.
+    ///
+    /// Where timestamps are multigrain (Linux 6.13 and later, on ext4, XFS, Btrfs and tmpfs), a
+    /// change made to a file after a `stat` of it gets a later `ctime`, however soon: the writer's
+    /// `fstat` right after its rename makes an equal stamp prove that nobody changed that inode
+    /// since. What it cannot prove is that the inode is still the same one: ext4 hands a freed
+    /// inode number to the next new file at once. So the inode's generation number must be the
+    /// same too (``Syscall/generation(_:)``), or the file system must never hand an inode number
+    /// out again soon (tmpfs counts them up).
+    enum Proof: Sendable, Equatable {
+        case none
+        case generation(Int)
+        case uniqueInodes
+
+        /// File systems with multigrain timestamps (statfs `f_type`), and whether they never
+        /// reuse an inode number soon: ext4, XFS, Btrfs, tmpfs.
+        private static let multigrain: [Int: Bool] = [0xEF53: false, 0x5846_5342: false, 0x9123_683E: false, 0x0102_1994: true]
+
+        /// Whether this kernel has multigrain timestamps (6.13 and later).
+        private static let kernelHasMultigrain: Bool = {
+            var system = utsname()
+            guard uname(&system) == 0 else { return false }
+            let release = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+            return numbers.count == 2 && (numbers[0], numbers[1]) >= (6, 13)
+        }()
+
+        /// The proof for the file open as `fd`, which this process just wrote and `fstat`ed.
+        static func of(_ fd: CInt) -> Proof {
+            guard kernelHasMultigrain, case .success(let type) = Syscall.fileSystemType(of: fd), let unique = multigrain[type] else { return .none }
+            if unique { return .uniqueInodes }
+            guard case .success(let generation) = Syscall.generation(fd) else { return .none }
+            return .generation(generation)
+        }
+
+        /// Whether the file open as `fd`, whose stamp equals the version's, is proven the same.
+        func holds(_ fd: CInt) -> Bool {
+            switch self {
+            case .none: false
+            case .uniqueInodes: true
+            case .generation(let generation): Syscall.generation(fd) == .success(generation)
+            }
+        }
+    }
 
     /// The coarsest timestamp step of the file systems suites live on: ext4 with 128-byte inodes
     /// and NFS servers keep whole seconds, FAT two.
@@ -59,11 +107,6 @@ struct FileVersion: Sendable {
     var isRacy: Bool {
         guard let stamp else { return false }
         return stamp.changed >= takenAt - Self.granularity
-    }
-
-    /// Whether the file holds `bytes`: a `memcmp`, faster than any hash of them.
-    func holds(_ bytes: [UInt8]) -> Bool {
-        content.count == bytes.count && content.withUnsafeBytes { a in bytes.withUnsafeBytes { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
     }
 
     /// Now, in nanoseconds since the epoch: take it before the `fstat` whose stamp it goes with.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSharedPrefsShims
 import Foundation
 import SharedPrefsLocking
 import SystemPackage
@@ -51,8 +52,8 @@ struct SuiteFile: Sendable {
     // MARK: Reading
 
     /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
-    /// is, `nil` when the file changed. One `fstatat`, plus a read when the stamp alone does not
-    /// prove it (see ``FileVersion``).
+    /// is, `nil` when the file changed. One `fstatat`, plus, when the stamp alone does not prove
+    /// it (see ``FileVersion``), an open and the version's ``FileVersion/Proof`` or a read.
     func confirm(_ version: FileVersion, in dir: OpenDirectory) throws(PreferenceError) -> FileVersion? {
         let takenAt = FileVersion.now()
         let st: stat
@@ -64,19 +65,23 @@ struct SuiteFile: Sendable {
         guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
         guard FileStamp(st) == version.stamp else { return nil }
         if !version.isRacy { return version }
-        guard case .loaded(_, let current, _) = try read(in: dir, decoding: false), current.stamp == version.stamp,
-            version.holds(current.content)
+        // A racy stamp: the file must hold the bytes last read or written.
+        guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+        defer { Syscall.close(fd) }
+        guard case .success(let opened) = Syscall.fstat(fd), FileStamp(opened) == version.stamp,
+            version.proof.holds(fd) || Syscall.holds(fd, version.content) == .success(true)
         else { return nil }
-        return FileVersion(stamp: version.stamp, content: version.content, takenAt: takenAt)
+        var confirmed = version
+        confirmed.takenAt = takenAt
+        return confirmed
     }
 
     /// Reads and decodes the suite file. Never follows a symbolic link, never blocks, and never
     /// reads more than ``PreferenceSuite/Options/maximumFileSize`` bytes.
     /// - Parameters:
-    ///   - decoding: `false` only reads the bytes (the values come back empty).
     ///   - previous: The image of the file as last read or written: a binary file is then decoded
     ///     only where it differs from it.
-    func read(in dir: OpenDirectory, decoding: Bool = true, previous: SuiteImage? = nil) throws(PreferenceError) -> SuiteFileContents {
+    func read(in dir: OpenDirectory, previous: SuiteImage? = nil) throws(PreferenceError) -> SuiteFileContents {
         let fd: CInt
         switch Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
         case .success(let descriptor): fd = descriptor
@@ -95,7 +100,6 @@ struct SuiteFile: Sendable {
         _Stages.mark("Y")
         if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
         let version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
-        guard decoding else { return .loaded(.full([:]), version, nil) }
         // Anything unusual in the incremental read (a key twice, a broken file) is decoded in full.
         if let previous, let (image, delta, added) = try? previous.changes(to: bytes) {
             return .loaded(.changes(delta, added: added), version, image)
@@ -127,7 +131,7 @@ struct SuiteFile: Sendable {
     static let settleLimit: Duration = .seconds(2)
     static let settleQuiet: Duration = .milliseconds(500)
 
-    /// ``read(in:decoding:)``, but a file that looks like a property list and does not parse is
+    /// ``read(in:previous:)``, but a file that looks like a property list and does not parse is
     /// watched, with growing pauses, and read again whenever its stamp moves, until it parses, or
     /// has stayed unchanged for ``settleQuiet`` (or ``settleLimit`` passed); then it is read once
     /// more. A good file costs one read and no pause.
@@ -260,26 +264,15 @@ struct SuiteFile: Sendable {
     /// Whether this machine can name an unnamed file through `/proc/self/fd` (for `O_TMPFILE`).
     private static let canLinkUnnamedFiles = access("/proc/self/fd", X_OK) == 0
 
-    /// Makes an unnamed file in the directory (`O_TMPFILE`) with the suite's mode, to be written
-    /// and linked in by ``write(_:in:as:isLocked:)``; `nil` where the file system has no unnamed files.
-    private func makeUnnamedFile(in dir: OpenDirectory) -> CInt? {
-        guard Self.canLinkUnnamedFiles, case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, options.filePermissions) else {
-            return nil
-        }
-        if dir.isGroupContainer, case .failure = Syscall.fchmod(fd, options.filePermissions & 0o777) {
-            Syscall.close(fd)
-            return nil
-        }
-        return fd
-    }
-
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
     /// that `durability` asks for, and returns the new file's version. Nothing stays open.
     ///
-    /// The temporary file is made unnamed (`O_TMPFILE`) where the file system allows it, and
-    /// linked in as `tempName` (``newTemporaryName()``) only after it is written and synced,
-    /// right before the rename: a writer killed mid-write leaves nothing behind. Elsewhere it is
-    /// created `O_CREAT | O_EXCL` as `tempName`.
+    /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL`; one that a
+    /// writer killed mid-write leaves behind is removed by a later writer
+    /// (``removeStaleTemporaryFiles(in:)``). The file replaced is held (`O_PATH`) until the end,
+    /// so that the kernel frees it after the rename, not inside it: where freeing is slow (ext4
+    /// without a journal, mounted with `discard`, frees and discards the blocks at once), the new
+    /// file's watchers are woken first.
     /// - Parameter isLocked: Asked right before the rename: `false` (the lock file was deleted
     ///   or replaced since it was locked, so another writer may be writing too) removes the
     ///   temporary file and returns `nil`, for the caller to lock and write again.
@@ -291,46 +284,41 @@ struct SuiteFile: Sendable {
                 path: path)
         }
         let tempPath = directory + "/" + tempName
-        var named = false
-        let fd: CInt
-        if let unnamed = makeUnnamedFile(in: dir) {
-            fd = unnamed
-        } else {
-            fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
-                .get("openat", path: tempPath, doing: "create the temporary file")
-            named = true
-        }
+        let fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+            .get("openat", path: tempPath, doing: "create the temporary file")
+        var replaced: CInt? = nil
+        defer { replaced.map(Syscall.close) }
         let version: FileVersion?
         _Stages.mark("O")
         do throws(PreferenceError) {
-            if named, dir.isGroupContainer {
+            if dir.isGroupContainer {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
             }
+            // Blocks allocated before the data is written: ext4 would otherwise allocate them, and
+            // start writing them back, inside the rename that replaces a file (`auto_da_alloc`).
+            // Where fallocate is not supported, the write allocates them.
+            _ = sharedprefs_allocate(fd, bytes.count)
             try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
             _Stages.mark("w")
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
-            if !named {
-                try Syscall.linkUnnamed(fd, dir.fd, tempName).get("linkat", path: tempPath, doing: "create the temporary file")
-                named = true
-            }
             _TestingHooks.willRename(tempPath)
             if isLocked() {
+                replaced = try? Syscall.openat(dir.fd, fileName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get()
                 _Stages.mark("B")
                 try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
                 _Stages.mark("A")
-                named = false
                 // After the rename, which sets the file's ctime.
                 let takenAt = FileVersion.now()
                 let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-                version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
+                version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd))
             } else {
                 _ = Syscall.unlinkat(dir.fd, tempName)
                 version = nil
             }
         } catch {
-            if named { _ = Syscall.unlinkat(dir.fd, tempName) }
+            _ = Syscall.unlinkat(dir.fd, tempName)
             Syscall.close(fd)
             throw error
         }

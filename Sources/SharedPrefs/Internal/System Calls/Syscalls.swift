@@ -23,6 +23,10 @@ func valueOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _ body: (
     }
 }
 
+/// `O_PATH` (open(2)): a descriptor that refers to a file without opening it. Glibc declares it
+/// only under `_GNU_SOURCE`.
+let O_PATH: CInt = 0o10_000_000
+
 enum Syscall {
     /// The corresponding C function is `openat`.
     static func openat(_ dirfd: CInt, _ path: String, _ flags: CInt, _ mode: mode_t = 0) -> Result<CInt, Errno> {
@@ -187,6 +191,26 @@ enum Syscall {
         }
     }
 
+    /// Whether what is left to read of `fd` is exactly `bytes`: read a piece at a time into one
+    /// small buffer and compared, so that a file of any size costs no allocation of its size. The
+    /// corresponding C function is `read`.
+    static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
+        withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
+            bytes.withUnsafeBytes { expected in
+                var offset = 0
+                while true {
+                    switch valueOrErrno({ Glibc.read(fd, buffer.baseAddress!, buffer.count) }) {
+                    case .failure(let error): return .failure(error)
+                    case .success(0): return .success(offset == expected.count)
+                    case .success(let n):
+                        guard n <= expected.count - offset, memcmp(buffer.baseAddress!, expected.baseAddress! + offset, n) == 0 else { return .success(false) }
+                        offset += n
+                    }
+                }
+            }
+        }
+    }
+
     /// The corresponding C function is `inotify_init1`.
     static func inotifyInit(_ flags: CInt) -> Result<CInt, Errno> {
         valueOrErrno { Glibc.inotify_init1(flags) }
@@ -208,6 +232,17 @@ enum Syscall {
     /// The `f_type` of `statfs` for the file system holding `path`.
     static func fileSystemType(_ path: String) -> Result<Int, Errno> {
         valueOrErrno { sharedprefs_filesystem_type(path) }
+    }
+
+    /// The `f_type` of `fstatfs` for the file system holding the open file `fd`.
+    static func fileSystemType(of fd: CInt) -> Result<Int, Errno> {
+        valueOrErrno { sharedprefs_filesystem_type_of(fd) }
+    }
+
+    /// The inode generation of the open file `fd` (`ioctl(FS_IOC_GETVERSION)`), where the file
+    /// system keeps one. The corresponding C function is `ioctl`.
+    static func generation(_ fd: CInt) -> Result<Int, Errno> {
+        valueOrErrno { sharedprefs_generation(fd) }
     }
 
     /// The corresponding C function is `inotify_rm_watch`.

@@ -101,8 +101,16 @@ final class EtcdBackend: SuiteBackend {
 
     // MARK: Watching
 
+    /// Starts the watch, once: the suite's store asks again at its first read.
     func watch(_ store: SuiteStore) {
-        let task = Task.detached { [self, weak store] in
+        known.withLock { k in
+            guard k.watcher == nil else { return }
+            k.watcher = follow(store)
+        }
+    }
+
+    private func follow(_ store: SuiteStore) -> Task<Void, Never> {
+        Task.detached { [self, weak store] in
             var delay: Duration = .milliseconds(100)
             while !Task.isCancelled, let current = store {
                 let from = known.withLock { $0.revision } + 1
@@ -117,7 +125,6 @@ final class EtcdBackend: SuiteBackend {
                 delay = min(delay * 2, .seconds(2))
             }
         }
-        known.withLock { $0.watcher = task }
     }
 
     func unwatch(_ store: SuiteStore) {
@@ -213,7 +220,7 @@ final class EtcdBackend: SuiteBackend {
 
     // MARK: Writing
 
-    func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
+    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
         if known.withLock({ $0.mustResync }) { try resync(store) }
         while true {
             let plan = try plan()

@@ -22,4 +22,151 @@ struct CoreTests {
             }
         }
     }
+
+    /// A process that only writes sets no inotify watch and starts no watcher thread.
+    @Test func aProcessThatOnlyWritesWatchesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(childExecutable, ["writes", directory.file("w.plist").path, "3"])
+        #expect(result.status == 0 && result.output.contains("watches 0"), "\(result.output)")
+    }
+
+    /// One that observes watches the suite's directory, and its ancestors only up to the trusted
+    /// directory: for a suite given by its file, the directory itself, never up to `/`.
+    @Test func anObserverWatchesNothingAboveTheTrustedDirectory() async throws {
+        let directory = try TemporaryDirectory()
+        let nested = directory.file("a/b")
+        try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: true)
+        let watcher = try Launched(childExecutable, ["watch", nested.appending(path: "s.plist").path])
+        try await watcher.records.wait { $0.contains("ready") }
+        try watcher.send("watches")
+        let records = try await watcher.records.wait { $0.contains("ok watches") }
+        #expect(records.contains("watches 1"), "\(records)")
+        try watcher.closeInput()
+        #expect(try await watcher.status() == 0, "\(watcher.standardError)")
+    }
+
+    /// Two processes increment a counter 400 times each while a third deletes the lock file every
+    /// millisecond: a writer that locked a file deleted meanwhile locks the one at the name
+    /// again, so that no two writers ever hold locks on different files. Nothing is lost.
+    @Test func aLockFileDeletedEveryMillisecondLosesNoIncrement() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("locked.plist")
+        let stop = directory.file("stop")
+        let count = underThreadSanitizer ? 100 : 400
+        let deleter = Task {
+            try await python(
+                "import os, sys, time\nwhile not os.path.exists(sys.argv[2]):\n    try: os.unlink(sys.argv[1])\n    except FileNotFoundError: pass\n    time.sleep(0.001)",
+                directory.file(".locked.plist.lock").path, stop.path)
+        }
+        try await withThrowingTaskGroup(of: ProcessResult.self) { group in
+            for id in ["a", "b"] { group.addTask { try await run(childExecutable, ["hammer", file.path, id, "\(count)"]) } }
+            for try await result in group { #expect(result.status == 0, "\(result.output)") }
+        }
+        FileManager.default.createFile(atPath: stop.path, contents: nil)
+        #expect(try await deleter.value.status == 0)
+        #expect(try readSuiteFile(file)["counter"] == .integer(Int64(2 * count)))
+    }
+
+    /// A process that has written forks without exec; parent and child each increment 500 times.
+    /// Nothing is held between writes, so the child shares no locked file with its parent.
+    @Test func aForkedChildAndItsParentLoseNoIncrement() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("forked.plist")
+        let result = try await run(childExecutable, ["fork-increments", file.path, "500"])
+        #expect(result.status == 0 && result.output.contains("child 0"), "\(result.output)")
+        #expect(try readSuiteFile(file)["counter"] == 1_000)
+    }
+
+    /// A writer opens what it needs for each write and closes it before the write returns: nothing
+    /// in the suite's directory stays open (it would keep the directory's file system from being
+    /// unmounted, and a read-only bind mount laid over it from being seen), whether the suite is
+    /// watched or polled; and the file it wrote was closed for writing with the rename, not later.
+    @Test(arguments: [false, true])
+    func nothingInTheDirectoryIsHeldOnceAWriteReturns(polled: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let writer = try Launched(childExecutable, ["watch", directory.file("idle.plist").path] + (polled ? ["--fail-watches"] : []))
+        try await writer.records.wait { $0.contains("ready") }
+        for count in 1...5 {
+            try writer.send("write")
+            let records = try await writer.records.wait { $0.count { $0 == "ok write" } == count }
+            #expect(records.last { $0.hasPrefix("held ") } == "held 0", "write \(count): \(records)")
+        }
+        try writer.closeInput()
+        #expect(try await writer.status() == 0, "\(writer.standardError)")
+    }
+
+    /// 1,000 writes leave the process's descriptor table as they found it.
+    @Test func aThousandWritesLeakNoDescriptor() async throws {
+        let directory = try TemporaryDirectory()
+        try await expectNoDescriptorLeak(writing: directory.file("many.plist"))
+    }
+
+    /// The same on a FUSE file system (bindfs), which refuses unnamed temporary files: each write
+    /// then makes a named one.
+    @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install bindfs)"))
+    func aThousandWritesOnAFileSystemWithoutUnnamedFilesLeakNoDescriptor() async throws {
+        let directory = try TemporaryDirectory()
+        let (source, mount) = (directory.file("source"), directory.file("mount"))
+        for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
+        try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
+        defer { _ = system("/bin/umount '\(mount.path)'") }
+        try await expectNoDescriptorLeak(writing: mount.appending(path: "many.plist"))
+    }
+
+    /// Runs 1,000 writes of `file` in a child process, which counts its descriptors before and after.
+    private func expectNoDescriptorLeak(writing file: URL) async throws {
+        let result = try await run(childExecutable, ["writes", file.path, "1000"])
+        let line = result.output.split(separator: "\n").first { $0.hasPrefix("descriptors ") }.map(String.init) ?? ""
+        let counts = line.split(separator: " ").dropFirst().compactMap { Int($0) }
+        #expect(result.status == 0 && counts.count == 2 && counts[0] == counts[1], "\(result.output)")
+    }
+
+    /// A process holding the suite's lock, as a writer stopped with SIGSTOP would.
+    private func lockHolder(_ lock: URL) async throws -> Launched {
+        let holder = try Launched(URL(filePath: "/usr/bin/env"), [
+            "python3", "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            lock.path,
+        ])
+        try await holder.records.wait(for: 1)
+        return holder
+    }
+
+    /// `synchronize()` behind a background write that waits for the same held lock gives up one
+    /// lock timeout after it was called, not two, and says which keys are not written.
+    @Test func synchronizeGivesUpOneLockTimeoutAfterItWasCalled() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("bound.plist")
+        let holder = try await lockHolder(directory.file(".bound.plist.lock"))
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .seconds(2)))
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.set(1, forKey: "pending.key")
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(!suite.synchronize())
+        let waited = clock.now - start
+        #expect(waited < .seconds(3), "synchronize() waited \(waited) with a lock timeout of 2 s")
+        let reported = try await failures.wait(for: 1)
+        #expect(reported[0].code == .lockTimedOut && reported[0].message.contains("Not written yet: pending.key"), "\(reported[0])")
+        try holder.closeInput()
+        _ = try await holder.status()
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(file)["pending.key"] == 1)
+    }
+
+    /// The flush at exit gives up one lock timeout after it began, naming the keys it could not write.
+    @Test func theExitFlushGivesUpOneLockTimeoutAfterItBegan() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("exit.plist")
+        let holder = try await lockHolder(directory.file(".exit.plist.lock"))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = try await run(childExecutable, ["set", file.path, "late=int:2", "--lock-timeout-ms", "2000"])
+        let took = clock.now - start
+        #expect(result.output.contains("Could not save 1 pending value(s)") && result.output.contains("late"), "\(result.output)")
+        #expect(took < .seconds(3), "the process took \(took) to exit with a lock timeout of 2 s")
+        try holder.closeInput()
+        _ = try await holder.status()
+    }
 }

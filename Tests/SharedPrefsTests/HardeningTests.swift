@@ -440,50 +440,6 @@ struct HardeningTests {
         #expect(try await process.status() == 0)
     }
 
-    /// A writer opens what it needs for each write and closes it before the write returns: nothing
-    /// in the suite's directory stays open (it would keep the directory's file system from being
-    /// unmounted, and a read-only bind mount laid over it from being seen), whether the suite is
-    /// watched or polled; and the file it wrote was closed for writing with the rename, not later.
-    @Test(arguments: [false, true])
-    func nothingInTheDirectoryIsHeldOnceAWriteReturns(polled: Bool) async throws {
-        let directory = try TemporaryDirectory()
-        let writer = try Launched(childExecutable, ["watch", directory.file("idle.plist").path] + (polled ? ["--fail-watches"] : []))
-        try await writer.records.wait { $0.contains("ready") }
-        for count in 1...5 {
-            try writer.send("write")
-            let records = try await writer.records.wait { $0.count { $0 == "ok write" } == count }
-            #expect(records.last { $0.hasPrefix("held ") } == "held 0", "write \(count): \(records)")
-        }
-        try writer.closeInput()
-        #expect(try await writer.status() == 0, "\(writer.standardError)")
-    }
-
-    /// 1,000 writes leave the process's descriptor table as they found it.
-    @Test func aThousandWritesLeakNoDescriptor() async throws {
-        let directory = try TemporaryDirectory()
-        try await expectNoDescriptorLeak(writing: directory.file("many.plist"))
-    }
-
-    /// The same on a FUSE file system (bindfs), which refuses unnamed temporary files: each write
-    /// then makes a named one.
-    @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install bindfs)"))
-    func aThousandWritesOnAFileSystemWithoutUnnamedFilesLeakNoDescriptor() async throws {
-        let directory = try TemporaryDirectory()
-        let (source, mount) = (directory.file("source"), directory.file("mount"))
-        for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
-        try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
-        defer { _ = system("/bin/umount '\(mount.path)'") }
-        try await expectNoDescriptorLeak(writing: mount.appending(path: "many.plist"))
-    }
-
-    /// Runs 1,000 writes of `file` in a child process, which counts its descriptors before and after.
-    private func expectNoDescriptorLeak(writing file: URL) async throws {
-        let result = try await run(childExecutable, ["writes", file.path, "1000"])
-        let line = result.output.split(separator: "\n").first { $0.hasPrefix("descriptors ") }.map(String.init) ?? ""
-        let counts = line.split(separator: " ").dropFirst().compactMap { Int($0) }
-        #expect(result.status == 0 && counts.count == 2 && counts[0] == counts[1], "\(result.output)")
-    }
-
     @Test func theStaleTemporaryFileSweepRemovesOnlyTheSuitesOwnFiles() async throws {
         let directory = try TemporaryDirectory()
         let a = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "a.plist", options: .init())

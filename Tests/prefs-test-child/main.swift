@@ -13,7 +13,8 @@
 //       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" and
 //       synchronizes (exits if that fails) and prints "held <descriptors in the directory>",
 //       "try-write" does so and prints "written" or "not written", "dump" prints
-//       "values k=v,…" (sorted); exits at end of input. --fail-watches makes inotify_add_watch
+//       "values k=v,…" (sorted), "watches" prints "watches <inotify watches of this process>";
+//       exits at end of input. --fail-watches makes inotify_add_watch
 //       fail with ENOSPC first.
 //   prefs-test-child additions <directory> [--fail-watches]
 //       prints "ready", then "added <suite>" for each suite that appears in the directory.
@@ -25,7 +26,10 @@
 //       (an app that opens a suite per request); prints "churned <count>".
 //   prefs-test-child writes <plist> <count>
 //       after a first write, <count> more, each synchronized; prints "descriptors <before> <after>"
-//       (the entries of /proc/self/fd).
+//       (the entries of /proc/self/fd) and "watches <inotify watches of this process>".
+//   prefs-test-child fork-increments <plist> <count>
+//       writes once, forks; parent and child each update-increment "counter" <count> times; the
+//       parent waits for the child and prints "child <exit status>".
 //   --lock-timeout-ms N (any command): the suite's lock timeout.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
@@ -60,6 +64,17 @@ func fail(_ message: String) -> Never {
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The inotify watches this process has: the `inotify wd:` lines of its inotify descriptors' fdinfo.
+func inotifyWatches() -> Int {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.reduce(0) { count, fd in
+        guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd)) == "anon_inode:inotify",
+            let info = try? String(contentsOfFile: "/proc/self/fdinfo/" + fd, encoding: .utf8)
+        else { return count }
+        return count + info.split(separator: "\n").count { $0.hasPrefix("inotify wd:") }
+    }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -192,6 +207,21 @@ case "writes":
         guard suite.synchronize() else { fail("write \(i) failed") }
     }
     say("descriptors \(before) \(descriptors())")
+    say("watches \(inotifyWatches())")
+case "fork-increments":
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: fork-increments <plist> <count>") }
+    let counter = PreferenceKey<Int>("counter", default: 0)
+    suite.set(0, forKey: "before")
+    guard suite.synchronize() else { fail("the first write failed") }
+    let pid = fork()
+    guard pid >= 0 else { fail("fork failed") }
+    for _ in 0..<count {
+        do { try suite.update { $0[counter] += 1 } } catch { fail("update failed in the \(pid == 0 ? "child" : "parent"): \(error)") }
+    }
+    if pid == 0 { _exit(0) }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, 0) == pid else { fail("waitpid failed") }
+    say("child \(status)")
 case "observable":
     let settings = ChildSettings(suite: suite)
     for assignment in arguments.dropFirst(2) {
@@ -231,6 +261,7 @@ case "watch":
         case "try-write":
             suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
             say(suite.synchronize() ? "written" : "not written")
+        case "watches": say("watches \(inotifyWatches())")
         case "dump": say("values " + suite.dictionaryRepresentation().sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
         default: fail("unknown watch command \(command)")
         }

@@ -18,11 +18,11 @@ package enum StoreRegistry {
             return String(cString: pointer)
         } ?? file.directory
         return try store(key: realDirectory + "/" + file.fileName) { () throws(PreferenceError) in
-            // Watch first, then read, so no change can fall between the two. Fail early and
-            // clearly on an unusable directory or file (insecure, a link, unreadable).
-            let backend = FileBackend(file: file)
-            let store = SuiteStore(name: name, backend: backend)
-            backend.watch(store)
+            // Read now, to fail early and clearly on an unusable directory or file (insecure, a
+            // link, unreadable). Watched from the first read of the cached values or the first
+            // observer on, which reads again what changed meanwhile: a process that only writes
+            // starts no watcher.
+            let store = SuiteStore(name: name, backend: FileBackend(file: file))
             try store.reload()
             return store
         }

@@ -28,9 +28,11 @@ package protocol SuiteBackend: Sendable {
     /// where they may have changed, then asks `plan` for the operations to write and writes them,
     /// all such that no other writer's change falls in between (a lock, or a compare-and-swap:
     /// after a failed one the backend adopts what changed and asks `plan` again).
+    /// - Parameter start: When the caller began to wait for this write: a backend that waits (for
+    ///   a lock) gives up one timeout after it.
     /// - Returns: An error to throw once the write is adopted (the write succeeded, but the caller
     ///   must hear of something), or `nil`.
-    func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError?
+    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError?
 }
 
 extension SuiteBackend {
@@ -108,12 +110,12 @@ final class FileBackend: SuiteBackend {
     /// plan → atomic write → unlock and close. Nothing stays open between writes. A lock file
     /// found deleted or replaced right before the rename (another writer may then hold a lock
     /// too) means the write is made again, from the lock on.
-    func write(_ store: SuiteStore, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
+    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
         _Stages.mark("D")
         while true {
-            let lock = try file.lock(in: dir)
+            let lock = try file.lock(in: dir, until: start + file.options.lockTimeout)
             defer { lock.unlock() }
             if case .written(let notice) = try writeLocked(store, plan, in: dir, isLocked: { lock.isCurrent(file.lockName, in: dir) }) {
                 return notice

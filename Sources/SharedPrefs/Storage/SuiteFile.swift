@@ -184,14 +184,13 @@ struct SuiteFile: Sendable {
         func unlock() { Syscall.close(fd) }
     }
 
-    /// Takes the suite's exclusive lock, waiting at most ``PreferenceSuite/Options/lockTimeout``
-    /// in all. Once `flock` returns, the lock file must still be the one at its name (the pattern
+    /// Takes the suite's exclusive lock, waiting until `deadline` at most (a lock timeout after
+    /// the caller began to wait, see ``PreferenceSuite/Options/lockTimeout``). Once `flock` returns, the lock file must still be the one at its name (the pattern
     /// lock files use): if another process deleted or replaced it meanwhile, it is let go and the
     /// name opened and locked again. The kernel releases the lock when the process dies, so a
     /// crashed writer never blocks the others.
     /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
-    func lock(in dir: OpenDirectory) throws(PreferenceError) -> LockFile {
-        let deadline = ContinuousClock.now + options.lockTimeout
+    func lock(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
         while true {
             let lock = try lockOnce(in: dir, until: deadline)
             if lock.isCurrent(lockName, in: dir) { return lock }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import SharedPrefsLocking
+import Synchronization
 
 /// The one live store of a suite in this process, shared by every `PreferenceSuite` for the same
 /// file (or etcd prefix). Reads come from an in-memory snapshot; writes change it at once and are
@@ -27,6 +28,9 @@ package final class SuiteStore: Sendable {
     /// for a transaction body, whatever that body waits for.
     private let ioExclusion = Lock(())
     private let state = Lock(State())
+    /// Whether the backend watches for other processes' changes: from the first read of the
+    /// cached values or the first observer on, never for a store that is only written.
+    private let watching = Atomic(false)
     private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     struct Observer: Sendable {
@@ -93,7 +97,19 @@ package final class SuiteStore: Sendable {
     }
 
     deinit {
-        backend?.unwatch(self)
+        if watching.load(ordering: .acquiring) { backend?.unwatch(self) }
+    }
+
+    /// Starts watching, at the first read of the cached values or the first observer, and reads
+    /// once more what changed since the store was opened, unwatched (at once when no write is
+    /// running; a running write reads it under the lock anyway).
+    private func watch() {
+        guard !watching.load(ordering: .acquiring), let backend,
+            watching.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        backend.watch(self)
+        // Inside an update body this thread holds the I/O exclusion already.
+        if isOnIOQueue { reloadNow() } else { scheduleReload() }
     }
 
     private var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: Self.ioQueueKey) == ObjectIdentifier(self) }
@@ -101,11 +117,13 @@ package final class SuiteStore: Sendable {
     // MARK: Reading
 
     func value(forKey key: String) -> PlistValue? {
-        state.withLock { $0.values[key] ?? $0.registered[key] }
+        watch()
+        return state.withLock { $0.values[key] ?? $0.registered[key] }
     }
 
     func storedValue(forKey key: String) -> PlistValue? {
-        state.withLock { $0.values[key] }
+        watch()
+        return state.withLock { $0.values[key] }
     }
 
     func registeredValue(forKey key: String) -> PlistValue? {
@@ -115,7 +133,8 @@ package final class SuiteStore: Sendable {
     var statistics: PreferenceSuite.Statistics { state.withLock { $0.statistics } }
 
     func snapshot() -> (values: PlistDictionary, registered: PlistDictionary) {
-        state.withLock { ($0.values, $0.registered) }
+        watch()
+        return state.withLock { ($0.values, $0.registered) }
     }
 
     func register(_ defaults: PlistDictionary) {
@@ -209,7 +228,7 @@ package final class SuiteStore: Sendable {
             _Stages.mark("W")
             state.withLock { $0.flushScheduled = false }
             do {
-                try commitPending()
+                try commitPending(since: .now)
             } catch let error as PreferenceError where error.code == .lockTimedOut || error.code == .clusterUnreachable {
                 // Reported by commit; try again in a second, for as long as the lock is held (or
                 // the cluster does not answer).
@@ -232,7 +251,10 @@ package final class SuiteStore: Sendable {
     package func flushSynchronously() throws {
         guard backend != nil else { return }
         try refuseInsideTransaction("synchronize() or the exit flush")
-        try ioSync { try commitPending() }
+        // One lock timeout in all, counted from now: waiting for a write already running (for
+        // the same lock, maybe) counts too.
+        let start = ContinuousClock.now
+        try ioSync { try commitPending(since: start) }
     }
 
     /// The keys written by the next flush, for messages.
@@ -251,9 +273,10 @@ package final class SuiteStore: Sendable {
     /// Writes everything pending without blocking the caller's thread.
     func flush() async throws {
         guard backend != nil else { return }
+        let start = ContinuousClock.now
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             ioAsync { [self] in
-                continuation.resume(with: Result { try commitPending() })
+                continuation.resume(with: Result { try commitPending(since: start) })
             }
         }
     }
@@ -261,21 +284,24 @@ package final class SuiteStore: Sendable {
     /// Runs `body` as a read-modify-write under the suite's file lock, on the freshest values.
     func update<R>(_ body: (inout PreferenceTransaction) throws -> R) throws -> R {
         try refuseInsideTransaction("update")
+        let start = ContinuousClock.now
         return try withoutActuallyEscaping(body) { body in
-            try ioSync { try commit(body)! }
+            try ioSync { try commit(body, since: start)! }
         }
     }
 
     /// Writes the pending operations, if any. Runs under `ioExclusion` only.
-    private func commitPending() throws {
-        _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?)
+    private func commitPending(since start: ContinuousClock.Instant) throws {
+        _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?, since: start)
     }
 
     /// The write path: the backend brings the values up to date under its lock (or
     /// compare-and-swap) → merge the pending operations key by key → run the transaction → the
     /// backend writes → tell observers. Returns `nil` when there was nothing to do.
     /// Runs under `ioExclusion` only.
-    private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?) throws -> R? {
+    /// - Parameter start: When the caller began to wait: a lock is waited for until one lock
+    ///   timeout after it.
+    private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?, since start: ContinuousClock.Instant) throws -> R? {
         guard let backend else {
             // In memory: a transaction runs on the snapshot; there is nothing to persist.
             guard let transaction else { return nil }
@@ -295,7 +321,7 @@ package final class SuiteStore: Sendable {
             var result: R? = nil
             var written: Operations = [:]
             var transactionKeys: Set<PlistKey> = []
-            let notice = try backend.write(self) { () throws -> WritePlan in
+            let notice = try backend.write(self, since: start) { () throws -> WritePlan in
                 // The transaction sees the stored values with the operations being written,
                 // without the newer local ones still pending.
                 var operations = state.withLock { $0.inFlight }
@@ -328,16 +354,18 @@ package final class SuiteStore: Sendable {
             // written by the next background flush; after an I/O failure, by the next write, flush
             // or exit (not in a loop against a full disk). A failure of the write itself reaches
             // failure observers here, once, whoever else hears of it.
-            let retry = state.withLock { s in
+            let (retry, unwritten) = state.withLock { s in
                 s.pending.merge(s.inFlight) { newer, _ in newer }
                 s.inFlight = [:]
-                return transaction != nil && !(error is PreferenceError) && !s.pending.isEmpty
-            }
-            if let error = error as? PreferenceError {
-                logger.error("\(error)")
-                report(error)
+                return (transaction != nil && !(error is PreferenceError) && !s.pending.isEmpty, s.pending.keys.map(\.string).sorted())
             }
             if retry { apply([:], forceFlush: true) }
+            guard var error = error as? PreferenceError else { throw error }
+            if error.code == .lockTimedOut, !unwritten.isEmpty {
+                error.message += " Not written yet: \(unwritten.joined(separator: ", "))."
+            }
+            logger.error("\(error)")
+            report(error)
             throw error
         }
     }
@@ -505,7 +533,8 @@ package final class SuiteStore: Sendable {
         synchronous: (@Sendable ([PreferenceChange]) -> Void)? = nil, ordered: OrderedDelivery? = nil,
         initial: (State) -> Void = { _ in }
     ) -> UInt64 {
-        state.withLock { s in
+        watch()
+        return state.withLock { s in
             s.nextObserverID += 1
             s.observers[s.nextObserverID] = Observer(filter: filter, deliver: deliver, synchronous: synchronous, ordered: ordered)
             initial(s)
@@ -521,7 +550,8 @@ package final class SuiteStore: Sendable {
     }
 
     func addFailureObserver(_ deliver: @escaping @Sendable (PreferenceError) -> Void) -> UInt64 {
-        state.withLock { s in
+        watch()
+        return state.withLock { s in
             s.nextObserverID += 1
             s.failureObservers[s.nextObserverID] = deliver
             return s.nextObserverID

@@ -8,22 +8,20 @@ package enum StoreRegistry {
     private static let stores = Lock<[String: WeakStore]>([:])
     private static let pruneThreshold = Lock(64)
 
-    /// Returns the live store for `file`, creating, reading and watching it on first use.
+    /// Returns the live store for `file`, creating and reading it on first use.
     static func store(name: String, file: SuiteFile) throws(PreferenceError) -> SuiteStore {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
-        dir.close()
+        defer { dir.close() }
         // Identify the file by its real directory, so every path to it shares one store.
-        let realDirectory = realpath(file.directory, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        } ?? file.directory
+        let realDirectory = (try? Syscall.readLink(dir.procPath).get()) ?? file.directory
         return try store(key: realDirectory + "/" + file.fileName) { () throws(PreferenceError) in
-            // Read now, to fail early and clearly on an unusable directory or file (insecure, a
-            // link, unreadable). Watched from the first read of the cached values or the first
+            // Read now, to fail early and clearly on an unusable file (a link, unreadable, not a
+            // property list). Watched from the first read of the cached values or the first
             // observer on, which reads again what changed meanwhile: a process that only writes
             // starts no watcher.
-            let store = SuiteStore(name: name, backend: FileBackend(file: file))
-            try store.reload()
+            let backend = FileBackend(file: file)
+            let store = SuiteStore(name: name, backend: backend)
+            try backend.reload(store, in: dir)
             return store
         }
     }

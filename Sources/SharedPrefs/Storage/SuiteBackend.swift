@@ -90,6 +90,11 @@ final class FileBackend: SuiteBackend {
             return
         }
         defer { dir.close() }
+        try reload(store, in: dir)
+    }
+
+    /// ``reload(_:)`` in the suite's directory, open.
+    func reload(_ store: SuiteStore, in dir: OpenDirectory) throws(PreferenceError) {
         let (lastVersion, lastImage) = last.withLock { $0 }
         if let same = try file.confirm(lastVersion, in: dir) {
             last.withLock { $0.version = same }

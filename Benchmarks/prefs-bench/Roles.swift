@@ -51,6 +51,17 @@ enum Role {
     }
 
     /// `visible <plist> <target>`: prints the time at which key "n" first holds `target`.
+    /// `cold-read <plist>`: a one-shot process that opens a suite, reads one key and exits.
+    static func coldRead(_ path: String) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+        print(suite.integer(forKey: "k"))
+    }
+
+    /// `cold-defaults <suite>`: the same with Foundation `UserDefaults`.
+    static func coldDefaults(_ suiteName: String) {
+        print(UserDefaults(suiteName: suiteName)?.integer(forKey: "k") ?? -1)
+    }
+
     static func visible(_ path: String, _ target: Int) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
         let seen = DispatchSemaphore(value: 0)

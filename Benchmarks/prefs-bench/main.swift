@@ -18,6 +18,8 @@ case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
 case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
 case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
 case "defaults-observe": Role.defaultsObserve(arguments[1], Int(arguments[2])!); exit(0)
+case "cold-read": try Role.coldRead(arguments[1]); exit(0)
+case "cold-defaults": Role.coldDefaults(arguments[1]); exit(0)
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
 #if Etcd
 case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2]); exit(0)

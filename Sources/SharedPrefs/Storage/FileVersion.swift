@@ -66,9 +66,12 @@ struct FileVersion: Sendable {
         case generation(Int)
         case uniqueInodes
 
+        /// ext4's `f_type` (statfs).
+        static let ext4 = 0xEF53
+
         /// File systems with multigrain timestamps (statfs `f_type`), and whether they never
         /// reuse an inode number soon: ext4, XFS, Btrfs, tmpfs.
-        private static let multigrain: [Int: Bool] = [0xEF53: false, 0x5846_5342: false, 0x9123_683E: false, 0x0102_1994: true]
+        private static let multigrain: [Int: Bool] = [ext4: false, 0x5846_5342: false, 0x9123_683E: false, 0x0102_1994: true]
 
         /// Whether this kernel has multigrain timestamps (6.13 and later).
         private static let kernelHasMultigrain: Bool = {
@@ -79,9 +82,10 @@ struct FileVersion: Sendable {
             return numbers.count == 2 && (numbers[0], numbers[1]) >= (6, 13)
         }()
 
-        /// The proof for the file open as `fd`, which this process just wrote and `fstat`ed.
-        static func of(_ fd: CInt) -> Proof {
-            guard kernelHasMultigrain, case .success(let type) = Syscall.fileSystemType(of: fd), let unique = multigrain[type] else { return .none }
+        /// The proof for the file open as `fd`, on the file system of type `fileSystem`, which
+        /// this process just wrote and `fstat`ed.
+        static func of(_ fd: CInt, on fileSystem: Int?) -> Proof {
+            guard kernelHasMultigrain, let fileSystem, let unique = multigrain[fileSystem] else { return .none }
             if unique { return .uniqueInodes }
             guard case .success(let generation) = Syscall.generation(fd) else { return .none }
             return .generation(generation)

@@ -293,10 +293,11 @@ struct SuiteFile: Sendable {
             if dir.isGroupContainer {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
             }
-            // Blocks allocated before the data is written: ext4 would otherwise allocate them, and
-            // start writing them back, inside the rename that replaces a file (`auto_da_alloc`).
-            // Where fallocate is not supported, the write allocates them.
-            _ = sharedprefs_allocate(fd, bytes.count)
+            let fileSystem = try? Syscall.fileSystemType(of: fd).get()
+            // On ext4, blocks allocated before the data is written: it would otherwise allocate
+            // them, and start writing them back, inside the rename that replaces a file
+            // (`auto_da_alloc`). (Elsewhere this would only cost: tmpfs would zero the pages.)
+            if fileSystem == FileVersion.Proof.ext4 { _ = sharedprefs_allocate(fd, bytes.count) }
             try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
             _Stages.mark("w")
             if options.durability == .full {
@@ -311,7 +312,7 @@ struct SuiteFile: Sendable {
                 // After the rename, which sets the file's ctime.
                 let takenAt = FileVersion.now()
                 let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-                version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd))
+                version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd, on: fileSystem))
             } else {
                 _ = Syscall.unlinkat(dir.fd, tempName)
                 version = nil

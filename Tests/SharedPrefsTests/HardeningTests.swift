@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import SharedPrefs
+@_spi(Testing) @testable import SharedPrefs
 import SharedPrefsLocking
 
 /// What hostile or careless neighbours do to a shared container, and what SharedPrefs does about
@@ -40,12 +40,7 @@ struct HardeningTests {
         let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .milliseconds(300)))
         suite.set(0, forKey: "before")
         try await suite.flush()
-        let holder = try Launched(URL(filePath: "/usr/bin/env"), [
-            "python3", "-c",
-            "import fcntl, sys; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-            directory.file(".held.plist.lock").path,
-        ])
-        try await holder.records.wait(for: 1)
+        let holder = try await lockHolder(directory.file(".held.plist.lock"))
         suite.set(1, forKey: "k")
         let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
         #expect(error?.code == .lockTimedOut)
@@ -82,12 +77,7 @@ struct HardeningTests {
         let writer = try await writerThatHasWritten(in: directory.file("folder"), "--lock-timeout-ms", "300")
         let lock = directory.file("folder/.s.plist.lock")
         try FileManager.default.removeItem(at: lock)
-        let holder = try Launched(URL(filePath: "/usr/bin/env"), [
-            "python3", "-c",
-            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-            lock.path,
-        ])
-        try await holder.records.wait(for: 1)
+        let holder = try await lockHolder(lock)
         try writer.send("try-write")
         let refused = try await writer.records.wait { $0.contains("ok try-write") && $0.contains("failure lockTimedOut") }
         #expect(refused.contains("not written"), "\(refused)")
@@ -366,14 +356,13 @@ struct HardeningTests {
         #expect(seen[0].key == "published" && seen[0].newValue == "by link" && seen[0].origin == .external)
     }
 
-    /// A writer's watcher does not re-read the writer's own rename (its temporary name, seen in
-    /// `IN_MOVED_FROM`, tells it apart), but only once: another rename from the same name, by
-    /// anyone who saw it, is read.
+    /// A rename over the suite from the writer's own last temporary name, by anyone who saw it,
+    /// is read like any other change.
     @Test func aRenameFromTheWritersOwnTemporaryNameIsReadWhenItIsNotTheWrite() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("own.plist")
         let temporaryPath = Lock<String?>(nil)
-        _TestingHooks.beforeRename { path in
+        TestingHooks.beforeRename { path in
             if path.hasPrefix(directory.url.path + "/") { temporaryPath.withLock { $0 = path } }
         }
         let suite = try PreferenceSuite(fileURL: file)
@@ -381,7 +370,7 @@ struct HardeningTests {
         defer { token.cancel() }
         suite.set("mine", forKey: "a")
         #expect(suite.synchronize())
-        _TestingHooks.beforeRename(nil)
+        TestingHooks.beforeRename(nil)
         let reused = try #require(temporaryPath.withLock { $0 })
         try Data(PropertyListFormat.binary.encode(["a": "mine", "b": "theirs"])).write(to: URL(filePath: reused))
         #expect(rename(reused, file.path) == 0)

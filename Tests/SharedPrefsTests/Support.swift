@@ -241,3 +241,15 @@ struct Launched: Sendable {
 func prefsWatchRun(_ arguments: String...) async throws -> ProcessResult {
     try await run(prefsWatch, arguments)
 }
+
+/// A process (Python) holding the lock file `lock` (created if missing), as a writer stopped with
+/// SIGSTOP would, until its standard input is closed.
+func lockHolder(_ lock: URL) async throws -> Launched {
+    let holder = try Launched(URL(filePath: "/usr/bin/env"), [
+        "python3", "-c",
+        "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+        lock.path,
+    ])
+    try await holder.records.wait(for: 1)
+    return holder
+}

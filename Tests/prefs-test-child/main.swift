@@ -35,6 +35,7 @@
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
+@_spi(Testing) import SharedPrefs
 import SharedPrefsObservation
 
 func parse(_ text: String) -> PlistValue? {
@@ -99,7 +100,7 @@ if let index = arguments.firstIndex(of: "--lock-timeout-ms"), index + 1 < argume
 
 switch arguments[0] {
 case "additions":
-    if arguments.contains("--fail-watches") { _TestingHooks.failWatches(errno: ENOSPC) }
+    if arguments.contains("--fail-watches") { TestingHooks.failWatches(errno: ENOSPC) }
     let additions: any AsyncSequence<String, Never>
     do { additions = try SuiteDirectory(url: URL(filePath: arguments[1])).suiteAdditions() } catch { fail("\(error)") }
     say("ready")
@@ -149,7 +150,7 @@ do {
         // A suite watched normally first, so that the watcher thread is already asleep when the
         // next one falls back to polling (it must be woken for it).
         _ = try PreferenceSuite(fileURL: URL(filePath: arguments[1] + ".warm-up"))
-        _TestingHooks.failWatches(errno: ENOSPC)
+        TestingHooks.failWatches(errno: ENOSPC)
     }
     suite = try PreferenceSuite(fileURL: URL(filePath: arguments[1]), options: options)
 } catch {
@@ -204,7 +205,7 @@ case "crash-loop":
         guard suite.synchronize() else { fail("synchronize failed") }
         say("flushed \(value)")
         if arguments.contains("--stop-before-rename") {
-            _TestingHooks.beforeRename { temporaryPath in
+            TestingHooks.beforeRename { temporaryPath in
                 say("renaming \(temporaryPath)")
                 while true { pause() }
             }
@@ -259,8 +260,8 @@ case "watch":
     say("ready")
     while let command = readLine() {
         switch command {
-        case "hold": _TestingHooks.holdWatcher(true)
-        case "release": _TestingHooks.holdWatcher(false)
+        case "hold": TestingHooks.holdWatcher(true)
+        case "release": TestingHooks.holdWatcher(false)
         case "write":
             suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
             guard suite.synchronize() else { fail("synchronize failed") }

@@ -35,8 +35,9 @@ public enum _BenchmarkHooks {
     }
 }
 
-/// Faults the tests inject into this process's watcher and writer. Not API: may change at any time.
-public enum _TestingHooks {
+/// Faults the tests inject into this process's watcher and writer: test-only SPI
+/// (`@_spi(Testing) import SharedPrefs`), not API; may change at any time.
+@_spi(Testing) public enum TestingHooks {
     static let watcherHeld = Atomic(false)
     static let failingWatchErrno = Atomic<CInt>(0)
     static let beforeRenameHook = Lock<(@Sendable (_ temporaryPath: String) -> Void)?>(nil)

@@ -291,7 +291,7 @@ final class InotifyWatcher: Sendable {
             } else {
                 usleep(UInt32(Self.pollInterval) * 1000)
             }
-            while _TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
+            while TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
             var batch = Batch()
             if ready { readEvents(buffer, bufferSize, into: &batch) }
             // At most once per poll interval, however many events arrive: a neighbour renaming
@@ -315,28 +315,17 @@ final class InotifyWatcher: Sendable {
 
     /// What one round of events asks for, gathered under the lock and acted on outside it.
     private struct Batch {
-        /// The stores to re-read, each with what its events were: `nil` for any event, or the
-        /// temporary name a rename over its file came from.
-        var reload: [ObjectIdentifier: (store: WeakStore, renamedFrom: [String?])] = [:]
+        var reload: [ObjectIdentifier: WeakStore] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
-        /// The names that `IN_MOVED_FROM` events of this round took away, by cookie.
-        var movedFrom: [UInt32: String] = [:]
 
-        mutating func add(_ stores: [ObjectIdentifier: WeakStore], renamedFrom name: String? = nil) {
-            for (id, store) in stores { reload[id, default: (store, [])].renamedFrom.append(name) }
+        mutating func add(_ stores: [ObjectIdentifier: WeakStore]) {
+            reload.merge(stores) { first, _ in first }
         }
 
-        /// The live stores to re-read: call it outside the watcher's lock only (see
-        /// ``WeakStore``). A store whose only event was the rename of its own last write
-        /// (``FileBackend/isOwnRename(from:)``) has those values already.
+        /// The live stores to re-read: call it outside the watcher's lock only (see ``WeakStore``).
         func stores() -> [SuiteStore] {
-            reload.values.compactMap { entry in
-                guard let store = entry.store.store,
-                    entry.renamedFrom.contains(where: { name in name.map { store.fileBackend?.isOwnRename(from: $0) != true } ?? true })
-                else { return nil }
-                return store
-            }
+            reload.values.compactMap(\.store)
         }
     }
 
@@ -355,12 +344,12 @@ final class InotifyWatcher: Sendable {
                 let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
                 let name = event.len > 0 ? String(cString: nameStart.assumingMemoryBound(to: CChar.self)) : ""
                 offset += MemoryLayout<inotify_event>.size + Int(event.len)
-                handle(wd: event.wd, mask: event.mask, cookie: event.cookie, name: name, into: &batch)
+                handle(wd: event.wd, mask: event.mask, name: name, into: &batch)
             }
         }
     }
 
-    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: String, into batch: inout Batch) {
+    private func handle(wd: CInt, mask: UInt32, name: String, into batch: inout Batch) {
         state.withLock { s in
             if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
@@ -386,12 +375,8 @@ final class InotifyWatcher: Sendable {
                 batch.add(dir.stores)
                 return
             }
-            let stores = dir.suites[name] ?? [:]
-            if mask & UInt32(IN_MOVED_FROM) != 0 { batch.movedFrom[cookie] = name }
-            // A rename this process made of a file it wrote: its store has those values already
-            // (``Batch/stores()``). A later change of the file comes with events of its own.
-            let renamedFrom = mask & UInt32(IN_MOVED_TO) != 0 ? batch.movedFrom.removeValue(forKey: cookie) : nil
-            batch.add(stores, renamedFrom: renamedFrom)
+            // This process's own writes too: their re-read finds the stamp of the version written.
+            batch.add(dir.suites[name] ?? [:])
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }

@@ -23,10 +23,6 @@ func valueOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _ body: (
     }
 }
 
-/// `O_PATH` (open(2)): a descriptor that refers to a file without opening it. Glibc declares it
-/// only under `_GNU_SOURCE`.
-let O_PATH: CInt = 0o10_000_000
-
 enum Syscall {
     /// The corresponding C function is `openat`.
     static func openat(_ dirfd: CInt, _ path: String, _ flags: CInt, _ mode: mode_t = 0) -> Result<CInt, Errno> {
@@ -217,9 +213,9 @@ enum Syscall {
     }
 
     /// The corresponding C function is `inotify_add_watch`.
-    /// Fails with the errno a test injected through ``_TestingHooks/failWatches(errno:)``, if any.
+    /// Fails with the errno a test injected through ``TestingHooks/failWatches(errno:)``, if any.
     static func inotifyAddWatch(_ fd: CInt, _ path: String, _ mask: UInt32) -> Result<CInt, Errno> {
-        let injected = _TestingHooks.failingWatchErrno.load(ordering: .relaxed)
+        let injected = TestingHooks.failingWatchErrno.load(ordering: .relaxed)
         if injected != 0 { return .failure(Errno(rawValue: injected)) }
         return valueOrErrno { Glibc.inotify_add_watch(fd, path, mask) }
     }

@@ -198,6 +198,37 @@ struct SuiteFile: Sendable {
         }
     }
 
+    /// Locks the suite file itself (`flock`), once ``lock(in:until:)`` holds the lock file: a
+    /// lock file can be deleted while it is locked, and a writer that comes then locks a new one,
+    /// so the lock file alone cannot keep two writers of this library apart; the suite file is
+    /// replaced only by a writer, which holds its lock until then. Once `flock` returns, the file
+    /// must still be the one at the suite's name (another writer may have replaced it while this
+    /// one waited), or else the new one is locked. `nil` when there is no suite file yet, or
+    /// something other than a regular file stands there (the read reports it).
+    ///
+    /// Held until the write ends, the descriptor also keeps the file the write replaces from being
+    /// freed inside the rename: where freeing is slow (ext4 without a journal, mounted with
+    /// `discard`, discards the blocks at once; tmpfs frees its pages), the rename's watchers are
+    /// woken first.
+    func lockSuiteFile(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile? {
+        while true {
+            guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+            guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG else {
+                Syscall.close(fd)
+                return nil
+            }
+            let lock = LockFile(fd: fd, identity: FileIdentity(st))
+            do throws(PreferenceError) {
+                try acquire(fd, lock.identity, of: path, until: deadline)
+            } catch {
+                lock.unlock()
+                throw error
+            }
+            if lock.isCurrent(fileName, in: dir) { return lock }
+            lock.unlock()
+        }
+    }
+
     private func lockOnce(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
         // Read-only: flock needs no write access, and closing a descriptor opened for writing
         // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
@@ -216,7 +247,7 @@ struct SuiteFile: Sendable {
             if needsModeSet(st, in: dir) {
                 try Syscall.fchmod(fd, lockMode).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
             }
-            try acquire(fd, FileIdentity(st), until: deadline)
+            try acquire(fd, FileIdentity(st), of: lockPath, until: deadline)
             return LockFile(fd: fd, identity: FileIdentity(st))
         } catch {
             Syscall.close(fd)
@@ -245,7 +276,7 @@ struct SuiteFile: Sendable {
     }
 
     /// Takes the lock on `fd`, waiting until `deadline` at most (see ``LockWait``).
-    private func acquire(_ fd: CInt, _ identity: FileIdentity, until deadline: ContinuousClock.Instant) throws(PreferenceError) {
+    private func acquire(_ fd: CInt, _ identity: FileIdentity, of lockPath: String, until deadline: ContinuousClock.Instant) throws(PreferenceError) {
         switch LockWait.lock(fd, path: lockPath, timeout: max(deadline - .now, .zero)) {
         case .success(true): return
         case .success(false):
@@ -268,14 +299,9 @@ struct SuiteFile: Sendable {
     ///
     /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL`; one that a
     /// writer killed mid-write leaves behind is removed by a later writer
-    /// (``removeStaleTemporaryFiles(in:)``). The file replaced is held (`O_PATH`) until the end,
-    /// so that the kernel frees it after the rename, not inside it: where freeing is slow (ext4
-    /// without a journal, mounted with `discard`, frees and discards the blocks at once), the new
-    /// file's watchers are woken first.
-    /// - Parameter isLocked: Asked right before the rename: `false` (the lock file was deleted
-    ///   or replaced since it was locked, so another writer may be writing too) removes the
-    ///   temporary file and returns `nil`, for the caller to lock and write again.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, isLocked: () -> Bool) throws(PreferenceError) -> FileVersion? {
+    /// (``removeStaleTemporaryFiles(in:)``). Call it holding both locks (``lock(in:until:)``,
+    /// ``lockSuiteFile(in:until:)``).
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String) throws(PreferenceError) -> FileVersion {
         if bytes.count > options.maximumFileSize {
             throw PreferenceError(
                 code: .fileTooLarge,
@@ -285,9 +311,7 @@ struct SuiteFile: Sendable {
         let tempPath = directory + "/" + tempName
         let fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: tempPath, doing: "create the temporary file")
-        var replaced: CInt? = nil
-        defer { replaced.map(Syscall.close) }
-        let version: FileVersion?
+        let version: FileVersion
         _Stages.mark("O")
         do throws(PreferenceError) {
             if dir.isGroupContainer {
@@ -303,20 +327,14 @@ struct SuiteFile: Sendable {
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
-            _TestingHooks.willRename(tempPath)
-            if isLocked() {
-                replaced = try? Syscall.openat(dir.fd, fileName, O_PATH | O_NOFOLLOW | O_CLOEXEC).get()
-                _Stages.mark("B")
-                try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
-                _Stages.mark("A")
-                // After the rename, which sets the file's ctime.
-                let takenAt = FileVersion.now()
-                let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-                version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd, on: fileSystem))
-            } else {
-                _ = Syscall.unlinkat(dir.fd, tempName)
-                version = nil
-            }
+            TestingHooks.willRename(tempPath)
+            _Stages.mark("B")
+            try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
+            _Stages.mark("A")
+            // After the rename, which sets the file's ctime.
+            let takenAt = FileVersion.now()
+            let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
+            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd, on: fileSystem))
         } catch {
             _ = Syscall.unlinkat(dir.fd, tempName)
             Syscall.close(fd)
@@ -325,7 +343,7 @@ struct SuiteFile: Sendable {
         // Closed before the directory's sync: the IN_CLOSE_WRITE it sends the directory's
         // watchers comes with the rename's events, not as a wake-up of its own.
         Syscall.close(fd)
-        if version != nil, options.durability == .full {
+        if options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
             if case .failure(let errno) = Syscall.fsync(dir.fd) {
                 logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")

@@ -1,59 +1,5 @@
 import SharedPrefsLocking
 
-/// Where a store's values live: a suite file here, a key prefix in an etcd cluster in
-/// `SharedPrefsEtcd`. The snapshot, the pending operations, the per-key diff and the observers
-/// are ``SuiteStore``'s, one implementation for every backend; a backend only reads, writes and
-/// watches, and hands what it read to the store (``SuiteStore/adoptRead(_:)``).
-///
-/// The store calls a backend under its I/O exclusion only, one call at a time.
-package protocol SuiteBackend: Sendable {
-    /// The suite's file path or address, for messages.
-    var location: String { get }
-
-    /// Whether a transaction's plan must say which keys it read (``WritePlan/reads``): a
-    /// compare-and-swap backend checks them; a backend that writes under a lock need not.
-    var comparesReads: Bool { get }
-
-    /// Starts telling `store` of changes made elsewhere (``SuiteStore/scheduleReload()``, or
-    /// ``SuiteStore/adoptRead(_:)`` directly).
-    func watch(_ store: SuiteStore)
-
-    /// Stops watching for `store`, which is going away.
-    func unwatch(_ store: SuiteStore)
-
-    /// Reads what changed since the last read or write and hands it to `store`.
-    func reload(_ store: SuiteStore) throws(PreferenceError)
-
-    /// One write: brings `store` up to date with the stored values (``SuiteStore/adoptRead(_:)``)
-    /// where they may have changed, then asks `plan` for the operations to write and writes them,
-    /// all such that no other writer's change falls in between (a lock, or a compare-and-swap:
-    /// after a failed one the backend adopts what changed and asks `plan` again).
-    /// - Parameter start: When the caller began to wait for this write: a backend that waits (for
-    ///   a lock) gives up one timeout after it.
-    /// - Returns: An error to throw once the write is adopted (the write succeeded, but the caller
-    ///   must hear of something), or `nil`.
-    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError?
-}
-
-extension SuiteBackend {
-    package var comparesReads: Bool { false }
-}
-
-/// What a write is to store, from ``SuiteStore``'s merge of its pending operations and transaction.
-package struct WritePlan {
-    /// The operations to persist, per key.
-    package var operations: Operations
-    /// Whether any of them changes a stored value: when none does, nothing needs writing.
-    package var changesSomething: Bool
-    /// The keys a transaction read (when the backend ``SuiteBackend/comparesReads``), or `nil`
-    /// when it read the whole suite or there was no transaction: a compare-and-swap backend must
-    /// find them unchanged (``SuiteStore/persistedValue(forKey:)``).
-    package var reads: Set<PlistKey>?
-    /// Whether the plan comes from a transaction (an `update` body), which must see every
-    /// stored value current; plain sets merge per key whatever changed meanwhile.
-    package var isTransaction: Bool
-}
-
 /// A suite stored in a property-list file (``SuiteFile``), watched with inotify, written under the
 /// suite's lock file by an atomic replace.
 final class FileBackend: SuiteBackend {
@@ -63,8 +9,6 @@ final class FileBackend: SuiteBackend {
     private let last = Lock<(version: FileVersion, image: SuiteImage?)>((.missing, nil))
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
-    /// The temporary name of this process's last write, until the watcher sees it renamed.
-    private let ownRename = Lock<String?>(nil)
 
     init(file: SuiteFile) {
         self.file = file
@@ -111,32 +55,18 @@ final class FileBackend: SuiteBackend {
         }
     }
 
-    /// The write path: the directory opened from its trusted base → lock → re-read if changed →
-    /// plan → atomic write → unlock and close. Nothing stays open between writes. A lock file
-    /// found deleted or replaced right before the rename (another writer may then hold a lock
-    /// too) means the write is made again, from the lock on.
+    /// The write path: the directory opened from its trusted base → lock the lock file, then the
+    /// suite file (``SuiteFile/lockSuiteFile(in:until:)``) → re-read if changed → plan → atomic
+    /// write → unlock and close. Nothing stays open between writes.
     func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
         _Stages.mark("D")
-        while true {
-            let lock = try file.lock(in: dir, until: start + file.options.lockTimeout)
-            defer { lock.unlock() }
-            if case .written(let notice) = try writeLocked(store, plan, in: dir, isLocked: { lock.isCurrent(file.lockName, in: dir) }) {
-                return notice
-            }
-        }
-    }
-
-    private enum Outcome {
-        /// Written (or nothing to write), with an error to throw once the write is adopted.
-        case written(PreferenceError?)
-        /// The lock file was deleted or replaced before the rename: nothing was written.
-        case lockLost
-    }
-
-    /// One write under the lock.
-    private func writeLocked(_ store: SuiteStore, _ plan: () throws -> WritePlan, in dir: OpenDirectory, isLocked: () -> Bool) throws -> Outcome {
+        let deadline = start + file.options.lockTimeout
+        let lock = try file.lock(in: dir, until: deadline)
+        defer { lock.unlock() }
+        let suiteLock = try file.lockSuiteFile(in: dir, until: deadline)
+        defer { suiteLock?.unlock() }
         _Stages.mark("L")
         removeStaleTemporaryFilesOccasionally(in: dir)
 
@@ -162,7 +92,7 @@ final class FileBackend: SuiteBackend {
         }
         _Stages.mark("C")
         let plan = try plan()
-        guard plan.changesSomething || quarantined != nil else { return .written(nil) }
+        guard plan.changesSomething || quarantined != nil else { return nil }
         var image = last.withLock { $0.image }
         let bytes: [UInt8]
         if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
@@ -178,22 +108,11 @@ final class FileBackend: SuiteBackend {
             logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
         }
         let temporaryName = file.newTemporaryName()
-        ownRename.withLock { $0 = temporaryName }
-        guard let version = try file.write(bytes, in: dir, as: temporaryName, isLocked: isLocked) else { return .lockLost }
+        let version = try file.write(bytes, in: dir, as: temporaryName)
         store.countWrite()
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
-        return .written(quarantined)
-    }
-
-    /// Whether `name` is the temporary name of this process's last write, which the watcher sees
-    /// renamed over the suite file; `true` once only.
-    func isOwnRename(from name: String) -> Bool {
-        ownRename.withLock { own in
-            guard own == name else { return false }
-            own = nil
-            return true
-        }
+        return quarantined
     }
 
     /// Hands a file just read to the store. A key the incremental read calls new, though the suite

@@ -68,8 +68,10 @@ struct CoreTests {
     }
 
     /// A process that has written forks without exec; parent and child each increment 500 times.
-    /// Nothing is held between writes, so the child shares no locked file with its parent.
-    @Test func aForkedChildAndItsParentLoseNoIncrement() async throws {
+    /// Nothing is held between writes, so the child shares no locked file with its parent. (Not
+    /// under ThreadSanitizer, which ends a forked child that starts a thread, as a lock wait does.)
+    @Test(.enabled(if: !underThreadSanitizer, "ThreadSanitizer does not support threads started in a forked child"))
+    func aForkedChildAndItsParentLoseNoIncrement() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("forked.plist")
         let result = try await run(childExecutable, ["fork-increments", file.path, "500"])

@@ -434,11 +434,45 @@ struct Measures {
         for i in 0..<100 { values["key.\(i)"] = .string("value \(i)") }
         let data = PlistValue.dictionary(values).propertyListData(format: .binary)
         for i in 0..<count { try data.write(to: dir.appending(path: "s\(i).plist")) }
+        try data.write(to: dir.appending(path: "warm-up.plist"))
         let child = try Child(["memory", dir.path, String(count)])
         let fields = child.nextLine()?.split(separator: " ").compactMap { Int($0) } ?? []
         child.waitForExit()
         guard fields.count == 2 else { return }
-        rows.append(Row(group: "9. memory", name: "a process watching \(count) suites of 100 keys", n: count, note: String(format: "RSS %.1f MiB → %.1f MiB: %.1f KiB per suite", Double(fields[0]) / 1_048_576, Double(fields[1]) / 1_048_576, Double(fields[1] - fields[0]) / 1024 / Double(count))))
+        rows.append(Row(group: "9. memory", name: "a process watching \(count) suites of 100 keys, after one warm-up suite", n: count, note: String(format: "RSS %.1f MiB → %.1f MiB: %.1f KiB per suite; target ≤ 16 KiB", Double(fields[0]) / 1_048_576, Double(fields[1]) / 1_048_576, Double(fields[1] - fields[0]) / 1024 / Double(count))))
+    }
+
+    /// 11. Cold start: a process that opens a suite, reads one key and exits, against the same with
+    /// Foundation `UserDefaults`, alternating, each timed from its start to its exit here.
+    mutating func coldStart() throws {
+        let file = file("cold")
+        try PlistValue.dictionary(["k": 3]).propertyListData(format: .binary).write(to: file)
+        // posix_spawn and waitpid, with the output to /dev/null: Foundation's Process adds tens
+        // of milliseconds of its own to a process this short.
+        func run(_ arguments: [String]) throws -> Int64 {
+            let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            var pid: pid_t = 0
+            let start = now()
+            guard posix_spawn(&pid, executable.path, &actions, nil, argv, environ) == 0 else { throw CocoaError(.executableLoad) }
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            return now() - start
+        }
+        var ours: [Int64] = [], peer: [Int64] = []
+        for _ in 0..<(quick ? 5 : 21) {
+            ours.append(try run(["cold-read", file.path]))
+            peer.append(try run(["cold-defaults", "prefs-bench-cold-\(getpid())"]))
+        }
+        let (a, b) = (Latencies(ours), Latencies(peer))
+        rows.append(Row(
+            group: "11. cold start", name: "open a suite, read one key, exit", n: ours.count, p50: µs(a.p50), p99: µs(a.p99),
+            ratio: ratio(a.p50, b.p50), ratioTo: "Foundation UserDefaults",
+            note: "the same with UserDefaults(suiteName:): p50 \(µs(b.p50)), alternating; target ≤ 1.1×"))
     }
 
     #if Etcd

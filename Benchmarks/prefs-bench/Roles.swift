@@ -163,6 +163,11 @@ enum Role {
 
     /// `memory <dir> <n>`: resident memory before and after opening (and so watching) n suites.
     static func memory(_ directory: String, _ count: Int) throws {
+        // One suite first, read and so watched: what the first suite of a process sets up once
+        // (the watcher thread, the inotify instance, the runtime's first allocations) is not a
+        // cost of each suite.
+        let warmUp = try PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "warm-up.plist"))
+        blackHole([warmUp.storedValues.count])
         let before = residentBytes()
         var suites: [PreferenceSuite] = []
         for i in 0..<count { suites.append(try PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "s\(i).plist"))) }

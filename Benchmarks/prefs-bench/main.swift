@@ -68,6 +68,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (7, "fan-out", { try $0.fanOut() }),
     (8, "contention", { try $0.contention() }),
     (9, "memory", { try $0.memory() }),
+    (11, "cold start", { try $0.coldStart() }),
 ]
 #if Etcd
 if let etcdEndpoints { steps.append((10, "etcd", { try $0.etcd(etcdEndpoints) })) }

@@ -160,4 +160,30 @@ struct CoreTests {
         try holder.closeInput()
         _ = try await holder.status()
     }
+
+    /// A read-only bind mount laid over a suite's directory right after a write: the next write
+    /// goes where the path leads now and fails with `EROFS`, naming the path; and the mount can
+    /// be taken away at once, since nothing in the directory is held open.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount"), "needs root to mount"))
+    func aReadOnlyMountLaidOverTheDirectoryFailsTheNextWriteAndCanBeUnmounted() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.file("folder")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let suite = try PreferenceSuite(fileURL: folder.appending(path: "s.plist"))
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.set(1, forKey: "k")
+        #expect(suite.synchronize())
+        try #require(system("/bin/mount --bind '\(folder.path)' '\(folder.path)' && /bin/mount -o remount,ro,bind '\(folder.path)'") == 0)
+        var mounted = true
+        defer { if mounted { _ = system("/bin/umount '\(folder.path)'") } }
+        suite.set(2, forKey: "k")
+        #expect(!suite.synchronize())
+        let reported = try await failures.wait(for: 1)
+        #expect(reported[0].errno == .readOnlyFileSystem && reported[0].message.contains(folder.path), "\(reported[0])")
+        #expect(system("/bin/umount '\(folder.path)'") == 0, "the directory's mount is busy")
+        mounted = false
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(folder.appending(path: "s.plist"))["k"] == 2)
+    }
 }

@@ -187,4 +187,22 @@ struct CoreTests {
         #expect(suite.synchronize())
         #expect(try readSuiteFile(folder.appending(path: "s.plist"))["k"] == 2)
     }
+
+    /// On a 2 MB tmpfs: a 700 KB value, then 50 KB, then 1.4 MB. Old and new file fit, so the last
+    /// write succeeds: no file the user never asked for (a spare made ahead at the last size)
+    /// takes the room.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount"), "needs root to mount"))
+    func aSmallFileSystemHoldsTheOldAndTheNewFileAndNothingElse() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.file("small")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        try #require(system("/bin/mount -t tmpfs -o size=2m none '\(folder.path)'") == 0)
+        defer { _ = system("/bin/umount -l '\(folder.path)'") }
+        let suite = try PreferenceSuite(fileURL: folder.appending(path: "s.plist"), options: .init(durability: .none))
+        for size in [700_000, 50_000, 1_400_000] {
+            suite.set(Data(count: size), forKey: "blob")
+            #expect(suite.synchronize(), "a write of \(size) bytes failed")
+        }
+        #expect(try readSuiteFile(folder.appending(path: "s.plist"))["blob"] == .data(Data(count: 1_400_000)))
+    }
 }

@@ -198,10 +198,11 @@ struct Measures {
 
     /// The floor of an atomic replace, with nothing of this library in it: `replaceFile`, then
     /// each observer process wakes on inotify, opens and reads the file. Measured right before
-    /// the row it bounds: this machine's noise drifts within minutes. As SharedPrefs does
-    /// (`WriteAhead`), the file is made before the send time is taken, and the file it replaces
-    /// is held open until then, so that the rename does not free it: neither the allocation of
-    /// an inode nor its freeing is on the timed path.
+    /// the row it bounds: this machine's noise drifts within minutes. The file is made before the
+    /// send time is taken, and the file it replaces is held open until then, so that the rename
+    /// does not free it: neither the allocation of an inode nor its freeing is on the timed path.
+    /// (SharedPrefs did so until Core II; it now makes the file and lets the old one go within
+    /// each write, so this floor leaves out costs the library has: see BENCHMARKS.md, "Core II".)
     /// - Parameters:
     ///   - hop: Each observer hands the arrival over to another thread (`DispatchQueue.async`),
     ///     as a library does that runs its users' handlers off the thread that reads the events.

@@ -165,7 +165,7 @@ public final class PreferenceSuite: Sendable {
     /// API, observers included; ``flush()`` does nothing.
     /// - Parameter name: The name changes report.
     public static func inMemory(name: String = "in-memory") -> PreferenceSuite {
-        PreferenceSuite(store: SuiteStore(name: name, backend: nil))
+        PreferenceSuite(store: SuiteStore(name: name, backend: MemoryBackend()))
     }
 
     // MARK: Reading

@@ -11,7 +11,7 @@ public struct PreferenceTransaction {
     /// The stored values, with this transaction's changes applied: a copy of the suite made at
     /// each access, so read single keys through the subscript.
     public var values: PlistDictionary {
-        readLog?.all = true
+        readLog.all = true
         var values = base
         for (key, value) in overrides { values.storage[key] = value }
         values.apply(operations)
@@ -24,8 +24,8 @@ public struct PreferenceTransaction {
     private let overrides: [PlistKey: PlistValue?]
     private let registered: PlistDictionary
     private(set) var operations: Operations = [:]
-    /// The keys read, for a backend that compares them when it writes (etcd); `nil` elsewhere.
-    private let readLog: ReadLog?
+    /// The keys read, for a backend that compares them when it writes (etcd).
+    private let readLog = ReadLog()
 
     /// What a transaction read: some keys, or all of them.
     final class ReadLog {
@@ -33,17 +33,16 @@ public struct PreferenceTransaction {
         var all = false
     }
 
-    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary, logsReads: Bool = false) {
+    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary) {
         self.base = base
         self.overrides = overrides
         self.registered = registered
-        self.readLog = logsReads ? ReadLog() : nil
     }
 
     /// The keys this transaction read (its own writes aside); `nil` when it read the whole suite
-    /// (``values``) or reads are not logged.
+    /// (``values``).
     var reads: Set<PlistKey>? {
-        guard let readLog, !readLog.all else { return nil }
+        guard !readLog.all else { return nil }
         return readLog.keys
     }
 
@@ -52,7 +51,7 @@ public struct PreferenceTransaction {
         get {
             let key = PlistKey(key)
             if let operation = operations[key] { return operation.value }
-            readLog?.keys.insert(key)
+            readLog.keys.insert(key)
             if let override = overrides[key] { return override }
             return base.storage[key]
         }

@@ -1,40 +1,84 @@
-/// Where a store's values live: a suite file here, a key prefix in an etcd cluster in
-/// `SharedPrefsEtcd`. The snapshot, the pending operations, the per-key diff and the observers
-/// are ``SuiteStore``'s, one implementation for every backend; a backend only reads, writes and
-/// watches, and hands what it read to the store (``SuiteStore/adoptRead(_:)``).
+/// Where a store's values live: in memory (``MemoryBackend``), a suite file (``FileBackend``), a
+/// key prefix in an etcd cluster in `SharedPrefsEtcd`. The seam runs one way: a backend reads,
+/// writes and watches, and returns what it read and wrote; the snapshot, the pending operations,
+/// the per-key diff and the observers are ``SuiteStore``'s, which makes every state change. A
+/// backend never sees the store.
 ///
-/// The store calls a backend under its I/O exclusion only, one call at a time.
+/// The store calls ``load()`` and ``commit(since:_:)`` under its I/O exclusion only, one call at
+/// a time.
 package protocol SuiteBackend: Sendable {
-    /// The suite's file path or address, for messages.
-    var location: String { get }
+    /// The suite's file path or address, for messages; `nil` in memory.
+    var location: String? { get }
 
-    /// Whether a transaction's plan must say which keys it read (``WritePlan/reads``): a
-    /// compare-and-swap backend checks them; a backend that writes under a lock need not.
-    var comparesReads: Bool { get }
+    /// Reads what changed in the stored values since the last load or commit.
+    func load() throws(PreferenceError) -> Loaded
 
-    /// Starts telling `store` of changes made elsewhere (``SuiteStore/scheduleReload()``, or
-    /// ``SuiteStore/adoptRead(_:)`` directly).
-    func watch(_ store: SuiteStore)
-
-    /// Stops watching for `store`, which is going away.
-    func unwatch(_ store: SuiteStore)
-
-    /// Reads what changed since the last read or write and hands it to `store`.
-    func reload(_ store: SuiteStore) throws(PreferenceError)
-
-    /// One write: brings `store` up to date with the stored values (``SuiteStore/adoptRead(_:)``)
-    /// where they may have changed, then asks `plan` for the operations to write and writes them,
-    /// all such that no other writer's change falls in between (a lock, or a compare-and-swap:
-    /// after a failed one the backend adopts what changed and asks `plan` again).
+    /// One write, such that no other writer's change falls between its read and its write (a
+    /// lock, or a compare-and-swap): reads what changed since the last load or commit, calls
+    /// `plan` with it (the store adopts it and returns the operations to write), and writes them.
+    /// After a failed compare-and-swap it calls `plan` again with what changed.
     /// - Parameter start: When the caller began to wait for this write: a backend that waits (for
     ///   a lock) gives up one timeout after it.
-    /// - Returns: An error to throw once the write is adopted (the write succeeded, but the caller
-    ///   must hear of something), or `nil`.
-    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError?
+    func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed
+
+    /// Calls `sink` whenever the stored values may have changed elsewhere, and with failures no
+    /// call returns, until the subscription is released.
+    func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription
 }
 
-extension SuiteBackend {
-    package var comparesReads: Bool { false }
+/// The values of a suite as read: in full, or what changed since the last read or write.
+package enum SuiteValues {
+    case full(PlistDictionary)
+    case changes(FileDelta)
+}
+
+/// What a backend read.
+package struct Loaded {
+    /// The values read; `nil` when nothing changed since the last load or commit.
+    package var values: SuiteValues?
+    /// Failures that did not stop the read (a value left out), for the store to report.
+    package var notices: [PreferenceError] = []
+
+    package init(_ values: SuiteValues? = nil, notices: [PreferenceError] = []) {
+        self.values = values
+        self.notices = notices
+    }
+}
+
+/// What a ``SuiteBackend/commit(since:_:)`` did.
+package struct Committed {
+    /// Whether it wrote (the plan changed something).
+    package var wrote: Bool
+    /// Failures that did not stop the write, for the store to report.
+    package var notices: [PreferenceError] = []
+    /// A failure to throw once the write is adopted: the write succeeded, but the caller must
+    /// hear of something (a corrupt file moved aside).
+    package var failure: PreferenceError? = nil
+
+    package init(wrote: Bool, notices: [PreferenceError] = [], failure: PreferenceError? = nil) {
+        self.wrote = wrote
+        self.notices = notices
+        self.failure = failure
+    }
+}
+
+/// What a backend tells its subscriber.
+package enum BackendEvent: Sendable {
+    /// The stored values may have changed: the store loads.
+    case changed
+    /// A failure no call returns (the watch broke, events were lost), for the store to report.
+    case failed(PreferenceError)
+}
+
+/// A backend's subscription: released, it stops.
+package final class Subscription: Sendable {
+    private let cancel: @Sendable () -> Void
+
+    package init(cancel: @escaping @Sendable () -> Void = {}) {
+        self.cancel = cancel
+    }
+
+    deinit { cancel() }
 }
 
 /// What a write is to store, from ``SuiteStore``'s merge of its pending operations and transaction.
@@ -43,11 +87,13 @@ package struct WritePlan {
     package var operations: Operations
     /// Whether any of them changes a stored value: when none does, nothing needs writing.
     package var changesSomething: Bool
-    /// The keys a transaction read (when the backend ``SuiteBackend/comparesReads``), or `nil`
-    /// when it read the whole suite or there was no transaction: a compare-and-swap backend must
-    /// find them unchanged (``SuiteStore/persistedValue(forKey:)``).
+    /// The keys a transaction read, or `nil` when it read the whole suite or there was no
+    /// transaction: a compare-and-swap backend must find them unchanged.
     package var reads: Set<PlistKey>?
     /// Whether the plan comes from a transaction (an `update` body), which must see every
     /// stored value current; plain sets merge per key whatever changed meanwhile.
     package var isTransaction: Bool
+    /// The stored values as last read or written, before `operations`: a copy of the suite, made
+    /// only when called.
+    package var stored: () -> PlistDictionary
 }

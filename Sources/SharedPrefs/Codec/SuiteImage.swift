@@ -61,16 +61,15 @@ struct SuiteImage: Sendable {
     /// What changed from this image to the binary suite file `newBytes`, and the new file's image.
     /// The delta holds every key whose value changed, and may hold keys whose value is only
     /// encoded differently (a nested dictionary's keys in another order): compare before telling.
-    /// `added` are the keys the old file did not hold at all; the caller must check they are not
-    /// in the suite already (a key that occurs twice in the new file), and decode the file in full
-    /// if one is. Throws on anything unusual (the caller then decodes in full, for the error).
-    func changes(to newBytes: [UInt8]) throws(PropertyListDecodingError) -> (image: SuiteImage, delta: FileDelta, added: [PlistKey]) {
+    /// Throws on anything unusual, a key that occurs twice among them (the caller then decodes in
+    /// full, where the last one wins, or for the error).
+    func changes(to newBytes: [UInt8]) throws(PropertyListDecodingError) -> (image: SuiteImage, delta: FileDelta) {
         try bytes.withUnsafeBufferPointer { oldBuffer throws(PropertyListDecodingError) in
             try newBytes.withUnsafeBufferPointer { newBuffer throws(PropertyListDecodingError) in
                 var old = try BinaryPropertyList.Reader(oldBuffer)
                 var new = try BinaryPropertyList.Reader(newBuffer)
                 if canonical, let delta = try scalarChanges(from: old, to: &new) {
-                    return (SuiteImage(bytes: newBytes, keys: keys, canonical: true), delta, [])
+                    return (SuiteImage(bytes: newBytes, keys: keys, canonical: true), delta)
                 }
                 let (oldCount, oldRefs) = try old.topDictionary()
                 try new.visit(depth: 0)
@@ -120,10 +119,13 @@ struct SuiteImage: Sendable {
                         delta.append((key, try new.object(entry.value, depth: 1)))
                     }
                     delta += oldIndex.keys.map { ($0, nil) }
-                    // A key twice among the new ones (the file in full decides which one wins).
-                    if Set(added).count != added.count { throw PropertyListDecodingError("a key occurs twice") }
+                    // A key twice in the new file (the file in full decides which one wins): twice
+                    // among the new keys, or a new key the old file held (matched in the walk).
+                    if Set(added).count != added.count || (!added.isEmpty && !Set(keys).isDisjoint(with: added)) {
+                        throw PropertyListDecodingError("a key occurs twice")
+                    }
                 }
-                return (SuiteImage(bytes: newBytes, keys: newKeys, canonical: new.isCanonical(entries: count)), delta, added)
+                return (SuiteImage(bytes: newBytes, keys: newKeys, canonical: new.isCanonical(entries: count)), delta)
             }
         }
     }

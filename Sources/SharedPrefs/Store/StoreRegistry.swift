@@ -4,8 +4,19 @@ import Glibc
 import SharedPrefsLocking
 
 /// One live store per suite file in this process, and the exit hook that flushes them all.
+///
+/// A load of a weak reference that finds the store alive makes a strong one, whose release can be
+/// the last (the app let the suite go meanwhile): the registry never releases one under its lock.
+/// Loads under the lock only return the store; pruning loads outside it.
 package enum StoreRegistry {
-    private static let stores = Lock<[String: WeakStore]>([:])
+    /// A store, held weakly: the registry never keeps a suite alive. A class, so that an entry is
+    /// told from its replacement by identity, without loading the reference.
+    private final class Entry: @unchecked Sendable {
+        weak var store: SuiteStore?
+        init(_ store: SuiteStore) { self.store = store }
+    }
+
+    private static let stores = Lock<[String: Entry]>([:])
     private static let pruneThreshold = Lock(64)
 
     /// Returns the live store for `file`, creating and reading it on first use.
@@ -20,9 +31,8 @@ package enum StoreRegistry {
             // observer on, which reads again what changed meanwhile: a process that only writes
             // starts no watcher.
             let backend = FileBackend(file: file)
-            let store = SuiteStore(name: name, backend: backend)
-            try backend.reload(store, in: dir)
-            return store
+            let loaded = try backend.load(in: dir)
+            return SuiteStore(name: name, backend: backend, loaded: loaded)
         }
     }
 
@@ -30,18 +40,22 @@ package enum StoreRegistry {
     /// path), or the one `open` makes, which then is flushed at exit like every other.
     package static func store(key: String, open: () throws(PreferenceError) -> SuiteStore) throws(PreferenceError) -> SuiteStore {
         _ = installExitHook
-        return try stores.withLock { (stores) throws(PreferenceError) -> SuiteStore in
-            if let existing = stores[key]?.store { return existing }
+        let (store, table) = try stores.withLock { (stores) throws(PreferenceError) -> (SuiteStore, [String: Entry]?) in
+            if let existing = stores[key]?.store { return (existing, nil) }
             let store = try open()
-            // Forget stores gone since, when the table has doubled: pruning at every opening
-            // would make opening n suites cost n².
-            if stores.count >= pruneThreshold.withLock({ $0 }) {
-                stores = stores.filter { $0.value.store != nil }
+            stores[key] = Entry(store)
+            return (store, stores.count >= pruneThreshold.withLock { $0 } ? stores : nil)
+        }
+        // Forget stores gone since, when the table has doubled: pruning at every opening would
+        // make opening n suites cost n².
+        if let table {
+            let gone = table.filter { $0.value.store == nil }
+            stores.withLock { stores in
+                for (key, entry) in gone where stores[key] === entry { stores[key] = nil }
                 pruneThreshold.withLock { $0 = max(64, 2 * stores.count) }
             }
-            stores[key] = WeakStore(store: store)
-            return store
         }
+        return store
     }
 
     /// Flushes every live store; runs at normal process exit (return from `main`, or `exit`).

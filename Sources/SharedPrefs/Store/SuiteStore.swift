@@ -7,20 +7,19 @@ import Synchronization
 
 /// The one live store of a suite in this process, shared by every `PreferenceSuite` for the same
 /// file (or etcd prefix). Reads come from an in-memory snapshot; writes change it at once and are
-/// persisted by a coalescing background writer; the backend's watcher schedules re-reads when the
-/// stored values change.
+/// persisted by a coalescing background writer; the backend's subscription schedules re-reads
+/// when the stored values change. The store makes every state change: its backend only returns
+/// what it read and wrote (``SuiteBackend``).
 ///
 /// All I/O of a store (its ``SuiteBackend``'s calls) runs under `ioExclusion`: queued work on the
 /// serial `ioQueue`, and a re-read the watcher thread runs inline when nothing holds it.
 /// Everything else is in `state`, behind a mutex, and is never held across I/O.
 package final class SuiteStore: Sendable {
     package let name: String
-    /// Where the values live; `nil` for an in-memory suite.
-    let backend: (any SuiteBackend)?
-    /// The backend of a file-backed suite.
-    var fileBackend: FileBackend? { backend as? FileBackend }
+    /// Where the values live.
+    let backend: any SuiteBackend
     /// The suite's file, for a file-backed suite.
-    var file: SuiteFile? { fileBackend?.file }
+    var file: SuiteFile? { (backend as? FileBackend)?.file }
     private let ioQueue: DispatchQueue
     /// Held by every job on `ioQueue` while it runs. The watcher thread only ever *tries* it: when
     /// it is free the re-read runs inline (one thread wake-up saved per change another process
@@ -31,6 +30,8 @@ package final class SuiteStore: Sendable {
     /// Whether the backend watches for other processes' changes: from the first read of the
     /// cached values or the first observer on, never for a store that is only written.
     private let watching = Atomic(false)
+    /// The backend's subscription, while watching; released with the store.
+    private let subscription = Lock<Subscription?>(nil)
     private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     struct Observer: Sendable {
@@ -89,25 +90,29 @@ package final class SuiteStore: Sendable {
         }
     }
 
-    package init(name: String, backend: (any SuiteBackend)?) {
+    /// - Parameter loaded: The values read before the store is shared, to start from.
+    package init(name: String, backend: any SuiteBackend, loaded: Loaded = Loaded()) {
         self.name = name
         self.backend = backend
         self.ioQueue = DispatchQueue(label: "SharedPrefs.io.\(name)")
         ioQueue.setSpecific(key: Self.ioQueueKey, value: ObjectIdentifier(self))
-    }
-
-    deinit {
-        if watching.load(ordering: .acquiring) { backend?.unwatch(self) }
+        adopt(loaded)
     }
 
     /// Starts watching, at the first read of the cached values or the first observer, and reads
     /// once more what changed since the store was opened, unwatched (at once when no write is
     /// running; a running write reads it under the lock anyway).
     private func watch() {
-        guard !watching.load(ordering: .acquiring), let backend,
+        guard !watching.load(ordering: .acquiring),
             watching.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
-        backend.watch(self)
+        let subscription = backend.subscribe { [weak self] event in
+            switch event {
+            case .changed: self?.scheduleReload()
+            case .failed(let error): self?.report(error)
+            }
+        }
+        self.subscription.withLock { $0 = subscription }
         // Inside an update body this thread holds the I/O exclusion already.
         if isOnIOQueue { reloadNow() } else { scheduleReload() }
     }
@@ -155,7 +160,7 @@ package final class SuiteStore: Sendable {
         let isNew = state.withLock { $0.reportedMismatches.insert("\(key)\u{0}\(stored.typeName)\u{0}\(type)").inserted }
         if isNew {
             logger.warning("\(message)")
-            report(PreferenceError(code: .unsupportedValue, message: message, path: backend?.location))
+            report(PreferenceError(code: .unsupportedValue, message: message, path: backend.location))
         }
     }
 
@@ -194,32 +199,48 @@ package final class SuiteStore: Sendable {
         return PreferenceError(
             code: .unsupportedValue,
             message: "Not stored: the value for key \"\(key)\" in suite \(name) is nested more than \(PlistValue.maximumNesting) levels deep, which no property-list reader of this library accepts. Flatten the value; nothing else in the suite was touched.",
-            path: backend?.location)
+            path: backend.location)
     }
 
-    /// Runs `body` under the state lock, tells observers what it changed, and schedules a flush.
+    /// Records local operations and schedules a flush.
     private func applyLocked(forceFlush: Bool, _ body: (inout State, inout [PreferenceChange]) -> Void) {
-        var synchronous: [() -> Void] = []
-        let scheduleFlush = state.withLock { s -> Bool in
-            var changes: [PreferenceChange] = []
+        let scheduleFlush = change { s, changes -> Bool in
             body(&s, &changes)
-            synchronous = publish(changes, in: &s)
-            guard backend != nil, !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
+            guard !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
             s.flushScheduled = true
             return true
         }
-        for deliver in synchronous { deliver() }
         if scheduleFlush { scheduleBackgroundFlush() }
     }
 
+    /// A local operation: seen at once, written by the next flush.
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
-        let new = operation.value
-        if backend != nil, s.shadowed.index(forKey: key) == nil { s.shadowed[key] = .some(s.values.storage[key]) }
-        let old: PlistValue?
-        if let new { old = s.values.storage.updateValue(new, forKey: key) } else { old = s.values.storage.removeValue(forKey: key) }
-        if backend != nil { s.pending[key] = operation }
+        if s.shadowed.index(forKey: key) == nil { s.shadowed[key] = .some(s.values.storage[key]) }
+        s.pending[key] = operation
+        see(key, operation.value, .local, in: &s, changes: &changes)
+    }
+
+    // MARK: Changing state
+
+    /// The one way the state changes: runs `body` under the state lock, hands what it changed to
+    /// observers in the order the state went through it, and makes the synchronous deliveries
+    /// once the lock is let go (their handlers may call back into the suite).
+    private func change<T>(_ body: (inout State, inout [PreferenceChange]) throws -> T) rethrows -> T {
+        var synchronous: [() -> Void] = []
+        let result = try state.withLock { s in
+            var changes: [PreferenceChange] = []
+            defer { synchronous = publish(changes, in: &s) }
+            return try body(&s, &changes)
+        }
+        for deliver in synchronous { deliver() }
+        return result
+    }
+
+    /// Makes `new` the value of `key` this process sees, and notes the change for observers.
+    private func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, in s: inout State, changes: inout [PreferenceChange]) {
+        let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
         if old != new, !s.observers.isEmpty {
-            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: .local))
+            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin))
         }
     }
 
@@ -249,7 +270,6 @@ package final class SuiteStore: Sendable {
     /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
     ///   suite, where waiting for the write would wait for itself.
     package func flushSynchronously() throws {
-        guard backend != nil else { return }
         try refuseInsideTransaction("synchronize() or the exit flush")
         // One lock timeout in all, counted from now: waiting for a write already running (for
         // the same lock, maybe) counts too.
@@ -267,12 +287,11 @@ package final class SuiteStore: Sendable {
         throw PreferenceError(
             code: .unsupportedOperation,
             message: "\(what) was called inside an update of the suite \(name); it would wait for the update that called it. Values set inside the update body are written right after it; call synchronize() after update returns.",
-            path: backend?.location)
+            path: backend.location)
     }
 
     /// Writes everything pending without blocking the caller's thread.
     func flush() async throws {
-        guard backend != nil else { return }
         let start = ContinuousClock.now
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             ioAsync { [self] in
@@ -302,14 +321,6 @@ package final class SuiteStore: Sendable {
     /// - Parameter start: When the caller began to wait: a lock is waited for until one lock
     ///   timeout after it.
     private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?, since start: ContinuousClock.Instant) throws -> R? {
-        guard let backend else {
-            // In memory: a transaction runs on the snapshot; there is nothing to persist.
-            guard let transaction else { return nil }
-            var tx = state.withLock { PreferenceTransaction(base: $0.values, registered: $0.registered) }
-            let result = try transaction(&tx)
-            apply(tx.operations)
-            return result
-        }
         let hasWork = state.withLock { s in
             guard transaction != nil || !s.pending.isEmpty else { return false }
             s.inFlight = s.pending
@@ -321,7 +332,8 @@ package final class SuiteStore: Sendable {
             var result: R? = nil
             var written: Operations = [:]
             var transactionKeys: Set<PlistKey> = []
-            let notice = try backend.write(self, since: start) { () throws -> WritePlan in
+            let committed = try backend.commit(since: start) { loaded throws -> WritePlan in
+                adopt(loaded)
                 // The transaction sees the stored values with the operations being written,
                 // without the newer local ones still pending.
                 var operations = state.withLock { $0.inFlight }
@@ -331,7 +343,7 @@ package final class SuiteStore: Sendable {
                         PreferenceTransaction(
                             base: s.values,
                             overrides: Dictionary(uniqueKeysWithValues: s.pending.keys.map { ($0, s.inFlight[$0].map(\.value) ?? s.diskValue($0)) }),
-                            registered: s.registered, logsReads: backend.comparesReads)
+                            registered: s.registered)
                     }
                     result = try transaction(&tx)
                     for (key, operation) in tx.operations {
@@ -343,10 +355,13 @@ package final class SuiteStore: Sendable {
                 }
                 written = operations
                 let changesSomething = state.withLock { s in operations.contains { s.diskValue($0.key) != $0.value.value } }
-                return WritePlan(operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil)
+                return WritePlan(
+                    operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil,
+                    stored: { self.state.withLock { $0.disk } })
             }
-            adoptWritten(written, transactionKeys: transactionKeys)
-            if let notice { throw notice }
+            adoptWritten(written, transactionKeys: transactionKeys, counted: committed.wrote)
+            for notice in committed.notices { reportNotice(notice) }
+            if let failure = committed.failure { throw failure }
             return result
         } catch {
             // Put the operations back unless newer ones replaced them (after a quarantine they
@@ -418,84 +433,56 @@ package final class SuiteStore: Sendable {
     /// Reads what changed in the stored values; failures throw. Runs under `ioExclusion`, or
     /// from the registry before the store is shared.
     package func reload() throws(PreferenceError) {
-        try backend?.reload(self)
+        adopt(try backend.load())
     }
 
     /// Makes values just read the stored state: what changed in them reaches `values`, except
     /// where a local change not yet written hides it, and observers hear of it as external.
-    /// Called by the backend, under `ioExclusion`.
-    package func adoptRead(_ read: SuiteValues) {
-        let synchronous = state.withLock { s in
+    /// Runs under `ioExclusion`.
+    private func adopt(_ loaded: Loaded) {
+        for notice in loaded.notices { reportNotice(notice) }
+        guard let read = loaded.values else { return }
+        change { s, changes in
+            s.statistics.fileReads += 1
             let delta: FileDelta
             switch read {
             case .full(let values): delta = s.delta(to: values)
-            case .changes(let changes, _): delta = changes
+            case .changes(let changes): delta = changes
             }
-            var changes: [PreferenceChange] = []
             for (key, new) in delta {
                 if let shadow = s.shadowed.index(forKey: key) {
                     s.shadowed.values[shadow] = new
-                    continue
-                }
-                let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
-                if old != new, !s.observers.isEmpty {
-                    changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: .external))
+                } else {
+                    see(key, new, .external, in: &s, changes: &changes)
                 }
             }
             _Stages.mark("P")
-            return publish(changes, in: &s)
         }
-        for deliver in synchronous { deliver() }
-    }
-
-    /// The stored value of `key` as last read or written (without this process's unwritten changes).
-    package func persistedValue(forKey key: PlistKey) -> PlistValue? {
-        state.withLock { $0.diskValue(key) }
-    }
-
-    /// The stored values in full, as last read or written: a copy of the suite.
-    package func persistedValues() -> PlistDictionary {
-        state.withLock { $0.disk }
-    }
-
-    /// Whether any of `keys` is stored.
-    func hasStoredValue(forAnyOf keys: [PlistKey]) -> Bool {
-        state.withLock { s in keys.contains { s.diskValue($0) != nil } }
-    }
-
-    /// Counts a read of the stored values that found them changed (``PreferenceSuite/Statistics``).
-    package func countRead() {
-        state.withLock { $0.statistics.fileReads += 1 }
-    }
-
-    /// Counts a write (``PreferenceSuite/Statistics``).
-    package func countWrite() {
-        state.withLock { $0.statistics.fileWrites += 1 }
     }
 
     /// Makes values just written (or found to hold `operations` already) the stored state.
     /// A transaction's changes reach `values` here and are told to observers, on the I/O queue
     /// while `update` waits for it.
-    private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>) {
-        let synchronous = state.withLock { s in
+    private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, counted: Bool) {
+        change { s, changes in
             s.inFlight = [:]
-            var changes: [PreferenceChange] = []
+            if counted { s.statistics.fileWrites += 1 }
             for (key, operation) in operations {
-                let new = operation.value
                 if s.pending[key] != nil {
                     // A newer local change still hides what was written.
-                    s.shadowed[key] = .some(new)
-                    continue
-                }
-                s.shadowed[key] = nil
-                let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
-                if old != new, !s.observers.isEmpty {
-                    changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: transactionKeys.contains(key) ? .local : .external))
+                    s.shadowed[key] = .some(operation.value)
+                } else {
+                    s.shadowed[key] = nil
+                    see(key, operation.value, transactionKeys.contains(key) ? .local : .external, in: &s, changes: &changes)
                 }
             }
-            return publish(changes, in: &s)
         }
-        for deliver in synchronous { deliver() }
+    }
+
+    /// A failure a backend met that did not stop its read or write: logged and reported.
+    private func reportNotice(_ notice: PreferenceError) {
+        logger.warning("\(notice)")
+        report(notice)
     }
 
     // MARK: Observers
@@ -564,7 +551,7 @@ package final class SuiteStore: Sendable {
 
     /// Reports a failure that no caller is waiting for (a background write, a corrupt file).
     package func report(_ error: any Error) {
-        let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: backend?.location)
+        let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: backend.location)
         state.withLock { s in
             for deliver in s.failureObservers.values { deliver(failure) }
         }

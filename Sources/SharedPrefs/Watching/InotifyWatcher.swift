@@ -4,20 +4,19 @@ import Glibc
 import Foundation
 import SharedPrefsLocking
 
-/// A store registered with the watcher; weak, so watching never keeps a suite alive.
+/// What a watched suite's subscriber is told (``SuiteBackend/subscribe(_:)``).
 ///
-/// The watcher never loads `store` while it holds its lock: the strong reference a load makes
-/// can be the last one (the app let the suite go meanwhile), and the store's `deinit` unwatches,
-/// which takes that lock. Under the lock the watcher keys them by `ObjectIdentifier` and copies
-/// them out; ``Batch`` resolves them once the lock is let go.
-struct WeakStore: Sendable {
-    weak var store: SuiteStore?
-}
+/// The watcher never calls a sink while it holds its lock: a sink may release the last reference
+/// to its store (the app let the suite go meanwhile), and the store's release unwatches, which
+/// takes that lock. Under the lock the watcher copies sinks out (``Batch``) and calls them once
+/// the lock is let go.
+typealias Sink = @Sendable (BackendEvent) -> Void
 
 /// One inotify instance for the whole process, one watch per directory shared by every suite in
 /// it, and one thread that turns events into store re-reads.
 ///
-/// - A burst of events for one suite becomes one re-read (``SuiteStore/scheduleReload()`` coalesces).
+/// - A burst of events for one suite becomes one call of its sink, and one re-read
+///   (``SuiteStore/scheduleReload()`` coalesces).
 /// - `IN_Q_OVERFLOW` re-reads every suite; per-key diffing makes that exact.
 /// - A directory that disappears is polled for until it comes back, then watched again.
 /// - If inotify is unavailable or a watch cannot be added (`ENOSPC`, `EMFILE`), the suite is polled,
@@ -39,10 +38,18 @@ final class InotifyWatcher: Sendable {
         /// Device and inode of the directory watched, to tell when its path leads elsewhere.
         var identity: FileIdentity?
         var path: String { location.path }
-        var suites: [String: [ObjectIdentifier: WeakStore]] = [:]
+        /// The sinks of the suites watched in it, by file name and subscription.
+        var suites: [String: [UInt64: Sink]] = [:]
         /// Told the name of every file written in or moved into the directory.
         var listeners: [UInt64: @Sendable (String) -> Void] = [:]
-        var stores: [ObjectIdentifier: WeakStore] { suites.values.reduce(into: [:]) { $0.merge($1) { first, _ in first } } }
+        /// Every suite's sink, with the suite's path.
+        var sinks: [UInt64: (path: String, sink: Sink)] {
+            var all: [UInt64: (path: String, sink: Sink)] = [:]
+            for (name, sinks) in suites {
+                for (id, sink) in sinks { all[id] = (path + "/" + name, sink) }
+            }
+            return all
+        }
         var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
 
         mutating func merge(_ other: Directory) {
@@ -58,13 +65,14 @@ final class InotifyWatcher: Sendable {
         /// Listing of directories whose listeners are polled, by path.
         var listings: [String: Set<String>] = [:]
         /// Suites that could not be watched and are polled.
-        var polled: [ObjectIdentifier: WeakStore] = [:]
+        var polled: [UInt64: (path: String, sink: Sink)] = [:]
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
         /// Ancestors that moved or vanished, whose descendants are checked at the next poll tick.
         var movedAncestors: Set<String> = []
-        var nextListenerID: UInt64 = 0
+        /// The last subscription or listener identifier handed out.
+        var nextID: UInt64 = 0
     }
 
     private let fd: CInt
@@ -153,7 +161,7 @@ final class InotifyWatcher: Sendable {
             if let existing = s.vanished[dir.path] { dir.merge(existing) }
             s.vanished[dir.path] = dir
             if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
-            batch.add(dir.stores)
+            batch.add(dir.sinks)
         }
         for (path, wd) in s.ancestors where isBelowMoved(path) {
             if s.watched[wd] == nil { Syscall.inotifyRemoveWatch(fd, wd) }
@@ -162,26 +170,33 @@ final class InotifyWatcher: Sendable {
         for dir in affected.values { watchAncestors(of: dir.location, in: &s) }
     }
 
-    /// Starts watching `fileName` in the directory at `location` for `store`, or polls it when
-    /// the directory is on a network or FUSE file system, or a watch cannot be added.
-    func watch(_ store: SuiteStore, location: DirectoryLocation, fileName: String) {
+    /// Starts watching `fileName` in the directory at `location`, or polls it when the directory
+    /// is on a network or FUSE file system, or a watch cannot be added; `sink` hears of changes.
+    /// - Returns: An identifier for ``unwatch(_:)``.
+    func watch(_ location: DirectoryLocation, fileName: String, _ sink: @escaping Sink) -> UInt64 {
         let directory = location.path
         if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
             logger.notice("\(directory) is on a \(name) file system, where inotify misses changes made by other machines; polling it every \(Self.pollInterval) ms.")
         } else {
             switch addWatch(location) {
             case .success(let (wd, identity)):
-                state.withLock { s in
-                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][ObjectIdentifier(store)] = WeakStore(store: store)
+                return state.withLock { s in
+                    s.nextID += 1
+                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][s.nextID] = sink
                     watchAncestors(of: location, in: &s)
+                    return s.nextID
                 }
-                return
             case .failure(let error):
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
             }
         }
-        state.withLock { $0.polled[ObjectIdentifier(store)] = WeakStore(store: store) }
+        let id = state.withLock { s in
+            s.nextID += 1
+            s.polled[s.nextID] = (directory + "/" + fileName, sink)
+            return s.nextID
+        }
         wake()
+        return id
     }
 
     /// Wakes the watcher thread from an endless `poll`, to start polling.
@@ -190,13 +205,14 @@ final class InotifyWatcher: Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
-    /// Stops watching for `store`; a directory's watch goes when its last suite does.
+    /// Stops a ``watch(_:fileName:_:)``; a directory's watch goes when its last suite does.
     /// (Searches every directory: the watch descriptor changes when a vanished directory returns.)
-    func unwatch(_ id: ObjectIdentifier, fileName: String) {
+    func unwatch(_ id: UInt64) {
         state.withLock { _ = $0.polled.removeValue(forKey: id) }
         removeFromEveryDirectory { dir in
-            dir.suites[fileName]?[id] = nil
-            if dir.suites[fileName]?.isEmpty == true { dir.suites[fileName] = nil }
+            for name in dir.suites.keys where dir.suites[name]?.removeValue(forKey: id) != nil {
+                if dir.suites[name]?.isEmpty == true { dir.suites[name] = nil }
+            }
         }
     }
 
@@ -238,16 +254,16 @@ final class InotifyWatcher: Sendable {
             logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
         }
         let id = state.withLock { s in
-            s.nextListenerID += 1
+            s.nextID += 1
             switch watch {
             case .success(let (wd, identity)):
-                s.watched[wd, default: Directory(location: location, identity: identity)].listeners[s.nextListenerID] = listener
+                s.watched[wd, default: Directory(location: location, identity: identity)].listeners[s.nextID] = listener
                 watchAncestors(of: location, in: &s)
             case .failure:
                 s.listings[directory] = s.listings[directory] ?? Self.listing(location)
-                s.vanished[directory, default: Directory(location: location)].listeners[s.nextListenerID] = listener
+                s.vanished[directory, default: Directory(location: location)].listeners[s.nextID] = listener
             }
-            return s.nextListenerID
+            return s.nextID
         }
         wake()
         return id
@@ -300,14 +316,14 @@ final class InotifyWatcher: Sendable {
                 lastTick = ContinuousClock.now
                 pollTick(into: &batch)
             }
-            for store in batch.stores() {
+            for (path, sink) in batch.reload.values {
                 if batch.overflowed {
-                    store.report(PreferenceError(
+                    sink(.failed(PreferenceError(
                         code: .watchOverflowed,
-                        message: "The inotify event queue overflowed; \(store.file?.path ?? store.name) was re-read and diffed again, so no change is lost, but quick successive changes may arrive as one. Raise fs.inotify.max_queued_events if this recurs.",
-                        path: store.file?.path))
+                        message: "The inotify event queue overflowed; \(path) was re-read and diffed again, so no change is lost, but quick successive changes may arrive as one. Raise fs.inotify.max_queued_events if this recurs.",
+                        path: path)))
                 }
-                store.scheduleReload()
+                sink(.changed)
             }
             for (listener, name) in batch.created { listener(name) }
         }
@@ -315,17 +331,12 @@ final class InotifyWatcher: Sendable {
 
     /// What one round of events asks for, gathered under the lock and acted on outside it.
     private struct Batch {
-        var reload: [ObjectIdentifier: WeakStore] = [:]
+        var reload: [UInt64: (path: String, sink: Sink)] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
 
-        mutating func add(_ stores: [ObjectIdentifier: WeakStore]) {
-            reload.merge(stores) { first, _ in first }
-        }
-
-        /// The live stores to re-read: call it outside the watcher's lock only (see ``WeakStore``).
-        func stores() -> [SuiteStore] {
-            reload.values.compactMap(\.store)
+        mutating func add(_ sinks: [UInt64: (path: String, sink: Sink)]) {
+            reload.merge(sinks) { first, _ in first }
         }
     }
 
@@ -354,7 +365,7 @@ final class InotifyWatcher: Sendable {
             if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
                 batch.overflowed = true
-                for dir in s.watched.values { batch.add(dir.stores) }
+                for dir in s.watched.values { batch.add(dir.sinks) }
                 return
             }
             if mask & (UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
@@ -372,11 +383,11 @@ final class InotifyWatcher: Sendable {
                 }
                 // Listeners of a vanished directory hear of whatever appears once it is back.
                 if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
-                batch.add(dir.stores)
+                batch.add(dir.sinks)
                 return
             }
             // This process's own writes too: their re-read finds the stamp of the version written.
-            batch.add(dir.suites[name] ?? [:])
+            batch.add((dir.suites[name] ?? [:]).mapValues { (dir.path + "/" + name, $0) })
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }
@@ -396,7 +407,7 @@ final class InotifyWatcher: Sendable {
                     merged.merge(dir)
                     s.watched[wd] = merged
                     watchAncestors(of: dir.location, in: &s)
-                    batch.add(dir.stores)
+                    batch.add(dir.sinks)
                 }
                 // Listeners hear of what appeared while the directory was polled or gone.
                 guard !dir.listeners.isEmpty, let before = s.listings[path] else { continue }

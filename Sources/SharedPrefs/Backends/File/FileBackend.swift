@@ -14,51 +14,37 @@ final class FileBackend: SuiteBackend {
         self.file = file
     }
 
-    var location: String { file.path }
+    var location: String? { file.path }
 
-    func watch(_ store: SuiteStore) {
-        InotifyWatcher.shared.watch(store, location: file.location, fileName: file.fileName)
-    }
-
-    func unwatch(_ store: SuiteStore) {
-        InotifyWatcher.shared.unwatch(ObjectIdentifier(store), fileName: file.fileName)
+    func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription {
+        let id = InotifyWatcher.shared.watch(file.location, fileName: file.fileName, sink)
+        return Subscription { InotifyWatcher.shared.unwatch(id) }
     }
 
     /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
     /// snapshot and is reported (the next event, a complete write, is read again); other failures
     /// throw.
-    func reload(_ store: SuiteStore) throws(PreferenceError) {
-        guard let dir = try file.openDirectory(creating: false) else {
-            // The directory is gone, and the suite with it.
-            adopt(.full([:]), version: .missing, image: nil, into: store)
-            return
-        }
+    func load() throws(PreferenceError) -> Loaded {
+        // The directory gone, the suite is gone with it.
+        guard let dir = try file.openDirectory(creating: false) else { return adopt(.missing) }
         defer { dir.close() }
-        try reload(store, in: dir)
+        return try load(in: dir)
     }
 
-    /// ``reload(_:)`` in the suite's directory, open.
-    func reload(_ store: SuiteStore, in dir: OpenDirectory) throws(PreferenceError) {
+    /// ``load()`` in the suite's directory, open.
+    func load(in dir: OpenDirectory) throws(PreferenceError) -> Loaded {
         let (lastVersion, lastImage) = last.withLock { $0 }
         if let same = try file.confirm(lastVersion, in: dir) {
             last.withLock { $0.version = same }
-            return
+            return Loaded()
         }
-        switch try file.read(in: dir, previous: lastImage) {
-        case .missing: adopt(.full([:]), version: .missing, image: nil, into: store)
-        case .loaded(let values, let version, let image):
-            store.countRead()
-            adopt(values, version: version, image: image, into: store)
-        case .corrupt(let error, _, _):
-            logger.warning("\(error.message)")
-            store.report(error)
-        }
+        return adopt(try file.read(in: dir, previous: lastImage))
     }
 
     /// The write path: the directory opened from its trusted base → lock the lock file, then the
     /// suite file (``SuiteFile/lockSuiteFile(in:until:)``) → re-read if changed → plan → atomic
     /// write → unlock and close. Nothing stays open between writes.
-    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
+    func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
         _Stages.mark("D")
@@ -71,35 +57,37 @@ final class FileBackend: SuiteBackend {
         removeStaleTemporaryFilesOccasionally(in: dir)
 
         let (lastVersion, lastImage) = last.withLock { $0 }
-        var quarantined: PreferenceError? = nil
+        var loaded = Loaded()
+        var corrupt: PreferenceError? = nil
         if try file.confirm(lastVersion, in: dir) == nil {
             switch try file.readSettled(in: dir, previous: lastImage) {
-            case .missing:
-                adopt(.full([:]), version: .missing, image: nil, into: store)
-            case .loaded(let values, let current, let image):
-                store.countRead()
-                adopt(values, version: current, image: image, into: store)
             case .corrupt(let error, looksLikePropertyList: true, _):
                 // It stayed broken: keep it beside the suite, and start from our last good state.
-                let aside = try file.moveAside(in: dir)
-                quarantined = PreferenceError(
-                    code: .corruptFile,
-                    message: "\(error.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(store.persistedValues().count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
-                    path: file.path)
+                corrupt = error
             case .corrupt(let error, looksLikePropertyList: false, _):
                 throw error
+            case let contents:
+                loaded = adopt(contents)
             }
         }
         _Stages.mark("C")
-        let plan = try plan()
-        guard plan.changesSomething || quarantined != nil else { return nil }
+        let plan = try plan(loaded)
+        var failure: PreferenceError? = nil
+        if let corrupt {
+            let aside = try file.moveAside(in: dir)
+            failure = PreferenceError(
+                code: .corruptFile,
+                message: "\(corrupt.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(plan.stored().count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
+                path: file.path)
+        }
+        guard plan.changesSomething || failure != nil else { return Committed(wrote: false) }
         var image = last.withLock { $0.image }
         let bytes: [UInt8]
         if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
             bytes = encoded
             image = next
         } else {
-            var disk = store.persistedValues()
+            var disk = plan.stored()
             disk.apply(plan.operations)
             bytes = file.options.format.encode(.dictionary(disk))
             image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys), canonical: true) : nil
@@ -109,21 +97,23 @@ final class FileBackend: SuiteBackend {
         }
         let temporaryName = file.newTemporaryName()
         let version = try file.write(bytes, in: dir, as: temporaryName)
-        store.countWrite()
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
-        return quarantined
+        return Committed(wrote: true, failure: failure)
     }
 
-    /// Hands a file just read to the store. A key the incremental read calls new, though the suite
-    /// has it, occurs twice in the file: the last one wins, as in a full decode.
-    private func adopt(_ read: SuiteValues, version: FileVersion, image: SuiteImage?, into store: SuiteStore) {
-        last.withLock { $0 = (version, image) }
-        if case .changes(_, let added) = read, !added.isEmpty, store.hasStoredValue(forAnyOf: added),
-            let (values, _) = try? PropertyListFormat.decodeSuite(version.content) {
-            store.adoptRead(.full(values))
-        } else {
-            store.adoptRead(read)
+    /// Remembers the file just read (or found missing) as the last version, and returns its
+    /// values. A file that does not parse leaves the last version as it was, and is a notice.
+    private func adopt(_ contents: SuiteFileContents) -> Loaded {
+        switch contents {
+        case .loaded(let values, let version, let image):
+            last.withLock { $0 = (version, image) }
+            return Loaded(values)
+        case .missing:
+            last.withLock { $0 = (.missing, nil) }
+            return Loaded(.full([:]))
+        case .corrupt(let error, _, _):
+            return Loaded(notices: [error])
         }
     }
 

@@ -17,13 +17,6 @@ enum SuiteFileContents {
     case corrupt(PreferenceError, looksLikePropertyList: Bool, stamp: FileStamp)
 }
 
-/// The values of a suite file: in full, or what changed since the image it was read against.
-package enum SuiteValues {
-    case full(PlistDictionary)
-    /// `added`: the keys the old file did not hold (see ``SuiteImage/changes(to:)``).
-    case changes(FileDelta, added: [PlistKey])
-}
-
 /// The on-disk protocol of one suite: `<directory>/<suite>.plist`, the lock file
 /// `.<suite>.plist.lock` and temporary files `.<suite>.plist.<random>.tmp`, all opened relative
 /// to the directory's descriptor with `O_NOFOLLOW | O_CLOEXEC`, and never blocking: a FIFO or
@@ -101,8 +94,8 @@ struct SuiteFile: Sendable {
         if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
         let version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
         // Anything unusual in the incremental read (a key twice, a broken file) is decoded in full.
-        if let previous, let (image, delta, added) = try? previous.changes(to: bytes) {
-            return .loaded(.changes(delta, added: added), version, image)
+        if let previous, let (image, delta) = try? previous.changes(to: bytes) {
+            return .loaded(.changes(delta), version, image)
         }
         do {
             let (values, image) = try PropertyListFormat.decodeSuite(bytes)

@@ -123,8 +123,13 @@ let package = Package(
         ),
         .testTarget(
             name: "SharedPrefsTests",
-            dependencies: ["SharedPrefs", "SharedPrefsObservation", "SharedPrefsLocking"]
+            dependencies: ["SharedPrefs", "SharedPrefsObservation", "SharedPrefsLocking", "SharedPrefsTestSupport"]
         ),
+        // The store's logic on a scripted backend in memory: milliseconds, no files, no processes
+        // (swift test --filter SharedPrefsUnitTests).
+        .testTarget(name: "SharedPrefsUnitTests", dependencies: ["SharedPrefs", "SharedPrefsTestSupport"]),
+        // What both test targets share: a recorder to await deliveries, the scripted backend.
+        .target(name: "SharedPrefsTestSupport", dependencies: ["SharedPrefs", "SharedPrefsLocking"], path: "Tests/SharedPrefsTestSupport"),
         // The etcd suite against a real 3-member cluster (swift test --traits Etcd), and its child process.
         .executableTarget(name: "prefs-etcd-child", dependencies: ["SharedPrefsEtcd"], path: "Tests/prefs-etcd-child"),
         .testTarget(

@@ -33,7 +33,6 @@ final class EtcdBackend: SuiteBackend {
         var events: [(revision: Int64, events: [WatchResponse.Result.Event])] = []
         /// A full re-read is due: first load, or the watch fell below the compaction point.
         var mustResync = true
-        var watcher: Task<Void, Never>?
     }
     private let known = Lock(Known())
     /// The last known state and the writes not yet accepted, in a local file; `nil`: none.
@@ -46,39 +45,37 @@ final class EtcdBackend: SuiteBackend {
         self.cache = cache
     }
 
-    /// Reads the suite, from the cluster, else (when it does not answer) from the offline cache;
-    /// hands `store` the writes a process queued offline; then watches the prefix from the
-    /// revision read, so that nothing falls between.
-    func open(_ store: SuiteStore) throws(PreferenceError) {
+    /// Reads the suite, from the cluster, else (when it does not answer) from the offline cache
+    /// (the watch then replays what changed since the cached revision, or, when etcd compacted
+    /// it away, the suite is read again in full). Returns it, and the writes a process queued
+    /// offline, for the store to write like any local change: merged per key over what the
+    /// cluster holds when it answers.
+    func open() throws(PreferenceError) -> (Loaded, queued: Operations) {
         let cached = cache?.load()
         do {
-            try store.reload()
+            return (try load(), cached?.queued ?? [:])
         } catch where error.code == .clusterUnreachable {
             guard let cached else { throw error }
-            // The watch replays what changed since the cached revision (or, when etcd compacted
-            // it away, the suite is read again in full).
             known.withLock { k in
                 k.revision = cached.revision
                 k.modRevisions = cached.revisions
                 k.mustResync = false
             }
-            store.adoptRead(.full(cached.values))
+            return (Loaded(.full(cached.values)), cached.queued)
         }
-        // Written like any local change: merged per key over what the cluster holds when it answers.
-        if let queued = cached?.queued, !queued.isEmpty { store.apply(queued) }
-        watch(store)
     }
 
     /// Mirrors values read or written into the offline cache (see ``EtcdCache/record(_:at:complete:)``).
-    private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, store: SuiteStore) {
+    private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, notices: inout [PreferenceError]) {
         guard let cache else { return }
         do { try cache.record(changes, at: revision, complete: complete) } catch {
-            store.report(PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(location) in \(cache.suite.fileURL?.path ?? "?"): \(error). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache.suite.fileURL?.path))
+            notices.append(PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(address) in \(cache.suite.fileURL?.path ?? "?"): \(error). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache.suite.fileURL?.path))
         }
     }
 
-    var location: String { "etcd \(client.endpoints.joined(separator: ",")) prefix \(String(decoding: prefix, as: UTF8.self))" }
-    var comparesReads: Bool { true }
+    var location: String? { address }
+    /// The cluster and prefix, for messages.
+    var address: String { "etcd \(client.endpoints.joined(separator: ",")) prefix \(String(decoding: prefix, as: UTF8.self))" }
 
     // MARK: Keys and values
 
@@ -89,50 +86,41 @@ final class EtcdBackend: SuiteBackend {
         return PlistKey(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
     }
 
-    private func decode(_ kv: KeyValue, store: SuiteStore) -> PlistValue? {
+    private func decode(_ kv: KeyValue, notices: inout [PreferenceError]) -> PlistValue? {
         guard let bytes = kv.value, !bytes.isEmpty else { return nil }
         do { return try PropertyListFormat.decode(Array(bytes)) } catch {
             // A value another program put: shown as the string it is, when it is text.
             if let text = String(bytes: bytes, encoding: .utf8) { return .string(text) }
-            store.report(PreferenceError(code: .corruptFile, message: "The etcd key \(String(decoding: kv.key, as: UTF8.self)) holds \(bytes.count) bytes that are neither a property list nor UTF-8 text; it is left out of the suite. Write it through SharedPrefs or prefs-watch.", path: location))
+            notices.append(PreferenceError(code: .corruptFile, message: "The etcd key \(String(decoding: kv.key, as: UTF8.self)) holds \(bytes.count) bytes that are neither a property list nor UTF-8 text; it is left out of the suite. Write it through SharedPrefs or prefs-watch.", path: address))
             return nil
         }
     }
 
     // MARK: Watching
 
-    /// Starts the watch, once: the suite's store asks again at its first read.
-    func watch(_ store: SuiteStore) {
-        known.withLock { k in
-            guard k.watcher == nil else { return }
-            k.watcher = follow(store)
-        }
-    }
-
-    private func follow(_ store: SuiteStore) -> Task<Void, Never> {
-        Task.detached { [self, weak store] in
+    /// Watches the prefix from the last revision read, so that nothing falls between, until the
+    /// subscription is released.
+    func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription {
+        let watch = Task.detached { [self] in
             var delay: Duration = .milliseconds(100)
-            while !Task.isCancelled, let current = store {
+            while !Task.isCancelled {
                 let from = known.withLock { $0.revision } + 1
                 do {
-                    try await follow(from: from, store: current)
+                    try await follow(from: from, sink)
                     delay = .milliseconds(100)
                 } catch {
                     if Task.isCancelled { return }
-                    current.report(PreferenceError(code: .clusterUnreachable, message: "The watch of \(location) broke (\(error)); it resumes from revision \(from) on the next endpoint that answers, so no change is missed.", path: location))
+                    sink(.failed(PreferenceError(code: .clusterUnreachable, message: "The watch of \(address) broke (\(error)); it resumes from revision \(from) on the next endpoint that answers, so no change is missed.", path: address)))
                 }
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(2))
             }
         }
-    }
-
-    func unwatch(_ store: SuiteStore) {
-        known.withLock { $0.watcher?.cancel() }
+        return Subscription { watch.cancel() }
     }
 
     /// Streams the prefix's events from `revision` until the stream ends.
-    private func follow(from revision: Int64, store: SuiteStore) async throws {
+    private func follow(from revision: Int64, _ sink: @escaping @Sendable (BackendEvent) -> Void) async throws {
         try await client.watch(.init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision)), timeout: .hours(24 * 365)) { [self] result, endpoint in
             if result.canceled == true {
                 guard let compacted = result.compact_revision?.value, compacted > 0 else {
@@ -140,13 +128,13 @@ final class EtcdBackend: SuiteBackend {
                 }
                 // Below the compaction point: re-read the prefix, diff, and watch on from there.
                 known.withLock { $0.mustResync = true }
-                store.report(PreferenceError(code: .resynchronized, message: "The watch of \(location) fell below etcd's compaction point (revision \(compacted)); the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: location))
-                store.scheduleReload()
+                sink(.failed(PreferenceError(code: .resynchronized, message: "The watch of \(address) fell below etcd's compaction point (revision \(compacted)); the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: address)))
+                sink(.changed)
                 return false
             }
             if let events = result.events, !events.isEmpty, let at = result.header?.revision?.value {
                 known.withLock { $0.events.append((at, events)) }
-                store.scheduleReload()
+                sink(.changed)
             }
             return true
         }
@@ -154,16 +142,14 @@ final class EtcdBackend: SuiteBackend {
 
     // MARK: Reading
 
-    func reload(_ store: SuiteStore) throws(PreferenceError) {
-        if known.withLock({ $0.mustResync }) {
-            try resync(store)
-            return
-        }
+    func load() throws(PreferenceError) -> Loaded {
+        if known.withLock({ $0.mustResync }) { return try resync() }
         let batches = known.withLock { k in
             defer { k.events = [] }
             return k.events
         }
         var changes: [(key: PlistKey, value: PlistValue?, revision: Int64)] = []
+        var notices: [PreferenceError] = []
         let (before, after) = known.withLock { k in
             let before = k.revision
             for batch in batches where batch.revision > k.revision {
@@ -173,38 +159,37 @@ final class EtcdBackend: SuiteBackend {
                     // Already known (this process wrote it, or a re-read saw it): skip.
                     if let seen = k.modRevisions[key], seen >= revision { continue }
                     k.modRevisions[key] = revision
-                    changes.append((key, event.type == "DELETE" ? nil : decode(event.kv, store: store), revision))
+                    changes.append((key, event.type == "DELETE" ? nil : decode(event.kv, notices: &notices), revision))
                 }
                 k.revision = batch.revision
             }
             return (before, k.revision)
         }
-        if !changes.isEmpty {
-            store.countRead()
-            store.adoptRead(.changes(changes.map { ($0.key, $0.value) }, added: []))
-        }
-        if after > before { cacheRecord(changes, at: after, store: store) }
+        if after > before { cacheRecord(changes, at: after, notices: &notices) }
+        return Loaded(changes.isEmpty ? nil : .changes(changes.map { ($0.key, $0.value) }), notices: notices)
     }
 
-    /// Reads the whole prefix and hands it to the store to diff.
-    private func resync(_ store: SuiteStore) throws(PreferenceError) {
+    /// Reads the whole prefix, for the store to diff.
+    private func resync() throws(PreferenceError) -> Loaded {
         let response = try request("read") { () throws(EtcdClient.Failure) in
             try client.post("/v3/kv/range", RangeRequest(key: prefix, range_end: prefix.prefixEnd), as: RangeResponse.self)
         }
-        adoptRange(response, store: store)
+        let loaded = adoptRange(response)
         known.withLock { k in
             k.mustResync = false
             k.events.removeAll { $0.revision <= k.revision }
         }
+        return loaded
     }
 
     /// Makes a range of the whole prefix the stored state, at `revision` (the range's own, unless
-    /// it was part of a `txn`).
-    private func adoptRange(_ response: RangeResponse, at revision: Int64? = nil, store: SuiteStore) {
+    /// it was part of a `txn`), and returns it.
+    private func adoptRange(_ response: RangeResponse, at revision: Int64? = nil) -> Loaded {
         var values = PlistDictionary()
         var revisions: [PlistKey: Int64] = [:]
+        var notices: [PreferenceError] = []
         for kv in response.kvs ?? [] {
-            guard let key = suiteKey(kv.key), let value = decode(kv, store: store) else { continue }
+            guard let key = suiteKey(kv.key), let value = decode(kv, notices: &notices) else { continue }
             values[key.string] = value
             revisions[key] = kv.mod_revision?.value ?? 0
         }
@@ -213,29 +198,30 @@ final class EtcdBackend: SuiteBackend {
             k.revision = max(k.revision, revision ?? response.header?.revision?.value ?? 0)
             return k.revision
         }
-        store.countRead()
-        store.adoptRead(.full(values))
-        cacheRecord(revisions.map { ($0.key, values.storage[$0.key], $0.value) }, at: revision, complete: true, store: store)
+        cacheRecord(revisions.map { ($0.key, values.storage[$0.key], $0.value) }, at: revision, complete: true, notices: &notices)
+        return Loaded(.full(values), notices: notices)
     }
 
     // MARK: Writing
 
-    func write(_ store: SuiteStore, since start: ContinuousClock.Instant, _ plan: () throws -> WritePlan) throws -> PreferenceError? {
-        if known.withLock({ $0.mustResync }) { try resync(store) }
+    func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
+        var loaded = known.withLock({ $0.mustResync }) ? try resync() : Loaded()
+        var notices: [PreferenceError] = []
         while true {
-            let plan = try plan()
-            guard plan.changesSomething || plan.isTransaction else { return nil }
+            let plan = try plan(loaded)
+            guard plan.changesSomething || plan.isTransaction else { return Committed(wrote: false) }
             if !plan.isTransaction {
-                try putPlain(plan.operations, store: store)
-                return nil
+                try putPlain(plan.operations, notices: &notices)
+                return Committed(wrote: true, notices: notices)
             }
-            if try attemptTransaction(plan, store: store) { return nil }
+            guard let reread = try attemptTransaction(plan, notices: &notices) else { return Committed(wrote: true, notices: notices) }
+            loaded = reread
         }
     }
 
     /// Plain writes: the last writer wins per key, so no comparison; at most 128 operations per
     /// `txn` (etcd's default `--max-txn-ops`). A lost answer is retried: the same puts again.
-    private func putPlain(_ operations: Operations, store: SuiteStore) throws(PreferenceError) {
+    private func putPlain(_ operations: Operations, notices: inout [PreferenceError]) throws(PreferenceError) {
         let ordered = Array(operations)
         for start in stride(from: 0, to: ordered.count, by: 128) {
             let chunk = ordered[start..<min(start + 128, ordered.count)]
@@ -248,7 +234,7 @@ final class EtcdBackend: SuiteBackend {
                 cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
                 throw error
             }
-            recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header?.revision?.value ?? 0, store: store)
+            recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header?.revision?.value ?? 0, notices: &notices)
         }
     }
 
@@ -259,22 +245,23 @@ final class EtcdBackend: SuiteBackend {
         }
     }
 
-    /// One compare-and-swap attempt of an `update`; `false` when another writer came first (what
-    /// it changed is adopted, and the body runs again).
-    private func attemptTransaction(_ plan: WritePlan, store: SuiteStore) throws -> Bool {
+    /// One compare-and-swap attempt of an `update`: `nil` when it was applied, else what another
+    /// writer that came first changed, for the body to run again on.
+    private func attemptTransaction(_ plan: WritePlan, notices: inout [PreferenceError]) throws -> Loaded? {
         let token = Data(UUID().uuidString.utf8)
         var compared = Set(plan.operations.keys)
         var compares: [Compare] = []
         let (revisions, snapshotRevision, tokenRevision) = known.withLock { ($0.modRevisions, max($0.revision, $0.modRevisions.values.max() ?? 0), $0.tokenRevision) }
+        let stored = plan.stored()
         if let reads = plan.reads {
             compared.formUnion(reads)
         } else {
             // The body read the whole suite: no key may have appeared or changed since.
-            compared.formUnion(store.persistedValues().storage.keys)
+            compared.formUnion(stored.storage.keys)
             compares.append(Compare(key: prefix, range_end: prefix.prefixEnd, target: "MOD", result: "LESS", mod_revision: Int64String(snapshotRevision + 1)))
         }
         for key in compared {
-            if store.persistedValue(forKey: key) == nil {
+            if stored.storage[key] == nil {
                 compares.append(Compare(key: etcdKey(key), target: "VERSION", result: "EQUAL", version: Int64String(0)))
             } else {
                 compares.append(Compare(key: etcdKey(key), target: "MOD", result: "EQUAL", mod_revision: Int64String(revisions[key] ?? 0)))
@@ -282,7 +269,7 @@ final class EtcdBackend: SuiteBackend {
         }
         compares.append(Compare(key: tokenKey, target: "MOD", result: "EQUAL", mod_revision: Int64String(tokenRevision)))
         guard compares.count <= 128, plan.operations.count < 128 else {
-            throw PreferenceError(code: .unsupportedOperation, message: "An update of \(location) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 of each in one transaction (its --max-txn-ops). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: location)
+            throw PreferenceError(code: .unsupportedOperation, message: "An update of \(address) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 of each in one transaction (its --max-txn-ops). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: address)
         }
         var success = plan.operations.map { op($0.key, $0.value) }
         success.append(RequestOp(request_put: .init(key: tokenKey, value: token)))
@@ -294,35 +281,34 @@ final class EtcdBackend: SuiteBackend {
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
             if let applied = try resolve(token: token, after: tokenRevision, why: why) {
-                recordWritten(plan.operations, at: applied, transaction: true, store: store)
-                return true
+                recordWritten(plan.operations, at: applied, transaction: true, notices: &notices)
+                return nil
             }
-            return false
+            return Loaded()
         } catch {
             throw failed("write", error)
         }
         let revision = response.header?.revision?.value ?? 0
         if response.succeeded == true {
-            recordWritten(plan.operations, at: revision, transaction: true, store: store)
-            return true
+            recordWritten(plan.operations, at: revision, transaction: true, notices: &notices)
+            return nil
         }
         // Someone came first: adopt the prefix and the token key as they are now, and retry.
         let ranges = response.responses?.compactMap(\.response_range) ?? []
-        if let suite = ranges.first { adoptRange(suite, at: revision, store: store) }
+        let reread = ranges.first.map { adoptRange($0, at: revision) } ?? Loaded()
         let latestToken = ranges.dropFirst().first?.kvs?.first?.mod_revision?.value ?? 0
         known.withLock { $0.tokenRevision = latestToken }
-        return false
+        return reread
     }
 
     /// Records a successful write at `revision`: its keys' revisions (and the transaction key's,
     /// for an `update`), here and in the offline cache.
-    private func recordWritten(_ operations: Operations, at revision: Int64, transaction: Bool = false, store: SuiteStore) {
+    private func recordWritten(_ operations: Operations, at revision: Int64, transaction: Bool = false, notices: inout [PreferenceError]) {
         known.withLock { k in
             for key in operations.keys { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) }
             if transaction { k.tokenRevision = max(k.tokenRevision, revision) }
         }
-        store.countWrite()
-        cacheRecord(operations.map { ($0.key, $0.value.value, revision) }, at: nil, store: store)
+        cacheRecord(operations.map { ($0.key, $0.value.value, revision) }, at: nil, notices: &notices)
     }
 
     /// Whether the attempt with `token` was applied, and at which revision; `nil` when it was not
@@ -349,7 +335,7 @@ final class EtcdBackend: SuiteBackend {
                 throw failed("find out whether an update was applied", error)
             }
         }
-        throw PreferenceError(code: .clusterUnreachable, message: "An update of \(location) may or may not have been applied: its answer was lost (\(why)), and the cluster did not answer for 5 seconds after (\(lastFailure)). It is not retried, so that it is never applied twice; read the suite when the cluster is back.", path: location)
+        throw PreferenceError(code: .clusterUnreachable, message: "An update of \(address) may or may not have been applied: its answer was lost (\(why)), and the cluster did not answer for 5 seconds after (\(lastFailure)). It is not retried, so that it is never applied twice; read the suite when the cluster is back.", path: address)
     }
 
     /// The first write of `key` after `revision` (a watch from `revision + 1`, read to its first event).
@@ -394,11 +380,11 @@ final class EtcdBackend: SuiteBackend {
         case let error as PreferenceError: return error
         case EtcdClient.Failure.unreachable(let why):
             let then = doing == "write" ? "; the values stay pending and are written when it answers" : " (etcdctl --endpoints \(client.endpoints.joined(separator: ",")) endpoint health)"
-            return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(location): no endpoint answered (\(why)). Check that the cluster is running and reachable\(then).", path: location)
+            return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(address): no endpoint answered (\(why)). Check that the cluster is running and reachable\(then).", path: address)
         case EtcdClient.Failure.refused(let status, let body):
-            return PreferenceError(code: .ioFailure, message: "etcd refused to \(doing) \(location) (HTTP \(status): \(body.prefix(300))).", path: location)
+            return PreferenceError(code: .ioFailure, message: "etcd refused to \(doing) \(address) (HTTP \(status): \(body.prefix(300))).", path: address)
         default:
-            return PreferenceError(code: .ioFailure, message: "Could not \(doing) \(location): \(error)", path: location)
+            return PreferenceError(code: .ioFailure, message: "Could not \(doing) \(address): \(error)", path: address)
         }
     }
 }

@@ -98,8 +98,9 @@ extension PreferenceSuite {
         let key = "etcd " + client.endpoints.sorted().joined(separator: ",") + " " + prefix
         self.init(store: try StoreRegistry.store(key: key) { () throws(PreferenceError) in
             let backend = EtcdBackend(client: client, prefix: prefix, cache: cache)
-            let store = SuiteStore(name: prefix, backend: backend)
-            try backend.open(store)
+            let (loaded, queued) = try backend.open()
+            let store = SuiteStore(name: prefix, backend: backend, loaded: loaded)
+            if !queued.isEmpty { store.apply(queued) }
             return store
         })
     }

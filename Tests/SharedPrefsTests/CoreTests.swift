@@ -1,4 +1,5 @@
 import Foundation
+import SharedPrefsTestSupport
 import Testing
 
 @testable import SharedPrefs

@@ -1,5 +1,6 @@
 import Foundation
 import SharedPrefsLocking
+import SharedPrefsTestSupport
 import Testing
 
 @testable import SharedPrefs

@@ -1,4 +1,5 @@
 import Foundation
+import SharedPrefsTestSupport
 import Testing
 
 @_spi(Testing) @testable import SharedPrefs

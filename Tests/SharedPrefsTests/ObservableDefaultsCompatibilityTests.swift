@@ -1,5 +1,6 @@
 import Foundation
 import SharedPrefsObservation
+import SharedPrefsTestSupport
 import Testing
 
 // fatbobman/ObservableDefaults' own test suite (Tests/ObservableDefaultsTests/ObservableDefaultsTests.swift

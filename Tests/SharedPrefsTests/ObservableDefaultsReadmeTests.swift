@@ -1,5 +1,6 @@
 import Foundation
 import SharedPrefsObservation
+import SharedPrefsTestSupport
 import Testing
 
 /// ObservableDefaults' README examples, unchanged but for the import (and a namespace, so that

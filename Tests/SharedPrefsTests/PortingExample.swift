@@ -1,5 +1,6 @@
 import Foundation
 import SharedPrefsObservation
+import SharedPrefsTestSupport
 import Testing
 
 // The README's ObservableDefaults porting example, unchanged but for the import, kept here so

@@ -1,4 +1,5 @@
 import Foundation
+import SharedPrefsTestSupport
 import Testing
 
 /// Keeps the benchmark runnable. It checks that every measurement completes and that contention

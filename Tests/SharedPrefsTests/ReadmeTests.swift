@@ -1,4 +1,5 @@
 import Foundation
+import SharedPrefsTestSupport
 import Testing
 
 /// The repository's top folder.

@@ -269,8 +269,12 @@ package final class SuiteStore: Sendable {
     /// Writes everything pending now; returns when it is on disk.
     /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
     ///   suite, where waiting for the write would wait for itself.
+    /// Every failure is reported to failure observers, once.
     package func flushSynchronously() throws {
-        try refuseInsideTransaction("synchronize() or the exit flush")
+        do { try refuseInsideTransaction("synchronize() or the exit flush") } catch {
+            report(error)
+            throw error
+        }
         // One lock timeout in all, counted from now: waiting for a write already running (for
         // the same lock, maybe) counts too.
         let start = ContinuousClock.now

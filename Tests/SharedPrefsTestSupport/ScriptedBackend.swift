@@ -45,6 +45,8 @@ package final class ScriptedBackend: SuiteBackend {
     package var counts: (loads: Int, commits: Int) { state.withLock { ($0.loads, $0.commits) } }
     /// How many subscriptions are live.
     package var subscribers: Int { state.withLock { $0.sinks.count } }
+    /// Records each subscription released (a store may go on the thread of its last queued work).
+    package let released = Recorder<Int>()
 
     /// Another process sets (or, with `nil`, removes) keys, and subscribers hear of it.
     package func external(_ changes: [String: PlistValue?]) {
@@ -117,7 +119,10 @@ package final class ScriptedBackend: SuiteBackend {
             s.sinks[s.nextSink] = sink
             return s.nextSink
         }
-        return Subscription { [self] in _ = state.withLock { $0.sinks.removeValue(forKey: id) } }
+        return Subscription { [self] in
+            _ = state.withLock { $0.sinks.removeValue(forKey: id) }
+            released.record(id)
+        }
     }
 
     /// What changed since the store last read or wrote, as the keys that changed.

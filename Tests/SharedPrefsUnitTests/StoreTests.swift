@@ -125,7 +125,7 @@ struct StoreTests {
         #expect(suite.value(forKey: "mine") == nil)
     }
 
-    @Test func aProcessThatOnlyWritesSubscribesToNothingAndAReleasedSuiteUnsubscribes() throws {
+    @Test func aProcessThatOnlyWritesSubscribesToNothingAndAReleasedSuiteUnsubscribes() async throws {
         let backend = ScriptedBackend()
         do {
             let suite = suite(backend)
@@ -135,6 +135,7 @@ struct StoreTests {
             #expect(suite.integer(forKey: "a") == 1)
             #expect(backend.subscribers == 1)
         }
+        try await backend.released.wait(for: 1)
         #expect(backend.subscribers == 0)
     }
 
@@ -192,6 +193,8 @@ struct StoreTests {
         defer { task.cancel() }
         backend.refuseCommits(PreferenceError(code: .ioFailure, message: "disk full"))
         suite.set(1, forKey: "a")
+        // Behind the background flush the set scheduled: each attempt is done when it returns.
+        await #expect(throws: PreferenceError.self) { try await suite.flush() }
         #expect(!suite.synchronize())
         let attempts = backend.counts.commits
         #expect(attempts >= 1)

@@ -11,8 +11,10 @@ import Synchronization
 /// when the stored values change. The store makes every state change: its backend only returns
 /// what it read and wrote (``SuiteBackend``).
 ///
-/// All I/O of a store (its ``SuiteBackend``'s calls) runs under `ioExclusion`: queued work on the
-/// serial `ioQueue`, and a re-read the watcher thread runs inline when nothing holds it.
+/// All I/O of a store (its ``SuiteBackend``'s calls) runs under `ioExclusion`: `update` and
+/// `synchronize()` on the caller's thread, background work on the serial `ioQueue` (made at the
+/// first such work: a store only ever written synchronously makes none, and its release starts
+/// no thread to dispose of one), and a re-read the watcher thread runs inline when nothing holds it.
 /// Everything else is in `state`, behind a mutex, and is never held across I/O.
 package final class SuiteStore: Sendable {
     package let name: String
@@ -20,19 +22,21 @@ package final class SuiteStore: Sendable {
     let backend: any SuiteBackend
     /// The suite's file, for a file-backed suite.
     var file: SuiteFile? { (backend as? FileBackend)?.file }
-    private let ioQueue: DispatchQueue
-    /// Held by every job on `ioQueue` while it runs. The watcher thread only ever *tries* it: when
+    private let lazyQueue = Lock<DispatchQueue?>(nil)
+    /// Held by all I/O. The watcher thread only ever *tries* it: when
     /// it is free the re-read runs inline (one thread wake-up saved per change another process
     /// makes), and when an `update` holds it the re-read is queued, so the watcher never waits
     /// for a transaction body, whatever that body waits for.
     private let ioExclusion = Lock(())
+    /// The thread that holds `ioExclusion` (0: none), to tell a transaction body that calls back
+    /// into the store.
+    private let ioOwner = Atomic<UInt>(0)
     private let state = Lock(State())
     /// Whether the backend watches for other processes' changes: from the first read of the
     /// cached values or the first observer on, never for a store that is only written.
     private let watching = Atomic(false)
     /// The backend's subscription, while watching; released with the store.
     private let subscription = Lock<Subscription?>(nil)
-    private static let ioQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     struct Observer: Sendable {
         let filter: KeyFilter
@@ -94,8 +98,6 @@ package final class SuiteStore: Sendable {
     package init(name: String, backend: any SuiteBackend, loaded: Loaded = Loaded()) {
         self.name = name
         self.backend = backend
-        self.ioQueue = DispatchQueue(label: "SharedPrefs.io.\(name)")
-        ioQueue.setSpecific(key: Self.ioQueueKey, value: ObjectIdentifier(self))
         adopt(loaded)
     }
 
@@ -114,10 +116,8 @@ package final class SuiteStore: Sendable {
         }
         self.subscription.withLock { $0 = subscription }
         // Inside an update body this thread holds the I/O exclusion already.
-        if isOnIOQueue { reloadNow() } else { scheduleReload() }
+        if holdsIO { reloadNow() } else { scheduleReload() }
     }
-
-    private var isOnIOQueue: Bool { DispatchQueue.getSpecific(key: Self.ioQueueKey) == ObjectIdentifier(self) }
 
     // MARK: Reading
 
@@ -258,13 +258,40 @@ package final class SuiteStore: Sendable {
         }
     }
 
-    private func ioAsync(_ work: @escaping @Sendable () -> Void) {
-        ioQueue.async { [self] in ioExclusion.withLock { _ in work() } }
+    private var ioQueue: DispatchQueue {
+        lazyQueue.withLock { queue in
+            if let queue { return queue }
+            let new = DispatchQueue(label: "SharedPrefs.io.\(name)")
+            queue = new
+            return new
+        }
     }
 
-    private func ioSync<T>(_ work: () throws -> T) rethrows -> T {
-        try ioQueue.sync { try ioExclusion.withLock { _ in try work() } }
+    private func ioAsync(_ work: @escaping @Sendable () -> Void) {
+        ioQueue.async { [self] in ioExclusion.withLock { _ in holdingIO(work) } }
     }
+
+    /// Runs `work` under `ioExclusion`, on this thread, after the work queued before it (so that
+    /// once `synchronize()` returns, no write of this store runs: a `fork` then copies no lock held).
+    private func ioSync<T>(_ work: () throws -> T) rethrows -> T {
+        var result: T? = nil
+        if let queue = lazyQueue.withLock({ $0 }) {
+            try queue.sync { try ioExclusion.withLock { _ in result = try holdingIO(work) } }
+        } else {
+            try ioExclusion.withLock { _ in result = try holdingIO(work) }
+        }
+        return result!
+    }
+
+    /// Runs `work`, which holds `ioExclusion`, as its owner.
+    private func holdingIO<T>(_ work: () throws -> T) rethrows -> T {
+        ioOwner.store(UInt(pthread_self()), ordering: .relaxed)
+        defer { ioOwner.store(0, ordering: .relaxed) }
+        return try work()
+    }
+
+    /// Whether this thread holds `ioExclusion`: it runs a transaction body, or what the body called.
+    private var holdsIO: Bool { ioOwner.load(ordering: .relaxed) == UInt(pthread_self()) }
 
     /// Writes everything pending now; returns when it is on disk.
     /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
@@ -285,9 +312,9 @@ package final class SuiteStore: Sendable {
     var pendingKeys: [String] { state.withLock { $0.pending.keys.map(\.string).sorted() } }
 
     /// Throws when called from a transaction body of this store (the only code of users that
-    /// runs on its I/O queue): whatever would wait for the store's I/O would wait for itself.
+    /// runs holding its I/O exclusion): whatever would wait for the store's I/O would wait for itself.
     private func refuseInsideTransaction(_ what: String) throws(PreferenceError) {
-        guard isOnIOQueue else { return }
+        guard holdsIO else { return }
         throw PreferenceError(
             code: .unsupportedOperation,
             message: "\(what) was called inside an update of the suite \(name); it would wait for the update that called it. Values set inside the update body are written right after it; call synchronize() after update returns.",
@@ -400,7 +427,7 @@ package final class SuiteStore: Sendable {
         _Stages.mark("R")
         let inline = ioExclusion.withLockIfAvailable { _ in
             state.withLock { $0.inlineDeliveries = [:] }
-            reloadNow()
+            holdingIO(reloadNow)
             return state.withLock { s in
                 defer { s.inlineDeliveries = nil }
                 return s.inlineDeliveries!.values

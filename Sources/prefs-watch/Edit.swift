@@ -4,6 +4,7 @@ import SharedPrefs
 
 struct Edit: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "edit",
         abstract: "Edit a suite (or one key) in $VISUAL or $EDITOR; only the keys you change are written.",
         discussion: """
             The suite is opened as an XML property list. Change, add or remove keys and save; the \

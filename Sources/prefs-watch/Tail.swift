@@ -6,6 +6,7 @@ import SharedPrefsLocking
 
 struct Tail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "tail",
         abstract: "Print every change of every key as it happens, like inotifywait -m but per key.",
         discussion: """
             One record per changed key: time, suite, key, operation (set or removed), old and new \

@@ -14,6 +14,7 @@ func noKey(_ key: String, _ suite: String, _ place: String) -> ExitCode {
 
 struct Read: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "read",
         abstract: "Print a suite (as an XML property list) or one key's value.",
         discussion: """
             Examples:
@@ -71,6 +72,7 @@ struct ReadType: ParsableCommand {
 
 struct Write: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "write",
         abstract: "Set a key, through the locked, merged, atomic write path.",
         discussion: """
             The value is a string unless a type flag comes first:
@@ -131,6 +133,7 @@ struct Write: ParsableCommand {
 
 struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "delete",
         abstract: "Remove a key, or every key of a suite.",
         discussion: "Examples:\n  prefs-watch delete settings theme\n  prefs-watch delete settings")
 
@@ -155,6 +158,7 @@ struct Delete: ParsableCommand {
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List suites: names in a group or directory, or the paths of all suites.",
         discussion: "Examples:\n  prefs-watch list\n  prefs-watch list --group group.com.example.app")
 
@@ -176,6 +180,7 @@ struct List: ParsableCommand {
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write a suite to a property-list file, or to standard output with -.",
         discussion: "Examples:\n  prefs-watch export settings backup.plist\n  prefs-watch export settings - | plutil -p -")
 
@@ -198,6 +203,7 @@ struct Export: ParsableCommand {
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Replace a suite's values with those of a property-list file (- reads standard input).",
         discussion: "Examples:\n  prefs-watch import settings backup.plist\n  prefs-watch export old - | prefs-watch import new -")
 
@@ -233,6 +239,7 @@ struct Import: ParsableCommand {
 
 struct Rename: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "rename",
         abstract: "Rename a key, atomically.", discussion: "Example:\n  prefs-watch rename settings colour color")
 
     @OptionGroup var location: LocationOptions

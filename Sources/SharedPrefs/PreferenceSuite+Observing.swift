@@ -177,10 +177,19 @@ extension PreferenceSuite {
     /// parse (a `loadFailed` event: the last good values are kept), a stored value of the wrong type.
     public func failures() -> some AsyncSequence<PreferenceError, Never> {
         let (stream, continuation) = AsyncStream.makeStream(of: PreferenceError.self)
-        let store = self.store
-        let id = store.addFailureObserver { error in continuation.yield(error) }
-        continuation.onTermination = { _ in store.removeFailureObserver(id) }
+        let observation = observeFailures { continuation.yield($0) }
+        continuation.onTermination = { _ in observation.cancel() }
         return stream
+    }
+
+    /// Calls `handler` with every failure nobody was waiting for: ``failures()`` without Swift
+    /// concurrency. The handler runs on the thread that met the failure (the watcher thread, a
+    /// background write): return at once.
+    /// - Returns: A token; the observation ends when it is cancelled or released.
+    public func observeFailures(_ handler: @escaping @Sendable (PreferenceError) -> Void) -> PreferenceObservation {
+        let store = self.store
+        let id = store.addFailureObserver(handler)
+        return PreferenceObservation { store.removeFailureObserver(id) }
     }
 }
 

@@ -66,16 +66,26 @@ public struct SuiteDirectory: Sendable, Hashable {
     /// a logged warning. The sequence ends when the task iterating it is cancelled.
     /// - Throws: ``PreferenceError`` when the directory does not exist or is unusable.
     public func suiteAdditions() throws(PreferenceError) -> some AsyncSequence<String, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let observation = try observeSuiteAdditions { continuation.yield($0) }
+        continuation.onTermination = { _ in observation.cancel() }
+        return stream
+    }
+
+    /// Calls `handler` with the name of every suite created in (or moved or linked into) the
+    /// directory from now on: ``suiteAdditions()`` without Swift concurrency. The handler runs on
+    /// the process's watcher thread: return at once.
+    /// - Returns: A token; the observation ends when it is cancelled or released.
+    /// - Throws: ``PreferenceError`` when the directory does not exist or is unusable.
+    public func observeSuiteAdditions(_ handler: @escaping @Sendable (String) -> Void) throws(PreferenceError) -> PreferenceObservation {
         guard let dir = try location.open(creating: false) else {
             throw PreferenceError(code: .ioFailure, message: "Cannot watch \(path) for new suites: it does not exist. Create it, or check the group identifier or directory.", path: path, systemCall: "open", errno: .noSuchFileOrDirectory)
         }
         dir.close()
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
         let id = InotifyWatcher.shared.addListener(location) { fileName in
-            if let name = Self.suiteName(ofFile: fileName) { continuation.yield(name) }
+            if let name = Self.suiteName(ofFile: fileName) { handler(name) }
         }
-        continuation.onTermination = { _ in InotifyWatcher.shared.removeListener(id) }
-        return stream
+        return PreferenceObservation { InotifyWatcher.shared.removeListener(id) }
     }
 
     /// `settings.plist` → `settings`; temporary, lock and corrupt-copy files → `nil`.

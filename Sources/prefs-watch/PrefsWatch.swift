@@ -1,30 +1,6 @@
 import ArgumentParser
-import Dispatch
 
-/// Runs a synchronous verb on the main thread, and only `tail` as a task. A one-shot verb then
-/// starts no worker thread: Swift concurrency's executor runs on libdispatch's global queues,
-/// whose first use starts a manager thread (it wakes every second from then on) and whose exit
-/// path starts one more.
 @main
-enum Main {
-    static func main() {
-        let command: any ParsableCommand
-        do { command = try PrefsWatch.parseAsRoot() } catch { PrefsWatch.exit(withError: error) }
-        guard let asynchronous = command as? any AsyncParsableCommand else {
-            var command = command
-            do { try command.run() } catch { PrefsWatch.exit(withError: error) }
-            PrefsWatch.exit()
-        }
-        // Handed to the task once; nothing else touches it.
-        nonisolated(unsafe) var running = asynchronous
-        Task {
-            do { try await running.run() } catch { PrefsWatch.exit(withError: error) }
-            PrefsWatch.exit()
-        }
-        dispatchMain()
-    }
-}
-
 struct PrefsWatch: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prefs-watch",

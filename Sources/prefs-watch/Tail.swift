@@ -4,7 +4,7 @@ import Foundation
 import SharedPrefs
 import SharedPrefsLocking
 
-struct Tail: AsyncParsableCommand {
+struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tail",
         abstract: "Print every change of every key as it happens, like inotifywait -m but per key.",
@@ -82,7 +82,10 @@ struct Tail: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    /// Runs on the main thread and then waits there; changes are printed on the thread that reads
+    /// them (the watcher thread). No dispatch queue and no Swift concurrency: their first use
+    /// starts libdispatch's worker-pool monitor, which wakes the process every second for good.
+    func run() throws {
         signal(SIGPIPE, SIG_IGN)
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
@@ -90,15 +93,15 @@ struct Tail: AsyncParsableCommand {
 
         if suites.isEmpty, let directory = try location.existingDirectory() {
             // Listen for new suites before listing, so none falls in between.
-            let additions = try directory.suiteAdditions()
-            try openDirectory(directory, session)
-            for try await name in additions where !session.isAttached(name) {
+            let additions = try directory.observeSuiteAdditions { name in
                 do {
                     session.attach(try directory.suite(named: name), announce: .asNew)
                 } catch {
                     session.error(suite: name, path: directory.url.appending(path: name + ".plist").path, error)
                 }
             }
+            try openDirectory(directory, session)
+            withExtendedLifetime(additions) { Self.waitForever() }
         } else {
             for spec in suites {
                 if let suite = try location.etcdSuite(spec) {
@@ -115,8 +118,13 @@ struct Tail: AsyncParsableCommand {
             #if InotifyTools
             if raw { try RawEvents.start(directories: suites.map { try location.fileURL(of: $0).deletingLastPathComponent().path }, session) }
             #endif
-            while true { try await Task.sleep(for: .seconds(3600)) }
+            Self.waitForever()
         }
+    }
+
+    /// Blocks this thread until the process ends (`--count`, `--timeout`, a signal, a closed pipe).
+    private static func waitForever() -> Never {
+        while true { pause() }
     }
 
     private func openDirectory(_ directory: SuiteDirectory, _ session: TailSession) throws {
@@ -129,8 +137,9 @@ struct Tail: AsyncParsableCommand {
     }
 }
 
-/// The running tail: one serial output queue for every suite, so records never interleave and
-/// `seq` counts them in output order.
+/// The running tail: records are numbered and printed under one lock, on the thread that has
+/// them (the watcher thread for changes), so they never interleave and `seq` counts them in
+/// output order.
 final class TailSession: Sendable {
     enum Announce {
         /// Print nothing for the current values.
@@ -142,19 +151,20 @@ final class TailSession: Sendable {
     }
 
     private struct State {
-        var seq = 0
-        var attached: [String: (PreferenceSuite, PreferenceObservation, Task<Void, Never>)] = [:]
+        var attached: [String: (PreferenceSuite, changes: PreferenceObservation?, failures: PreferenceObservation?)] = [:]
     }
 
-    let queue = DispatchQueue(label: "prefs-watch.output")
     private let style: OutputStyle
     private let terminator: UInt8
     private let filters: [KeyFilter]
     private let count: Int?
     private let timeout: Double?
-    // Safe: the timer is made in init and afterwards touched only on `queue` (its handler and `emit`).
+    /// Ends the process after `timeout` without a record (only with `--timeout`). Safe: made in
+    /// init, afterwards only rescheduled, which libdispatch allows from any thread.
     nonisolated(unsafe) private let timer: DispatchSourceTimer?
     private let state = Lock(State())
+    /// The records printed so far; held while one is printed.
+    private let output = Lock(0)
 
     init(style: OutputStyle, terminator: UInt8, filters: [KeyFilter], count: Int?, timeout: Double?) {
         self.style = style
@@ -163,7 +173,7 @@ final class TailSession: Sendable {
         self.count = count
         self.timeout = timeout
         if let timeout {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "prefs-watch.timeout"))
             timer.setEventHandler { exit(2) }
             timer.schedule(deadline: .now() + timeout)
             timer.resume()
@@ -173,62 +183,59 @@ final class TailSession: Sendable {
         }
     }
 
-    func isAttached(_ name: String) -> Bool {
-        state.withLock { $0.attached[name] != nil }
-    }
-
     private func passes(_ key: String) -> Bool {
         filters.isEmpty || filters.contains { $0.matches(key) }
     }
 
-    /// Starts printing the suite's changes (and, per `announce`, its current values).
+    /// Starts printing the suite's changes (and, per `announce`, its current values), once per
+    /// suite name. Changes come on the thread that reads them (the watcher thread): no queue.
     func attach(_ suite: PreferenceSuite, announce: Announce) {
+        let isNew = state.withLock { s in
+            guard s.attached[suite.name] == nil else { return false }
+            s.attached[suite.name] = (suite, nil, nil)
+            return true
+        }
+        guard isNew else { return }
         let path = suite.fileURL?.path ?? suite.name
-        let token = suite.observe(.all, queue: queue) { [self] change in
+        let changes = suite.observe(.all, options: [.synchronousExternalChanges, .synchronousLocalChanges]) { [self] change in
             guard passes(change.key) else { return }
             emit(Record(
                 suite: change.suite, path: path, key: change.key, operation: change.isRemoval ? .removed : .set,
                 old: change.oldValue, new: change.newValue))
         }
-        let failures = suite.failures()
-        let task = Task { [self] in
-            for await failure in failures {
-                queue.async { [self] in
-                    emit(Record(
-                        suite: suite.name, path: path, operation: failure.code == .watchOverflowed ? .resync : .error,
-                        message: failure.description))
-                }
-            }
+        let failures = suite.observeFailures { [self] failure in
+            emit(Record(
+                suite: suite.name, path: path, operation: failure.code == .watchOverflowed ? .resync : .error,
+                message: failure.description))
         }
-        state.withLock { $0.attached[suite.name] = (suite, token, task) }
+        state.withLock { $0.attached[suite.name] = (suite, changes, failures) }
         guard announce != .none else { return }
-        queue.async { [self] in
-            for (key, value) in suite.storedValues.sortedByKey where passes(key) {
-                emit(Record(
-                    suite: suite.name, path: path, key: key, operation: announce == .initial ? .initial : .set, new: value))
-            }
+        for (key, value) in suite.storedValues.sortedByKey where passes(key) {
+            emit(Record(suite: suite.name, path: path, key: key, operation: announce == .initial ? .initial : .set, new: value))
         }
     }
 
     /// Prints an error record for a suite that could not be opened.
     func error(suite: String, path: String, _ error: any Error) {
-        queue.async { [self] in emit(Record(suite: suite, path: path, operation: .error, message: "\(error)")) }
+        emit(Record(suite: suite, path: path, operation: .error, message: "\(error)"))
     }
 
     /// Prints a file-level event (`--raw`).
     func raw(_ message: String) {
-        queue.async { [self] in emit(Record(suite: "", path: "", operation: .raw, message: message)) }
+        emit(Record(suite: "", path: "", operation: .raw, message: message))
     }
 
-    /// Numbers and prints a record. Runs on `queue` only.
+    /// Numbers and prints a record.
     private func emit(_ record: Record) {
-        var record = record
-        record.seq = state.withLock { s in
-            s.seq += 1
-            return s.seq
+        let done = output.withLock { printed in
+            printed += 1
+            var record = record
+            record.seq = printed
+            StandardOutput.write(style.render(record), terminator: terminator)
+            if let timeout { timer?.schedule(deadline: .now() + timeout) }
+            return count.map { printed >= $0 } ?? false
         }
-        StandardOutput.write(style.render(record), terminator: terminator)
-        if let count, record.seq >= count { exit(0) }
-        if let timeout { timer?.schedule(deadline: .now() + timeout) }
+        // Outside the lock: the exit flush may report, and a report prints.
+        if done { exit(0) }
     }
 }

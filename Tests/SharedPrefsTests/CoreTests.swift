@@ -206,4 +206,25 @@ struct CoreTests {
         }
         #expect(try readSuiteFile(folder.appending(path: "s.plist"))["blob"] == .data(Data(count: 1_400_000)))
     }
+
+    /// An idle `tail` wakes only for changes: two threads (main, blocked in `pause`, and the
+    /// watcher, blocked in `poll`) and no timer, also after it printed a change. (libdispatch's
+    /// worker-pool monitor, which the first use of a dispatch queue or a task starts, would wake
+    /// it every second from then on.)
+    @Test func anIdleTailRunsTwoThreadsAndNoTimer() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("idle.plist")
+        try await child("set", file.path, "k=int:1")
+        let tail = try Launched(prefsWatch, ["tail", file.path, "--initial", "--json"])
+        defer { kill(tail.pid, SIGTERM) }
+        try await tail.records.wait(for: 1)
+        try await child("set", file.path, "k=int:2")
+        try await tail.records.wait(for: 2)
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(tail.pid)/task")
+        let names = try tasks.map { try String(contentsOfFile: "/proc/\(tail.pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(names.sorted() == ["prefs-watch", "prefs.watcher"], "\(names)")
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(tail.pid)/fd")
+        let timers = try descriptors.filter { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(tail.pid)/fd/\($0)").contains("timerfd") }
+        #expect(timers.isEmpty, "\(timers.count) timer descriptor(s)")
+    }
 }

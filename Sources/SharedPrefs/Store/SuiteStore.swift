@@ -298,6 +298,7 @@ package final class SuiteStore: Sendable {
     ///   suite, where waiting for the write would wait for itself.
     /// Every failure is reported to failure observers, once.
     package func flushSynchronously() throws {
+        guard state.withLock({ !$0.pending.isEmpty || !$0.inFlight.isEmpty || $0.flushScheduled }) else { return }
         do { try refuseInsideTransaction("synchronize() or the exit flush") } catch {
             report(error)
             throw error
@@ -583,8 +584,6 @@ package final class SuiteStore: Sendable {
     /// Reports a failure that no caller is waiting for (a background write, a corrupt file).
     package func report(_ error: any Error) {
         let failure = error as? PreferenceError ?? PreferenceError(code: .ioFailure, message: "\(error)", path: backend.location)
-        state.withLock { s in
-            for deliver in s.failureObservers.values { deliver(failure) }
-        }
+        for deliver in state.withLock({ Array($0.failureObservers.values) }) { deliver(failure) }
     }
 }

@@ -49,17 +49,44 @@ package final class SuiteStore: Sendable {
         var ordered: OrderedDelivery? = nil
     }
 
+    /// Where a key this process changed stands: its stored value, and the operations not yet
+    /// adopted as stored.
+    struct Local {
+        enum Operations {
+            /// Set, not yet taken by a write.
+            case pending(PendingOperation)
+            /// Taken by the write running now.
+            case writing(PendingOperation)
+            /// Taken by the write running now, and set again since.
+            case writingThenPending(PendingOperation, PendingOperation)
+
+            var pending: PendingOperation? {
+                switch self {
+                case .pending(let operation), .writingThenPending(_, let operation): operation
+                case .writing: nil
+                }
+            }
+
+            var writing: PendingOperation? {
+                switch self {
+                case .writing(let operation), .writingThenPending(let operation, _): operation
+                case .pending: nil
+                }
+            }
+        }
+
+        /// The key's value in the stored suite as last read or written (`nil`: not stored).
+        var stored: PlistValue?
+        var operations: Operations
+    }
+
     struct State {
-        /// What this process sees: the file's values with `inFlight` and `pending` applied.
+        /// What this process sees: the stored values with its own operations applied.
         var values = PlistDictionary()
-        /// The file's value of every key in `pending` or `inFlight` (`nil`: not in the file). Every
-        /// other key has its file value in `values`: the file's state costs no second dictionary,
+        /// The keys this process changed whose change is not yet adopted as stored. Every other
+        /// key has its stored value in `values`: the stored state costs no second dictionary,
         /// and no copy of the suite is made when either changes.
-        var shadowed: [PlistKey: PlistValue?] = [:]
-        /// Local operations not yet taken by the writer.
-        var pending: Operations = [:]
-        /// Local operations the writer is persisting right now.
-        var inFlight: Operations = [:]
+        var local: [PlistKey: Local] = [:]
         var registered = PlistDictionary()
         var flushScheduled = false
         var reloadScheduled = false
@@ -72,26 +99,29 @@ package final class SuiteStore: Sendable {
         var reportedMismatches: Set<String> = []
         var statistics = PreferenceSuite.Statistics()
 
-        /// The value of `key` in the file as last read or written.
-        func diskValue(_ key: PlistKey) -> PlistValue? {
-            if let shadow = shadowed[key] { return shadow }
+        /// The value of `key` in the stored suite as last read or written.
+        func storedValue(_ key: PlistKey) -> PlistValue? {
+            if let local = local[key] { return local.stored }
             return values.storage[key]
         }
 
-        /// The file's values in full: a copy of the suite, for the paths that need one.
-        var disk: PlistDictionary {
-            var disk = values
-            for (key, value) in shadowed { disk.storage[key] = value }
-            return disk
+        /// The stored values in full: a copy of the suite, for the paths that need one.
+        var stored: PlistDictionary {
+            var stored = values
+            for (key, local) in local { stored.storage[key] = local.stored }
+            return stored
         }
 
-        /// What changed in the file if it now holds `new`: every key compared.
+        /// What changed in the stored suite if it now holds `new`: every key compared.
         func delta(to new: PlistDictionary) -> FileDelta {
-            var delta: FileDelta = new.storage.compactMap { key, value in diskValue(key) == value ? nil : (key, value) }
-            for (key, _) in values.storage where shadowed.index(forKey: key) == nil && new.storage[key] == nil { delta.append((key, nil)) }
-            for (key, value) in shadowed where value != nil && new.storage[key] == nil { delta.append((key, nil)) }
+            var delta: FileDelta = new.storage.compactMap { key, value in storedValue(key) == value ? nil : (key, value) }
+            for (key, _) in values.storage where local[key] == nil && new.storage[key] == nil { delta.append((key, nil)) }
+            for (key, local) in local where local.stored != nil && new.storage[key] == nil { delta.append((key, nil)) }
             return delta
         }
+
+        /// The keys set and not yet taken by a write, for messages.
+        var pendingKeys: [String] { local.filter { $0.value.operations.pending != nil }.keys.map(\.string).sorted() }
     }
 
     /// - Parameter loaded: The values read before the store is shared, to start from.
@@ -178,7 +208,7 @@ package final class SuiteStore: Sendable {
                 report(error)
             }
         }
-        applyLocked(forceFlush: forceFlush) { s, changes in
+        applyLocked(flushing: forceFlush || !operations.isEmpty) { s, changes in
             for (key, operation) in operations { record(operation, forKey: key, in: &s, changes: &changes) }
         }
     }
@@ -189,7 +219,7 @@ package final class SuiteStore: Sendable {
             logger.error("\(error)")
             return report(error)
         }
-        applyLocked(forceFlush: false) { s, changes in record(operation, forKey: PlistKey(key), in: &s, changes: &changes) }
+        applyLocked(flushing: true) { s, changes in record(operation, forKey: PlistKey(key), in: &s, changes: &changes) }
     }
 
     /// Why `operation` must not be written, if it must not: a value nested deeper than the
@@ -202,11 +232,11 @@ package final class SuiteStore: Sendable {
             path: backend.location)
     }
 
-    /// Records local operations and schedules a flush.
-    private func applyLocked(forceFlush: Bool, _ body: (inout State, inout [PreferenceChange]) -> Void) {
+    /// Records local operations and, when `flushing`, schedules a flush.
+    private func applyLocked(flushing: Bool, _ body: (inout State, inout [PreferenceChange]) -> Void) {
         let scheduleFlush = change { s, changes -> Bool in
             body(&s, &changes)
-            guard !s.flushScheduled, !s.pending.isEmpty || forceFlush else { return false }
+            guard flushing, !s.flushScheduled else { return false }
             s.flushScheduled = true
             return true
         }
@@ -215,8 +245,11 @@ package final class SuiteStore: Sendable {
 
     /// A local operation: seen at once, written by the next flush.
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
-        if s.shadowed.index(forKey: key) == nil { s.shadowed[key] = .some(s.values.storage[key]) }
-        s.pending[key] = operation
+        switch s.local[key]?.operations {
+        case nil: s.local[key] = Local(stored: s.values.storage[key], operations: .pending(operation))
+        case .pending: s.local[key]!.operations = .pending(operation)
+        case .writing(let writing), .writingThenPending(let writing, _): s.local[key]!.operations = .writingThenPending(writing, operation)
+        }
         see(key, operation.value, .local, in: &s, changes: &changes)
     }
 
@@ -298,7 +331,7 @@ package final class SuiteStore: Sendable {
     ///   suite, where waiting for the write would wait for itself.
     /// Every failure is reported to failure observers, once.
     package func flushSynchronously() throws {
-        guard state.withLock({ !$0.pending.isEmpty || !$0.inFlight.isEmpty || $0.flushScheduled }) else { return }
+        guard state.withLock({ !$0.local.isEmpty || $0.flushScheduled }) else { return }
         do { try refuseInsideTransaction("synchronize() or the exit flush") } catch {
             report(error)
             throw error
@@ -310,7 +343,7 @@ package final class SuiteStore: Sendable {
     }
 
     /// The keys written by the next flush, for messages.
-    var pendingKeys: [String] { state.withLock { $0.pending.keys.map(\.string).sorted() } }
+    var pendingKeys: [String] { state.withLock { $0.pendingKeys } }
 
     /// Throws when called from a transaction body of this store (the only code of users that
     /// runs holding its I/O exclusion): whatever would wait for the store's I/O would wait for itself.
@@ -353,13 +386,17 @@ package final class SuiteStore: Sendable {
     /// - Parameter start: When the caller began to wait: a lock is waited for until one lock
     ///   timeout after it.
     private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?, since start: ContinuousClock.Instant) throws -> R? {
-        let hasWork = state.withLock { s in
-            guard transaction != nil || !s.pending.isEmpty else { return false }
-            s.inFlight = s.pending
-            s.pending = [:]
-            return true
+        // The pending operations become the ones being written.
+        let writing = state.withLock { s -> Operations? in
+            var writing: Operations = [:]
+            for (key, local) in s.local {
+                guard case .pending(let operation) = local.operations else { continue }
+                writing[key] = operation
+                s.local[key]!.operations = .writing(operation)
+            }
+            return transaction != nil || !writing.isEmpty ? writing : nil
         }
-        guard hasWork else { return nil }
+        guard let writing else { return nil }
         do {
             var result: R? = nil
             var written: Operations = [:]
@@ -368,13 +405,15 @@ package final class SuiteStore: Sendable {
                 adopt(loaded)
                 // The transaction sees the stored values with the operations being written,
                 // without the newer local ones still pending.
-                var operations = state.withLock { $0.inFlight }
+                var operations = writing
                 var reads: Set<PlistKey>? = nil
                 if let transaction {
                     var tx = state.withLock { s in
                         PreferenceTransaction(
                             base: s.values,
-                            overrides: Dictionary(uniqueKeysWithValues: s.pending.keys.map { ($0, s.inFlight[$0].map(\.value) ?? s.diskValue($0)) }),
+                            overrides: s.local.compactMapValues { local in
+                                local.operations.pending.map { _ in local.operations.writing.map(\.value) ?? local.stored }
+                            },
                             registered: s.registered)
                     }
                     result = try transaction(&tx)
@@ -386,10 +425,10 @@ package final class SuiteStore: Sendable {
                     reads = tx.reads
                 }
                 written = operations
-                let changesSomething = state.withLock { s in operations.contains { s.diskValue($0.key) != $0.value.value } }
+                let changesSomething = state.withLock { s in operations.contains { s.storedValue($0.key) != $0.value.value } }
                 return WritePlan(
                     operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil,
-                    stored: { self.state.withLock { $0.disk } })
+                    stored: { self.state.withLock { $0.stored } })
             }
             adoptWritten(written, transactionKeys: transactionKeys, counted: committed.wrote)
             for notice in committed.notices { reportNotice(notice) }
@@ -397,14 +436,15 @@ package final class SuiteStore: Sendable {
             return result
         } catch {
             // Put the operations back unless newer ones replaced them (after a quarantine they
-            // were written: `adopt` emptied `inFlight`). After a failed transaction body they are
+            // were written and adopted). After a failed transaction body they are
             // written by the next background flush; after an I/O failure, by the next write, flush
             // or exit (not in a loop against a full disk). A failure of the write itself reaches
             // failure observers here, once, whoever else hears of it.
             let (retry, unwritten) = state.withLock { s in
-                s.pending.merge(s.inFlight) { newer, _ in newer }
-                s.inFlight = [:]
-                return (transaction != nil && !(error is PreferenceError) && !s.pending.isEmpty, s.pending.keys.map(\.string).sorted())
+                for (key, local) in s.local where local.operations.writing != nil {
+                    s.local[key]!.operations = .pending(local.operations.pending ?? local.operations.writing!)
+                }
+                return (transaction != nil && !(error is PreferenceError) && !s.local.isEmpty, s.pendingKeys)
             }
             if retry { apply([:], forceFlush: true) }
             guard var error = error as? PreferenceError else { throw error }
@@ -482,8 +522,8 @@ package final class SuiteStore: Sendable {
             case .changes(let changes): delta = changes
             }
             for (key, new) in delta {
-                if let shadow = s.shadowed.index(forKey: key) {
-                    s.shadowed.values[shadow] = new
+                if s.local[key] != nil {
+                    s.local[key]!.stored = new
                 } else {
                     see(key, new, .external, in: &s, changes: &changes)
                 }
@@ -497,14 +537,13 @@ package final class SuiteStore: Sendable {
     /// while `update` waits for it.
     private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, counted: Bool) {
         change { s, changes in
-            s.inFlight = [:]
             if counted { s.statistics.fileWrites += 1 }
             for (key, operation) in operations {
-                if s.pending[key] != nil {
+                if let pending = s.local[key]?.operations.pending {
                     // A newer local change still hides what was written.
-                    s.shadowed[key] = .some(operation.value)
+                    s.local[key] = Local(stored: operation.value, operations: .pending(pending))
                 } else {
-                    s.shadowed[key] = nil
+                    s.local[key] = nil
                     see(key, operation.value, transactionKeys.contains(key) ? .local : .external, in: &s, changes: &changes)
                 }
             }

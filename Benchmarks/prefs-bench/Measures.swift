@@ -58,13 +58,19 @@ struct Measures {
 
     /// Sets "stamp" to the send time `count` times, `gapMs` apart, then "done"; returns the
     /// observers' latencies. `onWatcherThread`: the observers use
-    /// `ObservationOptions.synchronousExternalChanges`.
-    func remoteLatencies(_ suite: PreferenceSuite, observers: Int = 1, count: Int, gapMs: Double = 2, onWatcherThread: Bool = false) throws -> [[(sent: Int64, latency: Int64)]] {
+    /// `ObservationOptions.synchronousExternalChanges`. `realistic`: the value is a string that
+    /// begins with the send time and whose length changes (by 0 to 15 characters) each time, so
+    /// that what follows it in the file moves.
+    func remoteLatencies(_ suite: PreferenceSuite, observers: Int = 1, count: Int, gapMs: Double = 2, onWatcherThread: Bool = false, realistic: Bool = false) throws -> [[(sent: Int64, latency: Int64)]] {
         let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path] + (onWatcherThread ? ["watcher-thread"] : [])) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
-        for _ in 0..<count {
+        for i in 0..<count {
             _Stages.mark("S")
-            suite.set(now(), forKey: "stamp")
+            if realistic {
+                suite.set("\(now()) " + String(repeating: "x", count: i % 16), forKey: "stamp")
+            } else {
+                suite.set(now(), forKey: "stamp")
+            }
             gap(gapMs)
         }
         suite.set(true, forKey: "done")
@@ -106,44 +112,111 @@ struct Measures {
 
     mutating func kernelFloor() throws {
         let count = scaled(500)
-        let dir = directory.appending(path: "floor")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let observer = try Child(["floor", dir.path])
-        guard observer.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
-        let payload = Data(repeating: 1, count: 4096)
-        for i in 0..<count {
-            let prepared = dir.appending(path: ".prep\(i)")
-            try payload.write(to: prepared)
-            rename(prepared.path, dir.appending(path: "f-\(now())").path)
-            gap(2)
-        }
-        try payload.write(to: dir.appending(path: ".prep-done"))
-        rename(dir.appending(path: ".prep-done").path, dir.appending(path: "done").path)
-        let measured = Latencies(latencies(from: observer).map(\.latency))
+        let measured = Latencies(try kernelFloorSamples(count: count))
         floorP50 = measured.p50
-        rows.append(Row(group: "4. kernel floor", name: "rename → inotify read in another process", n: measured.count, p50: µs(floorP50), p99: µs(measured.p99), note: "no decoding, no diff: the least any file-based design can do", cdf: measured.cdf))
+        rows.append(Row(
+            group: "4. kernel floor", name: "rename → inotify read in another process", n: measured.count, sent: count, p50: µs(floorP50), p99: µs(measured.p99),
+            note: "no decoding, no diff: the least any file-based design can do", cdf: measured.cdf))
     }
 
+    /// `count` renames of a file made ahead into a watched directory, 2 ms apart; the observer
+    /// process's latencies. The send time is taken right before `renameat`: the new name, which
+    /// carries it, is written into a buffer made ahead.
+    func kernelFloorSamples(count: Int) throws -> [Int64] {
+        let dir = directory.appending(path: "floor")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dirfd = open(dir.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dirfd >= 0 else { throw CocoaError(.fileReadUnknown) }
+        defer { close(dirfd) }
+        let observer = try Child(["floor", dir.path])
+        guard observer.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
+        let payload = [UInt8](repeating: 1, count: 4096)
+        var name = [CChar](repeating: 0, count: 32)
+        for _ in 0..<count {
+            let prepared = openat(dirfd, ".prep", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            _ = payload.withUnsafeBytes { write(prepared, $0.baseAddress, $0.count) }
+            close(prepared)
+            let sent = now()
+            Self.floorName(sent, into: &name)
+            renameat(dirfd, ".prep", dirfd, name)
+            gap(2)
+        }
+        let done = openat(dirfd, ".prep", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        close(done)
+        renameat(dirfd, ".prep", dirfd, "done")
+        return latencies(from: observer).map(\.latency)
+    }
+
+    /// Writes `f-<sent>` into `name`, NUL-terminated, without allocating.
+    static func floorName(_ sent: Int64, into name: inout [CChar]) {
+        var length = 1
+        var rest = sent / 10
+        while rest > 0 {
+            length += 1
+            rest /= 10
+        }
+        name[0] = 102  // f
+        name[1] = 45  // -
+        var digits = sent
+        for i in stride(from: 1 + length, through: 2, by: -1) {
+            name[i] = CChar(48 + digits % 10)
+            digits /= 10
+        }
+        name[2 + length] = 0
+    }
+
+    /// Row 3 and its floors, interleaved: in each of five blocks (one with `--quick`), the
+    /// kernel floor, the atomic replace under a lock with a thread hop on each side (the row's
+    /// work minus the library), then each library variant; every ratio divides by floors taken in
+    /// the same minutes, never by one sampled once per run.
     mutating func remoteLatency() throws {
         defer { try? foundationAcrossProcesses() }
-        try replaceLatency(observers: 1, count: scaled(500), gapMs: 2)
-        try replaceLatency(observers: 1, hop: true, writerHandsOver: true, count: scaled(500), gapMs: 2)
-        for (durability, onWatcherThread) in [(PreferenceSuite.Durability.none, false), (.none, true), (.full, false)] {
-            let suite = try makeSuite("latency-\(durability)\(onWatcherThread ? "-watcher" : "")", keys: 100, durability: durability)
-            let measured = Latencies(try remoteLatencies(suite, count: scaled(500), onWatcherThread: onWatcherThread)[0].map(\.latency))
-            if durability == .full { fullP50 = measured.p50 }
-            rows.append(Row(
+        let blocks = quick ? 1 : 5
+        let perBlock = scaled(500) / blocks
+        let variants: [(durability: PreferenceSuite.Durability, onWatcherThread: Bool)] = [(.none, false), (.none, true), (.full, false)]
+        let suites = try variants.map { try makeSuite("latency-\($0.durability)\($0.onWatcherThread ? "-watcher" : "")", keys: 100, durability: $0.durability) }
+        var floor: [Int64] = [], lockAndHops: [Int64] = []
+        var library = Array(repeating: [Int64](), count: variants.count)
+        for _ in 0..<blocks {
+            floor += try kernelFloorSamples(count: perBlock)
+            lockAndHops += try replaceSamples(observers: 1, hop: true, writerHandsOver: true, count: perBlock, gapMs: 2)
+            for (i, variant) in variants.enumerated() {
+                library[i] += try remoteLatencies(suites[i], count: perBlock, onWatcherThread: variant.onWatcherThread)[0].map(\.latency)
+            }
+        }
+        let sent = blocks * perBlock
+        let (floorMeasured, replaceMeasured) = (Latencies(floor), Latencies(lockAndHops))
+        replace.handedOverP50 = replaceMeasured.p50
+        let floorP50 = floorMeasured.p50
+        rows.append(Row(
+            group: "3. set → remote observer", name: "floor: rename → inotify read in another process, interleaved with the rows below",
+            n: floorMeasured.count, sent: sent, p50: µs(floorP50), p99: µs(floorMeasured.p99),
+            note: "the kernel floor, in \(blocks) blocks between theirs" + Row.loss(floorMeasured.count, of: sent), cdf: floorMeasured.cdf))
+        rows.append(Row(
+            group: "3. set → remote observer", name: "floor: atomic replace under a lock, a thread hop on each side, interleaved",
+            n: replaceMeasured.count, sent: sent, p50: µs(replaceMeasured.p50), p99: µs(replaceMeasured.p99),
+            ratio: ratio(replaceMeasured.p50, floorP50), ratioTo: "the interleaved kernel floor",
+            note: "the row's work minus the library: " + Self.replaceFloorNote(hop: true, writerHandsOver: true) + Row.loss(replaceMeasured.count, of: sent),
+            cdf: replaceMeasured.cdf))
+        for (i, variant) in variants.enumerated() {
+            let measured = Latencies(library[i])
+            if variant.durability == .full { fullP50 = measured.p50 }
+            var row = Row(
                 group: "3. set → remote observer",
-                name: "100-key suite, durability .\(durability)" + (onWatcherThread ? ", handler on the watcher thread (.synchronousExternalChanges)" : ""),
-                n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99),
-                ratio: ratio(measured.p50, floorP50), ratioTo: "the kernel floor",
-                note: (durability == .none
-                    ? "target p50 ≤ 3× floor (\(µs(3 * floorP50))), p99 ≤ 10× floor (\(µs(10 * floorP50)))"
-                    : "target p50 ≤ floor + one fsync pair (\(µs(floorP50 + fsyncPairP50)))")
-                    + (replace.p50 > 0 ? String(format: durability == .full ? "; %.1f× the atomic-replace floor + the fsync pair" : "; %.1f× the atomic-replace floor", Double(measured.p50) / Double(replace.p50 + (durability == .full ? fsyncPairP50 : 0))) : "")
-                    + (durability == .none && !onWatcherThread && replace.handedOverP50 > 0
-                        ? String(format: ", %.1f× its floor with a lock and a hand-over on each side", Double(measured.p50) / Double(replace.handedOverP50)) : ""),
-                cdf: measured.cdf))
+                name: "100-key suite, durability .\(variant.durability)" + (variant.onWatcherThread ? ", handler on the watcher thread (.synchronousExternalChanges)" : ""),
+                n: measured.count, sent: sent, p50: µs(measured.p50), p99: µs(measured.p99),
+                ratio: ratio(measured.p50, floorP50), ratioTo: "the interleaved kernel floor",
+                cdf: measured.cdf)
+            row.note = String(format: "%.1f× the interleaved replace floor with a lock and a hop on each side", Double(measured.p50) / Double(max(1, replaceMeasured.p50)))
+                + (variant.durability == .none ? "; target p50 ≤ 3× floor (\(µs(3 * floorP50))), p99 ≤ 10× floor (\(µs(10 * floorP50)))" : "")
+                + row.lossText
+            if i == 0 {
+                row.targets = [
+                    Target(what: Target.all[0], figure: Double(measured.p50) / Double(max(1, floorP50)), bound: 3, atMost: true),
+                    Target(what: Target.all[1], figure: Double(measured.p99) / Double(max(1, floorP50)), bound: 10, atMost: true),
+                ]
+            }
+            rows.append(row)
         }
     }
 
@@ -210,10 +283,38 @@ struct Measures {
     ///     held open, after a `DispatchQueue.async` from the thread that takes the send time: as
     ///     a library does whose `set` returns before any I/O, and that merges writes under a lock.
     mutating func replaceLatency(observers: Int, hop: Bool = false, writerHandsOver: Bool = false, count: Int, gapMs: Double) throws {
+        _ = takeObserverCPU()
+        let measured = Latencies(try replaceSamples(observers: observers, hop: hop, writerHandsOver: writerHandsOver, count: count, gapMs: gapMs))
+        switch (observers, hop) {
+        case (1, false): replace.p50 = measured.p50
+        case (1, true): replace.handedOverP50 = measured.p50
+        case (_, false): replace.fanOutP99 = measured.p99
+        case (_, true): replace.fanOutHopP99 = measured.p99
+        }
+        let cpu = takeObserverCPU()
+        let fanOut = observers > 1
+        rows.append(Row(
+            group: "4. kernel floor",
+            name: (observers == 1 ? "atomic replace → inotify + read in another process" : "atomic replace → inotify + read, slowest of \(observers) observer processes")
+                + (writerHandsOver ? ", under a lock, with a thread hop before the replace and after the read" : hop ? ", then one thread hop" : ""),
+            n: measured.count, sent: count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(fanOut ? measured.p99 : measured.p50, floorP50), ratioTo: fanOut ? "the kernel floor (p99)" : "the kernel floor",
+            note: Self.replaceFloorNote(hop: hop, writerHandsOver: writerHandsOver)
+                + (fanOut ? ", measured right before (7); CPU per change per observer \(µs(cpu))" : ""),
+            cdf: measured.cdf))
+    }
+
+    /// What a replace floor row measures, for its note.
+    static func replaceFloorNote(hop: Bool, writerHandsOver: Bool) -> String {
+        "write a file made ahead, rename it over the old (held open, so not freed by the rename); the observer opens and reads it: the least an atomic-replace design can do"
+            + (writerHandsOver ? "; the replace runs on another thread (DispatchQueue.async), under flock, as a library does whose set returns before any I/O and that merges writes under a lock" : "")
+            + (hop ? "; then hands over to another thread (DispatchQueue.async), as a library does that runs its users' handlers off the thread that reads the events" : "")
+    }
+
+    /// The replace floor's latencies: for each change every observer saw, the slowest's.
+    func replaceSamples(observers: Int, hop: Bool = false, writerHandsOver: Bool = false, count: Int, gapMs: Double) throws -> [Int64] {
         let dirfd = try openReplaceDirectory()
         defer { close(dirfd) }
         replaceFile(in: dirfd, sent: 0)
-        _ = takeObserverCPU()
         let children = try (0..<observers).map { _ in try Child(["replace-floor", directory.appending(path: "replace").path] + (hop ? ["hop"] : [])) }
         for child in children { guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) } }
         let lock = openat(dirfd, ".lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
@@ -241,25 +342,7 @@ struct Measures {
         writer.sync {}
         if replaced >= 0 { close(replaced) }
         replaceFile(in: dirfd, sent: -1)
-        let measured = Latencies(slowestOfEach(children.map(latencies(from:))))
-        switch (observers, hop) {
-        case (1, false): replace.p50 = measured.p50
-        case (1, true): replace.handedOverP50 = measured.p50
-        case (_, false): replace.fanOutP99 = measured.p99
-        case (_, true): replace.fanOutHopP99 = measured.p99
-        }
-        let cpu = takeObserverCPU()
-        let fanOut = observers > 1
-        rows.append(Row(
-            group: "4. kernel floor",
-            name: (observers == 1 ? "atomic replace → inotify + read in another process" : "atomic replace → inotify + read, slowest of \(observers) observer processes")
-                + (writerHandsOver ? ", under a lock, with a thread hop before the replace and after the read" : hop ? ", then one thread hop" : ""),
-            n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(fanOut ? measured.p99 : measured.p50, floorP50), ratioTo: fanOut ? "the kernel floor (p99)" : "the kernel floor",
-            note: "write a file made ahead, rename it over the old (held open, so not freed by the rename); the observer opens and reads it: the least an atomic-replace design can do"
-                + (writerHandsOver ? "; the replace runs on another thread (DispatchQueue.async), under flock, as a library does whose set returns before any I/O and that merges writes under a lock" : "")
-                + (hop ? "; then hands over to another thread (DispatchQueue.async), as a library does that runs its users' handlers off the thread that reads the events" : "")
-                + (fanOut ? ", measured right before (7); CPU per change per observer \(µs(cpu))" : ", measured right before (3)"),
-            cdf: measured.cdf))
+        return slowestOfEach(children.map(latencies(from:)))
     }
 
     /// How many atomic replaces one process makes per second, alone, without and with the fsync
@@ -331,7 +414,8 @@ struct Measures {
         rows.append(Row(
             group: "5. dconf", name: name, n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99),
             ratio: ratio(fullP50, measured.p50), ratioTo: "(SharedPrefs .full ÷ this)",
-            note: "the client library, \(scaled(500)) writes 2 ms apart (Benchmarks/dconf-peer.c); target SharedPrefs .full ≤ ½", cdf: measured.cdf))
+            note: "the client library, \(scaled(500)) writes 2 ms apart (Benchmarks/dconf-peer.c); target SharedPrefs .full ≤ ⅓", cdf: measured.cdf,
+            targets: fullP50 > 0 && measured.p50 > 0 ? [Target(what: Target.all[2], figure: Double(fullP50) / Double(measured.p50), bound: 0.33, atMost: true)] : nil))
     }
 
     /// Foundation's `UserDefaults` on Linux as a cross-process peer: another process writes (and
@@ -360,14 +444,27 @@ struct Measures {
 
     // MARK: 6. Scale
 
+    /// A realistic one-key change (a string whose length changes) in suites of 10 to 100,000
+    /// keys, each size with the same 20 ms between changes.
     mutating func scale() throws {
+        var p50s: [Int: Int64] = [:]
         for keys in quick ? [10, 1000] : [10, 1000, 10_000, 100_000] {
             let suite = try makeSuite("scale-\(keys)", keys: keys, durability: .none)
-            let measured = Latencies(try remoteLatencies(suite, count: scaled(keys >= 100_000 ? 40 : 200), gapMs: keys >= 100_000 ? 100 : 10)[0].map(\.latency))
+            let count = scaled(keys >= 100_000 ? 100 : 200)
+            let measured = Latencies(try remoteLatencies(suite, count: count, gapMs: 20, realistic: true)[0].map(\.latency))
+            p50s[keys] = measured.p50
             let bytes = try FileManager.default.attributesOfItem(atPath: suite.fileURL!.path)[.size] as? Int ?? 0
-            rows.append(Row(
-                group: "6. scale", name: "one-key change in a \(keys)-key suite → remote observer", n: measured.count, p50: ms(measured.p50), p99: ms(measured.p99),
-                note: "a \(bytes < 10_240 ? "\(bytes)-byte" : "\(bytes / 1024) KiB") file; its in-process costs: Benchmarks/InProcess"))
+            var row = Row(
+                group: "6. scale", name: "one-key change (a string whose length changes) in a \(keys)-key suite → remote observer", n: measured.count, sent: count,
+                p50: ms(measured.p50), p99: ms(measured.p99))
+            row.note = "a \(bytes < 10_240 ? "\(bytes)-byte" : "\(bytes / 1024) KiB") file; its in-process costs: Benchmarks/InProcess" + row.lossText
+            if keys == 10_000, let small = p50s[10] {
+                row.ratio = ratio(measured.p50, small)
+                row.ratioTo = "the same at 10 keys"
+                row.targets = [Target(what: Target.all[5], figure: Double(measured.p50) / Double(max(1, small)), bound: 2, atMost: true)]
+            }
+            if keys == 100_000 { row.targets = [Target(what: Target.all[6], figure: Double(measured.p50) / 1e6, bound: 2, atMost: true)] }
+            rows.append(row)
         }
     }
 
@@ -383,13 +480,18 @@ struct Measures {
             let all = try remoteLatencies(suite, observers: observers, count: scaled(300), gapMs: 4, onWatcherThread: onWatcherThread)
             let cpu = takeObserverCPU()
             let measured = Latencies(slowestOfEach(all))
-            rows.append(Row(
+            var row = Row(
                 group: "7. fan-out",
                 name: "\(observers) observer processes, slowest of each change" + (onWatcherThread ? ", handlers on the watcher thread (.synchronousExternalChanges)" : ""),
-                n: measured.count, p50: µs(measured.p50), p99: µs(measured.p99), ratio: ratio(measured.p99, floorP50), ratioTo: "the kernel floor (p99)",
-                note: "target p99 ≤ 10× floor (\(µs(10 * floorP50))); CPU per change per observer \(µs(cpu))"
-                    + (replace.fanOutP99 > 0 ? String(format: "; p99 %.1f× the atomic-replace floor's with as many observers, %.1f× with one thread hop in each", Double(measured.p99) / Double(replace.fanOutP99), Double(measured.p99) / Double(replace.fanOutHopP99)) : ""),
-                cdf: measured.cdf))
+                n: measured.count, sent: scaled(300), p50: µs(measured.p50), p99: µs(measured.p99),
+                ratio: ratio(measured.p99, replace.fanOutP99), ratioTo: "the bare replace floor's p99 with as many observer processes",
+                cdf: measured.cdf)
+            row.note = String(format: "p99 %.1f× that floor with one thread hop in each", Double(measured.p99) / Double(max(1, replace.fanOutHopP99)))
+                + "; CPU per change per observer \(µs(cpu)); changes every observer saw" + row.lossText
+            if !onWatcherThread {
+                row.targets = [Target(what: Target.all[3], figure: Double(measured.p99) / Double(max(1, replace.fanOutP99)), bound: 1.5, atMost: true)]
+            }
+            rows.append(row)
         }
     }
 
@@ -399,6 +501,7 @@ struct Measures {
         let processes = 8
         let seconds = quick ? 1.0 : 5.0
         try replaceRates()
+        let floorRate = try contentionFloor(processes: processes, seconds: seconds)
         for durability in [PreferenceSuite.Durability.full, .none] {
             let file = file("contended-\(durability)")
             _ = try PreferenceSuite(fileURL: file)
@@ -421,8 +524,33 @@ struct Measures {
                 note: "lost updates: \(total - stored) (must be 0); " + (durability == .full
                     ? String(format: "fsync-bound rate %.0f/s (1 ÷ the fsync pair); target ≥ 90%% of it", bound)
                     : "target ≥ 10,000/s")
-                    + (replace.rate > 0 ? String(format: "; %.0f%% of one process's loop of atomic replaces", 100 * rate / (durability == .full ? replace.fullRate : replace.rate)) : "")))
+                    + (replace.rate > 0 ? String(format: "; %.0f%% of one process's loop of atomic replaces", 100 * rate / (durability == .full ? replace.fullRate : replace.rate)) : "")
+                    + String(format: "; %.2f× the bare 8-process loop above", rate / floorRate),
+                targets: durability == .none ? [Target(what: Target.all[4], figure: rate / floorRate, bound: 0.8, atMost: false)] : nil))
         }
+    }
+
+    /// The bare floor of the contention rows: `processes` processes taking turns under one
+    /// `flock`, each turn reading a 100-key file and replacing it; returns replaces per second.
+    mutating func contentionFloor(processes: Int, seconds: Double) throws -> Double {
+        let dir = directory.appending(path: "contend-floor")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var values = PlistDictionary()
+        for i in 0..<100 { values["key.\(i)"] = .string("value \(i)") }
+        try PlistValue.dictionary(values).propertyListData(format: .binary).write(to: dir.appending(path: "s"))
+        let deadline = now() + Int64(seconds * 1e9) + 300_000_000
+        let children = try (0..<processes).map { _ in try Child(["contend-floor", dir.path, String(deadline)]) }
+        for child in children { _ = child.nextLine() }
+        var total = 0
+        for child in children {
+            total += Int(child.nextLine(timeout: seconds + 60)?.split(separator: " ").last ?? "") ?? 0
+            child.waitForExit()
+        }
+        let rate = Double(total) / seconds
+        rows.append(Row(
+            group: "8. contention", name: "floor: \(processes) processes × (flock, read, write a new file, rename) for \(Int(seconds)) s", n: total,
+            throughput: Quantity(value: rate.rounded(), unit: "replaces/s"), note: "no library: the least a merge under one lock can cost"))
+        return rate
     }
 
     // MARK: 9. Memory
@@ -440,7 +568,36 @@ struct Measures {
         let fields = child.nextLine()?.split(separator: " ").compactMap { Int($0) } ?? []
         child.waitForExit()
         guard fields.count == 2 else { return }
-        rows.append(Row(group: "9. memory", name: "a process watching \(count) suites of 100 keys, after one warm-up suite", n: count, note: String(format: "RSS %.1f MiB → %.1f MiB: %.1f KiB per suite; target ≤ 16 KiB", Double(fields[0]) / 1_048_576, Double(fields[1]) / 1_048_576, Double(fields[1] - fields[0]) / 1024 / Double(count))))
+        let perSuite = Double(fields[1] - fields[0]) / 1024 / Double(count)
+        rows.append(Row(
+            group: "9. memory", name: "a process watching \(count) suites of 100 keys, after one warm-up suite", n: count,
+            note: String(format: "RSS %.1f MiB → %.1f MiB: %.1f KiB per suite; target ≤ 16 KiB", Double(fields[0]) / 1_048_576, Double(fields[1]) / 1_048_576, perSuite),
+            targets: [Target(what: Target.all[8], figure: perSuite, bound: 16, atMost: true)]))
+    }
+
+    /// 12. An observer process left idle after one change: how often it wakes (the context
+    /// switches of all its threads) in 10 s.
+    mutating func idleWakeUps() throws {
+        let suite = try makeSuite("idle", keys: 10, durability: .none)
+        let seconds = quick ? 1.0 : 10.0
+        for onWatcherThread in [false, true] {
+            let child = try Child(["idle-observe", suite.fileURL!.path] + (onWatcherThread ? ["watcher-thread"] : []))
+            defer { child.stop() }
+            guard child.nextLine() == "ready" else { throw CocoaError(.featureUnsupported) }
+            suite.set(now(), forKey: "stamp")
+            guard child.nextLine(timeout: 10) == "seen" else { throw CocoaError(.featureUnsupported) }
+            gap(200)  // the delivery's own wake-ups end
+            let before = child.contextSwitches()
+            gap(seconds * 1000)
+            let after = child.contextSwitches()
+            let per10s = Double(after.switches - before.switches) * 10 / seconds
+            rows.append(Row(
+                group: "12. idle", name: "an observer process idle for \(Int(seconds)) s after one change" + (onWatcherThread ? ", handler on the watcher thread (.synchronousExternalChanges)" : ""), n: 1,
+                throughput: Quantity(value: per10s, unit: "wake-ups per 10 s"),
+                note: "context switches of all its \(after.threads) threads; target ≤ 2 in 10 s"
+                    + (onWatcherThread ? "" : "; a handler on a dispatch queue starts libdispatch's worker-pool monitor, which wakes the process every second from then on"),
+                targets: onWatcherThread ? nil : [Target(what: Target.all[10], figure: per10s, bound: 2, atMost: true)]))
+        }
     }
 
     /// 11. Cold start: a process that opens a suite, reads one key and exits, against the same with
@@ -473,7 +630,8 @@ struct Measures {
         rows.append(Row(
             group: "11. cold start", name: "open a suite, read one key, exit", n: ours.count, p50: µs(a.p50), p99: µs(a.p99),
             ratio: ratio(a.p50, b.p50), ratioTo: "Foundation UserDefaults",
-            note: "the same with UserDefaults(suiteName:): p50 \(µs(b.p50)), alternating; target ≤ 1.1×"))
+            note: "the same with UserDefaults(suiteName:): p50 \(µs(b.p50)), alternating; target ≤ 1.1×",
+            targets: [Target(what: Target.all[7], figure: Double(a.p50) / Double(max(1, b.p50)), bound: 1.1, atMost: true)]))
     }
 
     #if Etcd

@@ -36,7 +36,11 @@ enum Role {
                 done.signal()
                 return
             }
-            if case .integer(let sent)? = change.newValue { pairs.withLock { $0.append((sent, arrival - sent)) } }
+            switch change.newValue {
+            case .integer(let sent)?: pairs.withLock { $0.append((sent, arrival - sent)) }
+            case .string(let text)?: if let sent = Int64(text.prefix { $0 != " " }) { pairs.withLock { $0.append((sent, arrival - sent)) } }
+            default: break
+            }
         }
         print("ready")
         fflush(nil)
@@ -48,6 +52,19 @@ enum Role {
         print("end")
         _Stages.dump()
         token.cancel()
+    }
+
+    /// `idle-observe <plist> [watcher-thread]`: observes key "stamp", prints `ready`, and `seen`
+    /// at each change, until killed.
+    static func idleObserve(_ path: String, onWatcherThread: Bool) throws -> Never {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+        let token = suite.observe(.key("stamp"), options: onWatcherThread ? .synchronousExternalChanges : []) { _ in
+            print("seen")
+            fflush(nil)
+        }
+        print("ready")
+        fflush(nil)
+        while true { withExtendedLifetime(token) { _ = pause() } }
     }
 
     /// `visible <plist> <target>`: prints the time at which key "n" first holds `target`.
@@ -156,6 +173,32 @@ enum Role {
         var count = 0
         while now() < deadline {
             try suite.update { $0[counter] += 1 }
+            count += 1
+        }
+        print("count \(count)")
+    }
+
+    /// `contend-floor <dir> <deadline>`: the bare floor of `contend`: until the deadline, take
+    /// `flock` on the directory's lock file, read the file, write it anew beside it, rename it
+    /// over, unlock; prints `ready`, then `count <n>`.
+    static func contendFloor(_ directory: String, until deadline: Int64) {
+        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let lock = openat(dirfd, ".lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+        let temporary = ".tmp.\(getpid())"
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        print("ready")
+        fflush(nil)
+        var count = 0
+        while now() < deadline {
+            flock(lock, LOCK_EX)
+            let file = openat(dirfd, "s", O_RDONLY | O_CLOEXEC)
+            let size = file >= 0 ? read(file, &buffer, buffer.count) : 0
+            if file >= 0 { close(file) }
+            let out = openat(dirfd, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            _ = write(out, buffer, max(size, 64))
+            close(out)
+            renameat(dirfd, temporary, dirfd, "s")
+            flock(lock, LOCK_UN)
             count += 1
         }
         print("count \(count)")

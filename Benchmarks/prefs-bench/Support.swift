@@ -60,7 +60,11 @@ struct Latencies {
 struct Row: Codable {
     var group: String
     var name: String
+    /// Samples measured.
     var n: Int
+    /// Changes sent, where a change can be lost or merged: `n` below it by more than 1 % fails
+    /// `--check`.
+    var sent: Int? = nil
     var p50: Quantity? = nil
     var p99: Quantity? = nil
     var throughput: Quantity? = nil
@@ -70,11 +74,49 @@ struct Row: Codable {
     var note: String = ""
     /// The latency distribution (nanoseconds, percentile), for `--plot`.
     var cdf: [[Double]]? = nil
+    /// The targets this row's figures are held to (`--check`).
+    var targets: [Target]? = nil
+
+    /// What was lost or merged of what was sent, for the note: empty when nothing was.
+    var lossText: String { sent.map { Self.loss(n, of: $0) } ?? "" }
+
+    static func loss(_ n: Int, of sent: Int) -> String {
+        guard sent > n else { return "" }
+        let lost = Double(sent - n) / Double(sent)
+        return "; \(n) of \(sent) changes measured (" + String(format: "%.1f", 100 * lost) + " % lost or merged" + (lost > 0.01 ? ", more than 1 %)" : ")")
+    }
 
     var ratioText: String {
         guard let ratio else { return "" }
         return String(format: ratio < 0.1 ? "%.3f×" : "%.1f×", ratio) + " " + ratioTo
     }
+}
+
+/// A figure and the bound it must meet, by `prefs-bench --check`.
+struct Target: Codable {
+    /// One of ``Target/all``.
+    var what: String
+    var figure: Double
+    var bound: Double
+    /// `figure ≤ bound` (else `≥`).
+    var atMost: Bool
+
+    var isMet: Bool { atMost ? figure <= bound : figure >= bound }
+
+    /// Issue 29's targets, in its order.
+    static let all = [
+        "set → remote observer .none p50 ÷ interleaved kernel floor p50",
+        "set → remote observer .none p99 ÷ interleaved kernel floor p50",
+        ".full p50 ÷ libdconf write_sync → changed p50",
+        "fan-out, slowest p99 ÷ bare reader floor p99, as many observers",
+        "8 writers' update rate ÷ bare 8-process lock + replace loop",
+        "realistic one-key change at 10,000 keys ÷ at 10 keys (p50)",
+        "realistic one-key change at 100,000 keys, p50 (ms)",
+        "cold start ÷ Foundation UserDefaults",
+        "memory per extra 100-key suite (KiB)",
+        "cached read ÷ Foundation UserDefaults read (times faster)",
+        "idle observer wake-ups in 10 s",
+    ]
 }
 
 /// Where this executable is, to start copies of itself in other roles.
@@ -129,6 +171,19 @@ final class Child: Sendable {
     }
 
     func waitForExit() { process.waitUntilExit() }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Context switches of all its threads so far (voluntary and not), and how many threads.
+    func contextSwitches() -> (switches: Int, threads: Int) {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        let switches = tasks.reduce(0) { total, task in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+            return total + status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
+                .compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
+        }
+        return (switches, tasks.count)
+    }
 
     /// Ends a child that runs until killed.
     func stop() {

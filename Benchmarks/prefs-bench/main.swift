@@ -3,6 +3,7 @@
 // in-process costs (cached reads, encode, re-read + diff, decode) are in Benchmarks/InProcess.
 //
 //   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,…]
+//   swift run -c release prefs-bench --check PATH      the targets, met or not, of a run's JSON
 //   swift run -c release --traits Etcd prefs-bench --etcd ENDPOINTS     row 10 only: an etcd suite
 import Foundation
 import SharedPrefs
@@ -11,9 +12,11 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "observe": try Role.observe(arguments[1], onWatcherThread: arguments.count > 2 && arguments[2] == "watcher-thread"); exit(0)
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
+case "idle-observe": try Role.idleObserve(arguments[1], onWatcherThread: arguments.count > 2 && arguments[2] == "watcher-thread")
 case "floor": Role.floor(arguments[1]); exit(0)
 case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 && arguments[2] == "hop"); exit(0)
 case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
+case "contend-floor": Role.contendFloor(arguments[1], until: Int64(arguments[2])!); exit(0)
 case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
 case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
 case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
@@ -24,6 +27,7 @@ case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])
 #if Etcd
 case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2]); exit(0)
 #endif
+case "--check" where arguments.count == 2: exit(Check.run(arguments[1]))
 default: break
 }
 
@@ -69,6 +73,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (8, "contention", { try $0.contention() }),
     (9, "memory", { try $0.memory() }),
     (11, "cold start", { try $0.coldStart() }),
+    (12, "idle", { try $0.idleWakeUps() }),
 ]
 #if Etcd
 if let etcdEndpoints { steps.append((10, "etcd", { try $0.etcd(etcdEndpoints) })) }

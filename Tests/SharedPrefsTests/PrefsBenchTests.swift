@@ -23,6 +23,15 @@ import Testing
     let floor = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("rename") == true })
     let cdf = try #require(floor["cdf"] as? [[Double]])
     #expect(cdf.count > 1 && cdf.last?[1] == 100)
+    // Every row that can lose a change says how many it sent.
+    #expect(rows.filter { ($0["group"] as? String)?.hasPrefix("3.") == true && $0["p50"] != nil }.allSatisfy { $0["sent"] is Int }, "\(rows)")
+    // --check reads the run: a table of every target, met or not (a smoke test: a short run on a
+    // busy machine meets few, so its status is not asserted beyond "read").
+    let check = try await run(bench, ["--check", json.path])
+    #expect(check.status == 0 || check.status == 1, "\(check.output)")
+    for target in ["interleaved kernel floor p50", "fan-out, slowest p99", "bare 8-process lock + replace loop", "cold start ÷ Foundation UserDefaults", "memory per extra 100-key suite", "idle observer wake-ups"] {
+        #expect(check.output.contains(target), "\(check.output)")
+    }
 }
 
 @Test func prefsBenchPlotsTheLatencyDistribution() async throws {

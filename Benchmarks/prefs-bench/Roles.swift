@@ -54,17 +54,29 @@ enum Role {
         token.cancel()
     }
 
-    /// `idle-observe <plist> [watcher-thread]`: observes key "stamp", prints `ready`, and `seen`
-    /// at each change, until killed.
-    static func idleObserve(_ path: String, onWatcherThread: Bool) throws -> Never {
+    /// `idle-observe <plist> <seconds> [watcher-thread]`: observes key "stamp" and prints `ready`;
+    /// once a change arrived, stays idle for `seconds` and prints `switches <n> threads <t>`: the
+    /// context switches of all its threads meanwhile, those that ended too (`getrusage`), less
+    /// the one of its own sleep.
+    static func idleObserve(_ path: String, seconds: Double, onWatcherThread: Bool) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
-        let token = suite.observe(.key("stamp"), options: onWatcherThread ? .synchronousExternalChanges : []) { _ in
-            print("seen")
-            fflush(nil)
-        }
+        let seen = DispatchSemaphore(value: 0)
+        let token = suite.observe(.key("stamp"), options: onWatcherThread ? .synchronousExternalChanges : []) { _ in seen.signal() }
         print("ready")
         fflush(nil)
-        while true { withExtendedLifetime(token) { _ = pause() } }
+        seen.wait()
+        usleep(200_000)  // the delivery's own wake-ups end
+        func switches() -> Int {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            return usage.ru_nvcsw + usage.ru_nivcsw
+        }
+        let before = switches()
+        usleep(useconds_t(seconds * 1e6))
+        let after = switches()
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+        print("switches \(after - before - 1) threads \(threads)")
+        token.cancel()
     }
 
     /// `visible <plist> <target>`: prints the time at which key "n" first holds `target`.

@@ -172,18 +172,6 @@ final class Child: Sendable {
 
     func waitForExit() { process.waitUntilExit() }
 
-    var pid: Int32 { process.processIdentifier }
-
-    /// Context switches of all its threads so far (voluntary and not), and how many threads.
-    func contextSwitches() -> (switches: Int, threads: Int) {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        let switches = tasks.reduce(0) { total, task in
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
-            return total + status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
-                .compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
-        }
-        return (switches, tasks.count)
-    }
 
     /// Ends a child that runs until killed.
     func stop() {

@@ -12,7 +12,7 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "observe": try Role.observe(arguments[1], onWatcherThread: arguments.count > 2 && arguments[2] == "watcher-thread"); exit(0)
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
-case "idle-observe": try Role.idleObserve(arguments[1], onWatcherThread: arguments.count > 2 && arguments[2] == "watcher-thread")
+case "idle-observe": try Role.idleObserve(arguments[1], seconds: Double(arguments[2])!, onWatcherThread: arguments.count > 3 && arguments[3] == "watcher-thread"); exit(0)
 case "floor": Role.floor(arguments[1]); exit(0)
 case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 && arguments[2] == "hop"); exit(0)
 case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
@@ -74,6 +74,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (9, "memory", { try $0.memory() }),
     (11, "cold start", { try $0.coldStart() }),
     (12, "idle", { try $0.idleWakeUps() }),
+    (13, "cached read", { try $0.cachedRead() }),
 ]
 #if Etcd
 if let etcdEndpoints { steps.append((10, "etcd", { try $0.etcd(etcdEndpoints) })) }

@@ -83,8 +83,9 @@ struct Tail: ParsableCommand {
     }
 
     /// Runs on the main thread and then waits there; changes are printed on the thread that reads
-    /// them (the watcher thread). No dispatch queue and no Swift concurrency: their first use
-    /// starts libdispatch's worker-pool monitor, which wakes the process every second for good.
+    /// them (the watcher thread). No dispatch queue and no Swift concurrency: run as tasks (one
+    /// asleep, one per failure stream), an idle tail had six threads and libdispatch's timer
+    /// thread re-armed a timer every second.
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text

@@ -208,9 +208,8 @@ struct CoreTests {
     }
 
     /// An idle `tail` wakes only for changes: two threads (main, blocked in `pause`, and the
-    /// watcher, blocked in `poll`) and no timer, also after it printed a change. (libdispatch's
-    /// worker-pool monitor, which the first use of a dispatch queue or a task starts, would wake
-    /// it every second from then on.)
+    /// watcher, blocked in `poll`) and no timer, also after it printed a change. (Run as tasks, it
+    /// had six threads and two timer descriptors, one re-armed every second.)
     @Test func anIdleTailRunsTwoThreadsAndNoTimer() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("idle.plist")

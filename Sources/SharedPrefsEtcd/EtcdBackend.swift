@@ -98,6 +98,12 @@ final class EtcdBackend: SuiteBackend {
 
     // MARK: Watching
 
+    /// The cluster does not answer: try again in a second, for as long as it does not (the values
+    /// stay pending, and in the offline cache).
+    func retryDelay(after error: PreferenceError) -> Duration? {
+        error.code == .clusterUnreachable ? .seconds(1) : nil
+    }
+
     /// Watches the prefix from the last revision read, so that nothing falls between, until the
     /// subscription is released.
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription {

@@ -125,6 +125,8 @@ package final class ScriptedBackend: SuiteBackend {
         }
     }
 
+    package func retryDelay(after error: PreferenceError) -> Duration? { nil }
+
     /// What changed since the store last read or wrote, as the keys that changed.
     private func read(_ s: inout State) -> Loaded {
         var delta: FileDelta = s.stored.storage.compactMap { key, value in s.seen.storage[key] == value ? nil : (key, value) }

@@ -9,4 +9,6 @@ struct MemoryBackend: SuiteBackend {
     }
 
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription { Subscription() }
+
+    func retryDelay(after error: PreferenceError) -> Duration? { nil }
 }

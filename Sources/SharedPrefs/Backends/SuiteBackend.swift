@@ -24,6 +24,11 @@ package protocol SuiteBackend: Sendable {
     /// Calls `sink` whenever the stored values may have changed elsewhere, and with failures no
     /// call returns, until the subscription is released.
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription
+
+    /// After a background write failed with `error`: how long to wait before writing again (a
+    /// lock still held, a cluster that does not answer), or `nil` not to (the values stay pending
+    /// for the next write, flush or exit: never a loop against a full disk).
+    func retryDelay(after error: PreferenceError) -> Duration?
 }
 
 /// The values of a suite as read: in full, or what changed since the last read or write.

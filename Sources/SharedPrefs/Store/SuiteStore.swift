@@ -283,11 +283,11 @@ package final class SuiteStore: Sendable {
             state.withLock { $0.flushScheduled = false }
             do {
                 try commitPending(since: .now)
-            } catch let error as PreferenceError where error.code == .lockTimedOut || error.code == .clusterUnreachable {
-                // Reported by commit; try again in a second, for as long as the lock is held (or
-                // the cluster does not answer).
-                ioQueue.asyncAfter(deadline: .now() + 1) { [self] in apply([:], forceFlush: true) }
-            } catch {}  // commit reported it
+            } catch {
+                // Reported by commit; written again when the backend says so.
+                guard let error = error as? PreferenceError, let delay = backend.retryDelay(after: error) else { return }
+                ioQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [self] in apply([:], forceFlush: true) }
+            }
         }
     }
 

@@ -21,6 +21,11 @@ final class FileBackend: SuiteBackend {
         return Subscription { InotifyWatcher.shared.unwatch(id) }
     }
 
+    /// Another writer holds the lock: try again in a second, for as long as it does.
+    func retryDelay(after error: PreferenceError) -> Duration? {
+        error.code == .lockTimedOut ? .seconds(1) : nil
+    }
+
     /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
     /// snapshot and is reported (the next event, a complete write, is read again); other failures
     /// throw.

@@ -377,7 +377,9 @@ public final class PreferenceSuite: Sendable {
     /// ```
     ///
     /// Pending writes of this process are written in the same step. The body runs on the
-    /// suite's I/O queue and must not call `update` again.
+    /// calling thread, holding the suite's I/O exclusion: `update` or `synchronize()` of the same
+    /// suite inside it throws ``PreferenceError/Code/unsupportedOperation`` instead of waiting for
+    /// itself.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws (nothing is written then), or a ``PreferenceError`` from the write.
     public func update<Result>(_ body: (inout PreferenceTransaction) throws -> Result) throws -> Result {

@@ -533,8 +533,8 @@ package final class SuiteStore: Sendable {
     }
 
     /// Makes values just written (or found to hold `operations` already) the stored state.
-    /// A transaction's changes reach `values` here and are told to observers, on the I/O queue
-    /// while `update` waits for it.
+    /// A transaction's changes reach `values` here and are told to observers, on the thread that
+    /// runs the `update`, before it returns.
     private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, counted: Bool) {
         change { s, changes in
             if counted { s.statistics.fileWrites += 1 }

@@ -107,15 +107,14 @@ struct LocationOptions: ParsableArguments {
         if isPath(spec), !spec.hasSuffix(".plist"), !create, !FileManager.default.fileExists(atPath: url.path) {
             throw ValidationError("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
         }
-        try refuseUnlessPropertyList(url)
-        return try suite(spec, url)
+        return try suite(spec, url, options: try options(keeping: url, refusingAnythingButASuite: true))
     }
 
     /// The suite behind a suite argument: a group's suite through the library's group path (the
     /// container walked without links, a new one made 02770 with files 0660, as every app makes
     /// it), anything else through its file.
-    func suite(_ spec: String, _ url: URL) throws -> PreferenceSuite {
-        let options = options(keeping: url)
+    func suite(_ spec: String, _ url: URL, options: PreferenceSuite.Options? = nil) throws -> PreferenceSuite {
+        let options = try options ?? self.options(keeping: url, refusingAnythingButASuite: false)
         if !isPath(spec) {
             let name = spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
             if let group { return try PreferenceSuite(suiteName: name, in: AppGroup(identifier: group), options: options) }
@@ -129,24 +128,20 @@ struct LocationOptions: ParsableArguments {
         if let suite = try etcdSuite(spec) { return suite }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
-        try refuseUnlessPropertyList(url)
-        return try suite(spec, url)
+        return try suite(spec, url, options: try options(keeping: url, refusingAnythingButASuite: true))
     }
 
-    /// Refuses an existing file that is not a property list with a dictionary at its root, before
-    /// anything (a lock file, a suite object) is made beside it. The library refuses such a file
-    /// too; checking first leaves its directory exactly as it was.
-    private func refuseUnlessPropertyList(_ url: URL) throws {
-        var st = stat()
-        guard lstat(url.path, &st) == 0 else { return }
-        guard st.st_mode & S_IFMT == S_IFREG else {
-            throw failure("\(url.path) is not a regular file; prefs-watch changes only property-list files. Nothing was changed.")
-        }
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw failure("Could not read \(url.path): \(error.localizedDescription). Nothing was changed.")
-        }
-        if data.isEmpty { return }
+    /// Options that keep an existing suite file's format (XML stays XML) and permissions, from
+    /// one read of it. With `refusingAnythingButASuite`, an existing file that is not a property
+    /// list with a dictionary at its root is refused before anything (a lock file, a suite
+    /// object) is made beside it. The library refuses such a file too; checking first leaves its
+    /// directory exactly as it was.
+    private func options(keeping url: URL, refusingAnythingButASuite refusing: Bool) throws -> PreferenceSuite.Options {
+        var options = PreferenceSuite.Options()
+        guard let (data, mode) = try contents(of: url, changing: refusing) else { return options }
+        options.filePermissions = mode & 0o777
+        if !data.starts(with: Array("bplist".utf8)), data.prefix(64).contains(UInt8(ascii: "<")) { options.format = .xml }
+        guard refusing, !data.isEmpty else { return options }
         let root: PlistValue
         do { root = try PlistValue(propertyListData: data) } catch {
             throw failure("\(url.path) is not a property list (\(error.message)); prefs-watch changes only property-list files, so it was left exactly as it was.")
@@ -154,20 +149,41 @@ struct LocationOptions: ParsableArguments {
         guard case .dictionary = root else {
             throw failure("\(url.path) holds a \(root.typeName); a suite has a dictionary at its root, so it was left exactly as it was.")
         }
+        return options
     }
 
-    /// Options that keep an existing suite file's format (XML stays XML) and permissions.
-    private func options(keeping url: URL) -> PreferenceSuite.Options {
-        var options = PreferenceSuite.Options()
+    /// The bytes and mode of a suite file that the command reads itself; `nil` when there is no
+    /// file. Never follows a link or blocks; a file that is not a regular file, or larger than any
+    /// reader of the library accepts, is an error that says so, and nothing is read.
+    private func contents(of url: URL, changing: Bool) throws -> (Data, mode_t)? {
+        let path = url.path
+        let nothingChanged = changing ? " Nothing was changed." : ""
         var st = stat()
-        guard lstat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return options }
-        options.filePermissions = st.st_mode & 0o777
-        if let handle = FileHandle(forReadingAtPath: url.path) {
-            let head = (try? handle.read(upToCount: 64)) ?? Data()
-            try? handle.close()
-            if !head.starts(with: Array("bplist".utf8)), head.contains(UInt8(ascii: "<")) { options.format = .xml }
+        guard lstat(path, &st) == 0 else { return nil }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw failure("\(path) is not a regular file; prefs-watch reads and changes only property-list files.\(nothingChanged)")
         }
-        return options
+        let limit = PreferenceSuite.Options().maximumFileSize
+        guard Int64(st.st_size) <= Int64(limit) else {
+            throw failure("\(path) is \(st.st_size) bytes, more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize), so it was not read.\(nothingChanged) Remove or shrink it.")
+        }
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw failure("Could not open \(path): \(String(cString: strerror(errno))). Check its owner and mode (ls -l).\(nothingChanged)")
+        }
+        defer { close(fd) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while data.count <= limit {
+            let count = read(fd, &buffer, buffer.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure("Could not read \(path): \(String(cString: strerror(errno))).\(nothingChanged)")
+            }
+            data.append(contentsOf: buffer[..<count])
+        }
+        return (data, st.st_mode)
     }
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,
@@ -176,9 +192,7 @@ struct LocationOptions: ParsableArguments {
         if let suite = try etcdSuite(spec) { return (place(spec, suite), suite.storedValues) }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw failure("Could not read \(url.path): permission denied. Check its owner and mode (ls -l).")
-        }
+        guard let (data, _) = try contents(of: url, changing: false) else { throw failure(missingSuite(spec, url)) }
         let root: PlistValue
         do { root = try PlistValue(propertyListData: data) } catch {
             throw failure("\(url.path): \(error.message)")

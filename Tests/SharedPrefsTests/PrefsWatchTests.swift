@@ -152,6 +152,21 @@ struct PrefsWatchTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted() == ["backup.plist", "passwd"])
     }
 
+    /// A sparse 1 TiB file where a suite should be: every verb that reads it itself says how large
+    /// it is and what the limit is, reads none of it, and changes nothing (the command read it
+    /// whole before, and then said "permission denied", or "error 256").
+    @Test func aTerabyteSuiteFileIsRefusedByTheVerbsNamingItsSize() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("huge.plist")
+        #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+        #expect(truncate(file.path, 1 << 40) == 0)
+        for arguments in [["read", file.path], ["read", file.path, "k"], ["read-type", file.path, "k"], ["export", file.path, "-"], ["write", file.path, "k", "1"], ["delete", file.path, "k"]] {
+            let result = try await run(prefsWatch, arguments)
+            #expect(result.status != 0 && result.output.contains("\(file.path) is 1099511627776 bytes") && result.output.contains("maximumFileSize"), "\(arguments): \(result.output)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["huge.plist"])
+    }
+
     @Test func withGroupOrDirTheSuiteIsANameNeverAPath() async throws {
         let directory = try TemporaryDirectory()
         let container = directory.file("container")

@@ -125,8 +125,9 @@ let executable = URL(filePath: (try? FileManager.default.destinationOfSymbolicLi
 /// A child process (this executable in another role) whose standard output is read line by line.
 final class Child: Sendable {
     private let process: Process
-    /// Each line with the time it arrived here.
-    private let lines = Lock<[(String, Int64)]>([])
+    /// Each line with the time it arrived here, and whether its output ended (read to the end:
+    /// a process that exited may still have lines in the pipe).
+    private let lines = Lock<(lines: [(String, Int64)], ended: Bool)>(([], false))
     private let arrived = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String], executable: URL = executable, environment: [String: String]? = nil) throws {
@@ -148,10 +149,11 @@ final class Child: Sendable {
                 while let end = pending.firstIndex(of: 10) {
                     let line = String(decoding: pending[..<end], as: UTF8.self)
                     pending.removeSubrange(...end)
-                    lines.withLock { $0.append((line, now())) }
+                    lines.withLock { $0.lines.append((line, now())) }
                     arrived.signal()
                 }
             }
+            lines.withLock { $0.ended = true }
             arrived.signal()
         }.start()
     }
@@ -164,8 +166,9 @@ final class Child: Sendable {
     /// The next line and when it arrived (`now()`), waiting up to `timeout` seconds.
     func nextTimedLine(timeout: Double = 120) -> (line: String, arrival: Int64)? {
         while true {
-            if let line = lines.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return line }
-            if !process.isRunning && lines.withLock({ $0.isEmpty }) { return nil }
+            let (line, ended) = lines.withLock { s in (s.lines.isEmpty ? nil : s.lines.removeFirst(), s.ended) }
+            if let line { return line }
+            if ended { return nil }
             if arrived.wait(timeout: .now() + timeout) == .timedOut { return nil }
         }
     }

@@ -28,8 +28,9 @@ for row in rows:
     points = row["cdf"]
     xs = [value / 1000 for value, _ in points]  # µs
     ys = [percentile for _, percentile in points]
-    floor = row["name"].startswith("rename")  # the kernel floor: dashed black
-    replace = row["name"].startswith("atomic replace")  # the atomic-replace floors: dotted greys (dash-dot with a hop)
+    name = row["name"].removeprefix("floor: ")  # row 3's interleaved floors
+    floor = name.startswith("rename")  # the kernel floor: dashed black
+    replace = name.startswith("atomic replace")  # the atomic-replace floors: dotted greys (dash-dot with a hop)
     ax.step(xs, ys, where="post", linewidth=2.5 if floor or replace else 1.5,
             color="black" if floor else ("darkgrey" if "slowest" in row["name"] else "dimgrey") if replace else None,
             linestyle="--" if floor else ("-." if "hop" in row["name"] else ":") if replace else "-", label=f'{row["group"]}: {row["name"]} (p50 {row["p50"]["value"]:g} {row["p50"]["unit"]})')

@@ -145,6 +145,29 @@ struct HardeningTests {
         #expect(st.st_mode & 0o077 == 0)
     }
 
+    /// Under umask 022 a new suite is 0640, readable by its group, which may not write it: its
+    /// lock file must be 0600 from the first write on, by the library, `write` and `import`, or a
+    /// group member could hold the lock and make every writer time out. (It was 0660 until the
+    /// second write.)
+    @Test func theLockFileIsClosedToReadersFromTheFirstWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let backup = directory.file("backup.plist")
+        try Data(PropertyListFormat.binary.encode(["k": 1])).write(to: backup)
+        let writers: [(String, [String])] = [
+            ("library", [childExecutable.path, "set", directory.file("library.plist").path, "k=int:1"]),
+            ("write", [prefsWatch.path, "write", directory.file("write.plist").path, "k", "-int", "1"]),
+            ("import", [prefsWatch.path, "import", directory.file("import.plist").path, backup.path]),
+        ]
+        for (name, command) in writers {
+            let result = try await run(URL(filePath: "/bin/sh"), ["-c", "umask 022 && exec \"$@\"", "sh"] + command)
+            #expect(result.status == 0, "\(name): \(result.output)")
+            var suite = stat(), lock = stat()
+            #expect(stat(directory.file("\(name).plist").path, &suite) == 0 && stat(directory.file(".\(name).plist.lock").path, &lock) == 0)
+            #expect(suite.st_mode & 0o777 == 0o640, "\(name): suite \(String(suite.st_mode & 0o777, radix: 8))")
+            #expect(lock.st_mode & 0o777 == 0o600, "\(name): lock \(String(lock.st_mode & 0o777, radix: 8))")
+        }
+    }
+
     @Test func synchronizeInsideAnUpdateBodyIsAnErrorNotADeadlock() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("reentrant.plist")

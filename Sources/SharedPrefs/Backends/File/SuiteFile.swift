@@ -151,11 +151,12 @@ struct SuiteFile: Sendable {
 
     // MARK: Locking
 
-    /// The lock file's mode: ``PreferenceSuite/Options/filePermissions`` less read access for
-    /// whoever may not write, since `flock` needs only read access, and a reader holding the lock
-    /// would block every writer.
-    var lockMode: mode_t {
-        let mode = options.filePermissions & 0o777
+    /// The lock file's mode: the mode the suite file gets in `dir` (``PreferenceSuite/Options/filePermissions``,
+    /// less the umask outside a group container) less read access for whoever may not write,
+    /// since `flock` needs only read access, and a reader holding the lock would block every
+    /// writer. From the first write on: under umask 022 a new suite is `0640`, and its lock `0600`.
+    func lockMode(in dir: OpenDirectory) -> mode_t {
+        let mode = options.filePermissions & 0o777 & (dir.isGroupContainer ? 0o777 : ~Syscall.currentUmask())
         var result = mode
         for shift: mode_t in [6, 3, 0] where mode & (0o2 << shift) == 0 { result &= ~(0o4 << shift) }
         return result
@@ -230,7 +231,7 @@ struct SuiteFile: Sendable {
         var opened = Syscall.openat(dir.fd, lockName, flags)
         if case .failure(let errno) = opened, errno == .noSuchFileOrDirectory {
             createLockFile(in: dir)
-            opened = Syscall.openat(dir.fd, lockName, flags | O_CREAT, lockMode)
+            opened = Syscall.openat(dir.fd, lockName, flags | O_CREAT, lockMode(in: dir))
         }
         let fd = try opened.get("openat", path: lockPath, doing: "open the lock file")
         do throws(PreferenceError) {
@@ -238,7 +239,7 @@ struct SuiteFile: Sendable {
             guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: lockPath) }
             try checkOwner(st, of: lockPath, in: dir)
             if needsModeSet(st, in: dir) {
-                try Syscall.fchmod(fd, lockMode).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
+                try Syscall.fchmod(fd, lockMode(in: dir)).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
             }
             try acquire(fd, FileIdentity(st), of: lockPath, until: deadline)
             return LockFile(fd: fd, identity: FileIdentity(st))
@@ -248,11 +249,12 @@ struct SuiteFile: Sendable {
         }
     }
 
-    /// Whether the lock file, ours, has another mode than ``lockMode`` asks for (in a group
+    /// Whether the lock file, ours, has another mode than ``lockMode(in:)`` asks for (in a group
     /// container), or gives more than it (elsewhere).
     private func needsModeSet(_ st: stat, in dir: OpenDirectory) -> Bool {
         let mode = st.st_mode & 0o777
-        return st.st_uid == geteuid() && (dir.isGroupContainer ? mode != lockMode : mode & ~lockMode != 0)
+        let wanted = lockMode(in: dir)
+        return st.st_uid == geteuid() && (dir.isGroupContainer ? mode != wanted : mode & ~wanted != 0)
     }
 
     /// Creates the lock file with its final mode in one step: unnamed, given its mode, then linked
@@ -261,11 +263,12 @@ struct SuiteFile: Sendable {
     /// member opening it then would get `EACCES`. Where unnamed files are not available, `open`
     /// creates it.
     private func createLockFile(in dir: OpenDirectory) {
+        let mode = lockMode(in: dir)
         guard Self.canLinkUnnamedFiles,
-            case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, lockMode)
+            case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode)
         else { return }
         defer { Syscall.close(fd) }
-        if case .success = Syscall.fchmod(fd, lockMode) { _ = Syscall.linkUnnamed(fd, dir.fd, lockName) }
+        if case .success = Syscall.fchmod(fd, mode) { _ = Syscall.linkUnnamed(fd, dir.fd, lockName) }
     }
 
     /// Takes the lock on `fd`, waiting until `deadline` at most (see ``LockWait``).

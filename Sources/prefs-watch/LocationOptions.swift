@@ -172,18 +172,7 @@ struct LocationOptions: ParsableArguments {
             throw failure("Could not open \(path): \(String(cString: strerror(errno))). Check its owner and mode (ls -l).\(nothingChanged)")
         }
         defer { close(fd) }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while data.count <= limit {
-            let count = read(fd, &buffer, buffer.count)
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure("Could not read \(path): \(String(cString: strerror(errno))).\(nothingChanged)")
-            }
-            data.append(contentsOf: buffer[..<count])
-        }
-        return (data, st.st_mode)
+        return (try readSuiteBytes(fd, from: path, unchanged: nothingChanged), st.st_mode)
     }
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,
@@ -220,5 +209,26 @@ struct LocationOptions: ParsableArguments {
     /// Refuses a name that could escape its directory before any directory is touched.
     private func validateName(_ name: String) throws {
         try PreferenceSuite.validate(suiteName: name)
+    }
+}
+
+/// Reads what `fd` holds, up to the most a suite may be (``PreferenceSuite/Options/maximumFileSize``):
+/// more is an error that names the limit, and no more than the limit is ever held in memory.
+/// `source` names it in messages; `unchanged` ends them (" Nothing was changed.", or empty).
+func readSuiteBytes(_ fd: CInt, from source: String, unchanged: String = "") throws -> Data {
+    let limit = PreferenceSuite.Options().maximumFileSize
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count == 0 { return data }
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw failure("Could not read \(source): \(String(cString: strerror(errno))).\(unchanged)")
+        }
+        guard data.count + count <= limit else {
+            throw failure("\(source) holds more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize); it was not read further.\(unchanged)")
+        }
+        data.append(contentsOf: buffer[..<count])
     }
 }

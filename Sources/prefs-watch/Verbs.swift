@@ -216,11 +216,12 @@ struct Import: ParsableCommand {
     func run() throws {
         let data: Data
         if source == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = try readSuiteBytes(STDIN_FILENO, from: "Standard input", unchanged: " Nothing was changed.")
         } else {
-            do { data = try Data(contentsOf: URL(filePath: source)) } catch {
-                throw failure("Could not read \(source): \(error.localizedDescription)")
-            }
+            let fd = open(source, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw failure("Could not open \(source): \(String(cString: strerror(errno))). Nothing was changed.") }
+            defer { close(fd) }
+            data = try readSuiteBytes(fd, from: source, unchanged: " Nothing was changed.")
         }
         let root: PlistValue
         do { root = try PlistValue(propertyListData: data) } catch {

@@ -167,6 +167,17 @@ struct PrefsWatchTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["huge.plist"])
     }
 
+    /// 600 MB of zeros on standard input: `import` stops reading at the suite size limit (256 MiB,
+    /// so it never holds more) and says so, and creates nothing. It read everything first before,
+    /// 1.2 GB resident. (No `ulimit -v` to show it: ThreadSanitizer's runtime reserves terabytes.)
+    @Test func importStopsReadingAtTheSuiteSizeLimit() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("imported.plist")
+        let result = try await run(URL(filePath: "/bin/sh"), ["-c", "head -c 600000000 /dev/zero | \"$0\" import \"$1\" -", prefsWatch.path, file.path])
+        #expect(result.status == 1 && result.output.contains("Standard input holds more than a suite may be (268435456 bytes"), "\(result.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+
     @Test func withGroupOrDirTheSuiteIsANameNeverAPath() async throws {
         let directory = try TemporaryDirectory()
         let container = directory.file("container")

@@ -111,16 +111,7 @@ public final class PreferenceSuite: Sendable {
     /// - Throws: ``PreferenceError`` when the name is invalid or the directory cannot be created,
     ///   is insecure (writable by others without the sticky bit), or cannot be read.
     public convenience init(suiteName: String, in group: AppGroup?, options: Options = Options()) throws(PreferenceError) {
-        try SuiteName.validate(suiteName, what: "suite name")
-        let location: DirectoryLocation
-        let ownGroup: AppGroup? = suiteName.hasPrefix("group.") ? try AppGroup(identifier: suiteName) : nil
-        if let group = group ?? ownGroup {
-            // The container is trusted as given; Library/Preferences below it is walked without links.
-            location = group.location
-        } else {
-            location = DirectoryLocation(trusted: AppGroup.rootDirectory.path(percentEncoded: false), components: ["Preferences"], mode: 0o700)
-        }
-        try self.init(name: suiteName, file: SuiteFile(location: location, fileName: suiteName + ".plist", options: options))
+        try self.init(name: suiteName, file: SuiteFile.named(suiteName, in: group, options: options))
     }
 
     /// Opens the suite stored in `file`, sharing the live store of every other object for it.
@@ -140,15 +131,21 @@ public final class PreferenceSuite: Sendable {
     /// - Throws: ``PreferenceError`` when the URL is not a file URL or names no valid file name,
     ///   or the directory is unusable.
     public convenience init(fileURL: URL, options: Options = Options()) throws(PreferenceError) {
-        guard fileURL.isFileURL else {
-            throw PreferenceError(code: .invalidName, message: "\(fileURL) is not a file URL; pass URL(filePath:).")
-        }
-        let path = fileURL.standardizedFileURL.path(percentEncoded: false)
-        let fileName = (path as NSString).lastPathComponent
-        try SuiteName.validate(fileName, what: "suite file name")
-        let name = fileName.hasSuffix(".plist") ? String(fileName.dropLast(6)) : fileName
-        let file = SuiteFile(location: DirectoryLocation(trusted: (path as NSString).deletingLastPathComponent), fileName: fileName, options: options)
-        self.init(store: try StoreRegistry.store(name: name, file: file))
+        let (name, file) = try SuiteFile.at(fileURL, options: options)
+        try self.init(name: name, file: file)
+    }
+
+    /// The stored values of a suite, read once without opening it: nothing is created, locked or
+    /// watched. The file is found and refused as an opened suite's is (links below the container,
+    /// other owners, FIFOs, size, not a property list). `nil` when there is no file. For
+    /// `prefs-watch`'s reading verbs.
+    package static func readStoredValues(suiteName: String, in group: AppGroup?) throws(PreferenceError) -> PlistDictionary? {
+        try SuiteFile.named(suiteName, in: group, options: Options()).readOnce()
+    }
+
+    /// ``readStoredValues(suiteName:in:)`` for a suite in any property-list file.
+    package static func readStoredValues(fileURL: URL) throws(PreferenceError) -> PlistDictionary? {
+        try SuiteFile.at(fileURL, options: Options()).file.readOnce()
     }
 
     /// This program's own suite, named after the executable (like `UserDefaults.standard`), in

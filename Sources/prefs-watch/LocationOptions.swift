@@ -116,7 +116,7 @@ struct LocationOptions: ParsableArguments {
     func suite(_ spec: String, _ url: URL, options: PreferenceSuite.Options? = nil) throws -> PreferenceSuite {
         let options = try options ?? self.options(keeping: url, refusingAnythingButASuite: false)
         if !isPath(spec) {
-            let name = spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
+            let name = suiteName(spec)
             if let group { return try PreferenceSuite(suiteName: name, in: AppGroup(identifier: group), options: options) }
             if dir == nil, name.hasPrefix("group.") { return try PreferenceSuite(suiteName: name, in: nil, options: options) }
         }
@@ -160,6 +160,9 @@ struct LocationOptions: ParsableArguments {
         let nothingChanged = changing ? " Nothing was changed." : ""
         var st = stat()
         guard lstat(path, &st) == 0 else { return nil }
+        if st.st_mode & S_IFMT == S_IFLNK {
+            throw failure("\(path) is a symbolic link, which SharedPrefs never follows: it could lead anywhere.\(nothingChanged) Replace it with the file itself.")
+        }
         guard st.st_mode & S_IFMT == S_IFREG else {
             throw failure("\(path) is not a regular file; prefs-watch reads and changes only property-list files.\(nothingChanged)")
         }
@@ -181,15 +184,22 @@ struct LocationOptions: ParsableArguments {
         if let suite = try etcdSuite(spec) { return (place(spec, suite), suite.storedValues) }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
-        guard let (data, _) = try contents(of: url, changing: false) else { throw failure(missingSuite(spec, url)) }
-        let root: PlistValue
-        do { root = try PlistValue(propertyListData: data) } catch {
-            throw failure("\(url.path): \(error.message)")
+        // Through the library's reader: the same path resolution and refusals as an opened suite.
+        var values: PlistDictionary?
+        if !isPath(spec), let group {
+            values = try PreferenceSuite.readStoredValues(suiteName: suiteName(spec), in: AppGroup(identifier: group))
+        } else if !isPath(spec), dir == nil, spec.hasPrefix("group.") {
+            values = try PreferenceSuite.readStoredValues(suiteName: suiteName(spec), in: nil)
+        } else {
+            values = try PreferenceSuite.readStoredValues(fileURL: url)
         }
-        guard case .dictionary(let values) = root else {
-            throw failure("\(url.path) holds a \(root.typeName); a suite has a dictionary at its root.")
-        }
+        guard let values else { throw failure(missingSuite(spec, url)) }
         return (url.path, values)
+    }
+
+    /// The suite name a (non-path) suite argument gives.
+    private func suiteName(_ spec: String) -> String {
+        spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
     }
 
     private func missingSuite(_ spec: String, _ url: URL) -> String {

@@ -206,6 +206,31 @@ struct PrefsWatchTests {
         #expect(stat(preferences.appending(path: "settings.plist").path, &st) == 0 && st.st_mode & 0o777 == 0o660, "\(String(st.st_mode & 0o777, radix: 8))")
     }
 
+    /// The reading verbs resolve a suite as the library does, with its refusals: a container
+    /// whose `Library` is a link, and a suite file that is a link, are refused by `read` and
+    /// `export` as by `write` (they printed the file outside before).
+    @Test func readingVerbsRefuseTheLinksTheLibraryRefuses() async throws {
+        let directory = try TemporaryDirectory()
+        let outside = directory.file("outside")
+        try FileManager.default.createDirectory(at: outside.appending(path: "Preferences"), withIntermediateDirectories: true)
+        let secret = Data(PropertyListFormat.binary.encode(["theme": "outside"]))
+        try secret.write(to: outside.appending(path: "Preferences/settings.plist"))
+        try secret.write(to: outside.appending(path: "linked-target.plist"))
+        // group.a: its Library is a link to the outside; group.b: its suite file is a link.
+        try FileManager.default.createDirectory(at: directory.file("containers/group.a"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: directory.file("containers/group.a/Library"), withDestinationURL: outside)
+        try FileManager.default.createDirectory(at: directory.file("containers/group.b/Library/Preferences"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: directory.file("containers/group.b/Library/Preferences/settings.plist"), withDestinationURL: outside.appending(path: "linked-target.plist"))
+        for group in ["group.a", "group.b"] {
+            for verb in [["read"], ["export"], ["write"]] {
+                let arguments = verb + ["--group", group, "settings"] + (verb == ["write"] ? ["k", "v"] : verb == ["export"] ? ["-"] : [])
+                let result = try await run(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_ROOT=\(directory.url.path)", prefsWatch.path] + arguments)
+                #expect(result.status != 0 && !result.output.contains("outside</string>") && result.output.contains("link"), "\(group) \(arguments): \(result.output)")
+            }
+        }
+        #expect(try Data(contentsOf: outside.appending(path: "Preferences/settings.plist")) == secret)
+    }
+
     @Test func homeAndXDGDataHomeAreHonouredAsXDGSays() async throws {
         let directory = try TemporaryDirectory()
         let home = directory.file("home")
@@ -331,7 +356,7 @@ struct PrefsWatchTests {
         (["list", "--group", "group.nosuch-\(UUID().uuidString)"], 1, "has no container"),
         (["tail", "--group", "group.nosuch-\(UUID().uuidString)"], 1, "has no container"),
         (["write", "/tmp/prefs-watch-bad.plist", "k"], 64, "Missing value"),
-        (["read", "/etc/hostname"], 1, "Not a property list"),
+        (["read", "/etc/hostname"], 1, "/etc/hostname is not a property list"),
         (["--frobnicate"], 64, "Usage"),
     ])
     func badArgumentsAndMissingSuitesSayWhatIsWrong(arguments: [String], status: Int32, message: String) async throws {

@@ -31,6 +31,47 @@ struct SuiteFile: Sendable {
     var lockName: String { "." + fileName + ".lock" }
     var lockPath: String { directory + "/" + lockName }
 
+    /// The file of the suite `suiteName`: in `group`'s container; with no group, a `group.…`
+    /// name's own container, any other name in `<root>/Preferences`.
+    static func named(_ suiteName: String, in group: AppGroup?, options: PreferenceSuite.Options) throws(PreferenceError) -> SuiteFile {
+        try SuiteName.validate(suiteName, what: "suite name")
+        let location: DirectoryLocation
+        let ownGroup: AppGroup? = suiteName.hasPrefix("group.") ? try AppGroup(identifier: suiteName) : nil
+        if let group = group ?? ownGroup {
+            // The container is trusted as given; Library/Preferences below it is walked without links.
+            location = group.location
+        } else {
+            location = DirectoryLocation(trusted: AppGroup.rootDirectory.path(percentEncoded: false), components: ["Preferences"], mode: 0o700)
+        }
+        return SuiteFile(location: location, fileName: suiteName + ".plist", options: options)
+    }
+
+    /// The file at `fileURL`, whose directory is trusted as given, and the suite's name (the file
+    /// name without `.plist`).
+    static func at(_ fileURL: URL, options: PreferenceSuite.Options) throws(PreferenceError) -> (name: String, file: SuiteFile) {
+        guard fileURL.isFileURL else {
+            throw PreferenceError(code: .invalidName, message: "\(fileURL) is not a file URL; pass URL(filePath:).")
+        }
+        let path = fileURL.standardizedFileURL.path(percentEncoded: false)
+        let fileName = (path as NSString).lastPathComponent
+        try SuiteName.validate(fileName, what: "suite file name")
+        let name = fileName.hasSuffix(".plist") ? String(fileName.dropLast(6)) : fileName
+        return (name, SuiteFile(location: DirectoryLocation(trusted: (path as NSString).deletingLastPathComponent), fileName: fileName, options: options))
+    }
+
+    /// Reads the file once, without a store; `nil` when it (or its directory) does not exist. A
+    /// file that does not parse is an error.
+    func readOnce() throws(PreferenceError) -> PlistDictionary? {
+        guard let dir = try openDirectory(creating: false) else { return nil }
+        defer { dir.close() }
+        switch try read(in: dir) {
+        case .missing: return nil
+        case .loaded(.full(let values), _, _): return values
+        case .loaded(.changes, _, _): return nil  // only against a previous image, which there is none of
+        case .corrupt(let error, _, _): throw error
+        }
+    }
+
     /// Opens the suite's directory (see ``DirectoryLocation``); `nil` when it is missing and
     /// `creating` is `false`.
     func openDirectory(creating: Bool) throws(PreferenceError) -> OpenDirectory? {

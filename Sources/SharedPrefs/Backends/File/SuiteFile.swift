@@ -197,7 +197,7 @@ struct SuiteFile: Sendable {
     /// since `flock` needs only read access, and a reader holding the lock would block every
     /// writer. From the first write on: under umask 022 a new suite is `0640`, and its lock `0600`.
     func lockMode(in dir: OpenDirectory) -> mode_t {
-        let mode = options.filePermissions & 0o777 & (dir.isGroupContainer ? 0o777 : ~Syscall.currentUmask())
+        let mode = options.filePermissions & 0o777 & (dir.isGroupContainer ? 0o777 : ~Syscall.umask)
         var result = mode
         for shift: mode_t in [6, 3, 0] where mode & (0o2 << shift) == 0 { result &= ~(0o4 << shift) }
         return result

@@ -108,10 +108,12 @@ enum Syscall {
         }
     }
 
-    /// The process's file mode creation mask, from `/proc/self/status` (`umask(2)` can only
-    /// read it by setting it, which would change it for every other thread meanwhile); `0` where
-    /// that line is missing.
-    static func currentUmask() -> mode_t {
+    /// The process's file mode creation mask as it was at its first use, from `/proc/self/status`
+    /// (`umask(2)` can only read it by setting it, which would change it for every other thread
+    /// meanwhile); `0` where that line is missing. Read once: not a file read per write.
+    static let umask: mode_t = currentUmask()
+
+    private static func currentUmask() -> mode_t {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
             let mask = mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)

@@ -115,12 +115,18 @@ struct LocationOptions: ParsableArguments {
     /// it), anything else through its file.
     func suite(_ spec: String, _ url: URL, options: PreferenceSuite.Options? = nil) throws -> PreferenceSuite {
         let options = try options ?? self.options(keeping: url, refusingAnythingButASuite: false)
-        if !isPath(spec) {
-            let name = suiteName(spec)
-            if let group { return try PreferenceSuite(suiteName: name, in: AppGroup(identifier: group), options: options) }
-            if dir == nil, name.hasPrefix("group.") { return try PreferenceSuite(suiteName: name, in: nil, options: options) }
-        }
+        if let (name, group) = try groupSuite(spec) { return try PreferenceSuite(suiteName: name, in: group, options: options) }
         return try PreferenceSuite(fileURL: url, options: options)
+    }
+
+    /// The name and group of a suite argument that the library finds by group (`--group`, or a
+    /// `group.…` name of its own group); `nil` for one found by its file.
+    private func groupSuite(_ spec: String) throws -> (name: String, group: AppGroup?)? {
+        guard !isPath(spec) else { return nil }
+        let name = spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
+        if let group { return (name, try AppGroup(identifier: group)) }
+        if dir == nil, name.hasPrefix("group.") { return (name, nil) }
+        return nil
     }
 
     /// Opens a suite that must already exist, for verbs that change it.
@@ -185,21 +191,10 @@ struct LocationOptions: ParsableArguments {
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         // Through the library's reader: the same path resolution and refusals as an opened suite.
-        var values: PlistDictionary?
-        if !isPath(spec), let group {
-            values = try PreferenceSuite.readStoredValues(suiteName: suiteName(spec), in: AppGroup(identifier: group))
-        } else if !isPath(spec), dir == nil, spec.hasPrefix("group.") {
-            values = try PreferenceSuite.readStoredValues(suiteName: suiteName(spec), in: nil)
-        } else {
-            values = try PreferenceSuite.readStoredValues(fileURL: url)
-        }
+        let values = try groupSuite(spec).map { try PreferenceSuite.readStoredValues(suiteName: $0.name, in: $0.group) }
+            ?? PreferenceSuite.readStoredValues(fileURL: url)
         guard let values else { throw failure(missingSuite(spec, url)) }
         return (url.path, values)
-    }
-
-    /// The suite name a (non-path) suite argument gives.
-    private func suiteName(_ spec: String) -> String {
-        spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
     }
 
     private func missingSuite(_ spec: String, _ url: URL) -> String {

@@ -115,18 +115,19 @@ struct LocationOptions: ParsableArguments {
     /// it), anything else through its file.
     func suite(_ spec: String, _ url: URL, options: PreferenceSuite.Options? = nil) throws -> PreferenceSuite {
         let options = try options ?? self.options(keeping: url, refusingAnythingButASuite: false)
-        if let (name, group) = try groupSuite(spec) { return try PreferenceSuite(suiteName: name, in: group, options: options) }
+        if let (name, group) = try byName(spec) { return try PreferenceSuite(suiteName: name, in: group, options: options) }
         return try PreferenceSuite(fileURL: url, options: options)
     }
 
-    /// The name and group of a suite argument that the library finds by group (`--group`, or a
-    /// `group.…` name of its own group); `nil` for one found by its file.
-    private func groupSuite(_ spec: String) throws -> (name: String, group: AppGroup?)? {
+    /// The name and group of a suite argument that the library looks up by name (with `--group`
+    /// in that group; without, a `group.…` name in its own group's container and any other in
+    /// `<root>/Preferences`, each walked from the root as the library walks it); `nil` for one
+    /// found by its file (a path, or a name with `--dir`).
+    private func byName(_ spec: String) throws -> (name: String, group: AppGroup?)? {
         guard !isPath(spec) else { return nil }
         let name = spec.hasSuffix(".plist") ? String(spec.dropLast(6)) : spec
         if let group { return (name, try AppGroup(identifier: group)) }
-        if dir == nil, name.hasPrefix("group.") { return (name, nil) }
-        return nil
+        return dir == nil ? (name, nil) : nil
     }
 
     /// Opens a suite that must already exist, for verbs that change it.
@@ -191,7 +192,7 @@ struct LocationOptions: ParsableArguments {
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         // Through the library's reader: the same path resolution and refusals as an opened suite.
-        let values = try groupSuite(spec).map { try PreferenceSuite.readStoredValues(suiteName: $0.name, in: $0.group) }
+        let values = try byName(spec).map { try PreferenceSuite.readStoredValues(suiteName: $0.name, in: $0.group) }
             ?? PreferenceSuite.readStoredValues(fileURL: url)
         guard let values else { throw failure(missingSuite(spec, url)) }
         return (url.path, values)

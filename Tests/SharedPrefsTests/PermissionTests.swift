@@ -76,6 +76,40 @@ struct PermissionTests {
         }
     }
 
+    /// With the root in a directory anyone may write (sticky, like `/tmp`), another user, in none
+    /// of this user's groups, makes a container (and the root's `Preferences`) of their own, mode
+    /// 2775, with a suite `{theme: evil}`: reading and writing it are refused, naming the
+    /// directory and its owner, and nothing is written there. (Both were read and written before.)
+    @Test(.enabled(if: getuid() == 0, "needs root to make directories of another user"))
+    func aContainerPlantedByAnotherUserIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        let root = directory.file("root")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: false)
+        #expect(chmod(root.path, 0o1777) == 0)
+        let evil = Data(PropertyListFormat.binary.encode(["theme": "evil"]))
+        let planted = [("containers/group.planted/Library/Preferences", ["--group", "group.planted"]), ("Preferences", [])]
+        for (path, _) in planted {
+            var made = root
+            for component in path.split(separator: "/") {
+                made = made.appending(path: String(component))
+                try FileManager.default.createDirectory(at: made, withIntermediateDirectories: false)
+                #expect(chown(made.path, Self.alice, Self.alice) == 0 && chmod(made.path, 0o2775) == 0)
+            }
+            try evil.write(to: made.appending(path: "settings.plist"))
+            #expect(chown(made.appending(path: "settings.plist").path, Self.alice, Self.alice) == 0)
+        }
+        for (path, group) in planted {
+            for verb in [["read"] + group + ["settings", "theme"], ["write"] + group + ["settings", "theme", "mine"]] {
+                let result = try await run(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_ROOT=\(root.path)", prefsWatch.path] + verb)
+                #expect(result.status != 0 && !result.output.contains("evil") && result.output.contains("Refusing to use") && result.output.contains("owned by uid \(Self.alice)"), "\(verb): \(result.output)")
+            }
+            let suite = root.appending(path: path).appending(path: "settings.plist")
+            #expect(try Data(contentsOf: suite) == evil)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: root.appending(path: path).path) == ["settings.plist"])
+        }
+    }
+
     /// A container replaced between writes by one of another group gets a file of its own group.
     @Test(.enabled(if: getuid() == 0, "needs root to give a directory to another group"))
     func aContainerReplacedBetweenWritesGetsFilesOfItsOwnGroup() async throws {

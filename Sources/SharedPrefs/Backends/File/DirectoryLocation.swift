@@ -32,8 +32,11 @@ struct OpenDirectory {
 /// program follows the paths it is given. Below it, a container is shared with other users: one of
 /// them could replace `Library` or `Preferences` with a link to somewhere else at any moment. Each
 /// component is therefore opened with `openat(O_NOFOLLOW | O_DIRECTORY)` relative to the one above,
-/// and must be owned by this user, root, or the container's group. A link there is an error, and
-/// no write can ever land outside the trusted directory, however the components are swapped.
+/// and must be owned by this user or root, or else belong to one of this user's groups and not be
+/// writable by others. A link there is an error, and no write can ever land outside the trusted
+/// directory, however the components are swapped. Where there are components (an app group's
+/// container, the root's `Preferences`), the trusted directory is held to the same rule: in a
+/// root that anyone may write (sticky, like `/tmp`), another user could have made the container.
 struct DirectoryLocation: Sendable, Hashable {
     /// The directory the caller named, without a trailing slash.
     let trusted: String
@@ -69,8 +72,7 @@ struct DirectoryLocation: Sendable, Hashable {
         do throws(PreferenceError) {
             var st = try Syscall.fstat(fd).get("fstat", path: trusted, doing: "inspect the directory")
             try Self.checkWritable(st, path: trusted)
-            // A container its group may write is shared with that group: what its members made is theirs to have.
-            let sharedGroup = st.st_mode & S_IWGRP != 0 ? st.st_gid : nil
+            if !components.isEmpty { try Self.checkOwner(st, path: trusted) }
             var path = trusted == "/" ? "" : trusted
             for (index, component) in components.enumerated() {
                 path += "/" + component
@@ -83,12 +85,7 @@ struct DirectoryLocation: Sendable, Hashable {
                 fd = next
                 st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect the directory")
                 try Self.checkWritable(st, path: path)
-                guard st.st_uid == geteuid() || st.st_uid == 0 || st.st_gid == sharedGroup else {
-                    throw PreferenceError(
-                        code: .untrustedFile,
-                        message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid), neither this user, root, nor the group of \(trusted), so someone else may have put it there. Remove it if you do not trust its owner.",
-                        path: path)
-                }
+                try Self.checkOwner(st, path: path)
             }
             return OpenDirectory(fd: fd, mode: st.st_mode, identity: FileIdentity(st))
         } catch {
@@ -153,6 +150,27 @@ struct DirectoryLocation: Sendable, Hashable {
     /// anyone could replace the suites in it.
     static func isInsecure(_ mode: mode_t) -> Bool {
         mode & S_IWOTH != 0 && mode & S_ISVTX == 0
+    }
+
+    /// Refuses a directory owned by another user (not root) unless it belongs to one of this user's
+    /// groups and others may not write it: a group container is shared with its group, and with
+    /// nobody else.
+    private static func checkOwner(_ st: stat, path: String) throws(PreferenceError) {
+        if st.st_uid == geteuid() || st.st_uid == 0 { return }
+        if st.st_mode & S_IWOTH == 0, isMember(of: st.st_gid) { return }
+        throw PreferenceError(
+            code: .untrustedFile,
+            message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid) (mode \(String(st.st_mode & 0o7777, radix: 8))), neither this user nor root, and \(st.st_mode & S_IWOTH != 0 ? "others may write it" : "its group is none of this user's"), so someone else may have put it there. Remove it, or have it owned by you or by a group you share (chown, chmod o-w), if you trust its owner.",
+            path: path)
+    }
+
+    /// Whether this process is in group `gid` (its effective or a supplementary group).
+    private static func isMember(of gid: gid_t) -> Bool {
+        if getegid() == gid { return true }
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        return getgroups(count, &groups) > 0 && groups.contains(gid)
     }
 
     /// Refuses a directory that every user may write without the sticky bit.

@@ -12,6 +12,9 @@ import SharedPrefsLocking
 /// the lock is let go.
 typealias Sink = @Sendable (BackendEvent) -> Void
 
+/// A watched suite: its path, for messages, and its sink.
+typealias Watcher = (path: String, sink: Sink)
+
 /// One inotify instance for the whole process, one watch per directory shared by every suite in
 /// it, and one thread that turns events into store re-reads.
 ///
@@ -38,18 +41,12 @@ final class InotifyWatcher: Sendable {
         /// Device and inode of the directory watched, to tell when its path leads elsewhere.
         var identity: FileIdentity?
         var path: String { location.path }
-        /// The sinks of the suites watched in it, by file name and subscription.
-        var suites: [String: [UInt64: Sink]] = [:]
+        /// The suites watched in it, by file name and subscription.
+        var suites: [String: [UInt64: Watcher]] = [:]
         /// Told the name of every file written in or moved into the directory.
         var listeners: [UInt64: @Sendable (String) -> Void] = [:]
         /// Every suite's sink, with the suite's path.
-        var sinks: [UInt64: (path: String, sink: Sink)] {
-            var all: [UInt64: (path: String, sink: Sink)] = [:]
-            for (name, sinks) in suites {
-                for (id, sink) in sinks { all[id] = (path + "/" + name, sink) }
-            }
-            return all
-        }
+        var sinks: [UInt64: Watcher] { suites.values.reduce(into: [:]) { $0.merge($1) { first, _ in first } } }
         var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
 
         mutating func merge(_ other: Directory) {
@@ -65,7 +62,7 @@ final class InotifyWatcher: Sendable {
         /// Listing of directories whose listeners are polled, by path.
         var listings: [String: Set<String>] = [:]
         /// Suites that could not be watched and are polled.
-        var polled: [UInt64: (path: String, sink: Sink)] = [:]
+        var polled: [UInt64: Watcher] = [:]
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
@@ -182,7 +179,7 @@ final class InotifyWatcher: Sendable {
             case .success(let (wd, identity)):
                 return state.withLock { s in
                     s.nextID += 1
-                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][s.nextID] = sink
+                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][s.nextID] = (location.path + "/" + fileName, sink)
                     watchAncestors(of: location, in: &s)
                     return s.nextID
                 }
@@ -331,11 +328,11 @@ final class InotifyWatcher: Sendable {
 
     /// What one round of events asks for, gathered under the lock and acted on outside it.
     private struct Batch {
-        var reload: [UInt64: (path: String, sink: Sink)] = [:]
+        var reload: [UInt64: Watcher] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
 
-        mutating func add(_ sinks: [UInt64: (path: String, sink: Sink)]) {
+        mutating func add(_ sinks: [UInt64: Watcher]) {
             reload.merge(sinks) { first, _ in first }
         }
     }
@@ -387,7 +384,7 @@ final class InotifyWatcher: Sendable {
                 return
             }
             // This process's own writes too: their re-read finds the stamp of the version written.
-            batch.add((dir.suites[name] ?? [:]).mapValues { (dir.path + "/" + name, $0) })
+            batch.add(dir.suites[name] ?? [:])
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }

@@ -31,7 +31,8 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         /// A system call failed for another reason (disk full, read-only file system, I/O error).
         public static let ioFailure = Code("ioFailure")
         /// A suite file looks like a property list but does not parse, or has no dictionary at its
-        /// root. A writer that finds it so, after waiting for it to settle, moves it aside.
+        /// root, or is a reference bomb. A writer that finds it so, once no program is writing it,
+        /// moves it aside, or writes nothing if this process never read a good version of it.
         public static let corruptFile = Code("corruptFile")
         /// A file where a suite should be is plainly not a property list (no `bplist` header, no
         /// XML property-list prolog, not empty): it is left exactly as it is, and nothing is written.

@@ -142,7 +142,8 @@ struct LocationOptions: ParsableArguments {
     /// one read of it. With `refusingAnythingButASuite`, an existing file that is not a property
     /// list with a dictionary at its root is refused before anything (a lock file, a suite
     /// object) is made beside it. The library refuses such a file too; checking first leaves its
-    /// directory exactly as it was.
+    /// directory exactly as it was. (A file that looks like a property list but does not parse is
+    /// left to the library.)
     private func options(keeping url: URL, refusingAnythingButASuite refusing: Bool) throws -> PreferenceSuite.Options {
         var options = PreferenceSuite.Options()
         guard let (data, mode) = try contents(of: url, changing: refusing) else { return options }
@@ -151,6 +152,9 @@ struct LocationOptions: ParsableArguments {
         guard refusing, !data.isEmpty else { return options }
         let root: PlistValue
         do { root = try PlistValue(propertyListData: data) } catch {
+            // One that looks like a property list may be half-written: the library waits for its
+            // writer, and never writes over one it could not read.
+            if PropertyListFormat.looksLikePropertyList(Array(data)) { return options }
             throw failure("\(url.path) is not a property list (\(error.message)); prefs-watch changes only property-list files, so it was left exactly as it was.")
         }
         guard case .dictionary = root else {

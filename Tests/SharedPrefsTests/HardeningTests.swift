@@ -259,6 +259,43 @@ struct HardeningTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".corrupt-") }.isEmpty)
     }
 
+    /// Foundation's `UserDefaults` on Linux rewrites its file in place. One stopped halfway for
+    /// longer than a file may stay broken before it is called corrupt (half a second, where no
+    /// lease can tell) is waited for while it holds the file open: the writer then merges into
+    /// what it wrote, for a new process (`prefs-watch write`) and one that read the suite before.
+    @Test func aForeignInPlaceWriterStoppedHalfwayIsWaitedForWhileItHoldsTheFile() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("slow.plist")
+        let script = """
+            import plistlib, sys, time
+            with open(sys.argv[1], "rb") as f: values = plistlib.load(f)
+            values.update({f"{sys.argv[2]}{i}": i for i in range(100)})
+            data = plistlib.dumps(values, fmt=plistlib.FMT_BINARY)
+            with open(sys.argv[1], "r+b") as f:
+                f.truncate(0); f.write(data[: len(data) // 2]); f.flush()
+                print("half", flush=True)
+                time.sleep(1.2)
+                f.write(data[len(data) // 2 :])
+            """
+        let suite = try PreferenceSuite(fileURL: file)
+        try suite.update { $0["lib.b"] = 1 }
+        // A new process, which never read a good version of the file.
+        let first = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path, "first"])
+        try await first.records.wait(for: 1)
+        let cli = try await run(prefsWatch, ["write", file.path, "cli", "-int", "1"])
+        #expect(cli.status == 0, "\(cli.output)")
+        #expect(try await first.status() == 0)
+        // A process that read the suite before.
+        let second = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path, "second"])
+        try await second.records.wait(for: 1)
+        try suite.update { $0["lib.c"] = 1 }
+        #expect(try await second.status() == 0)
+        let stored = try readSuiteFile(file)
+        #expect(stored.count == 203 && stored["lib.b"] == 1 && stored["cli"] == 1 && stored["lib.c"] == 1, "\(stored.keys.sorted())")
+        #expect(stored["first99"] == 99 && stored["second99"] == 99)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".corrupt-") }.isEmpty)
+    }
+
     @Test func aTrulyCorruptFileIsMovedAsideAndTheCallerIsTold() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("broken.plist")
@@ -278,6 +315,65 @@ struct HardeningTests {
         let aside = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix("broken.plist.corrupt-") }
         #expect(aside.count == 1)
         #expect(try Data(contentsOf: directory.file(aside[0])) == garbage)
+    }
+
+    /// A binary property list whose `bomb` is an array of `outer` references to one array of
+    /// `inner` references to one string, padded with `pad` bytes of data: few bytes, many values.
+    static func referenceBomb(outer: Int, inner: Int, pad: Int) -> Data {
+        var out = BinaryPropertyList.magic
+        var offsets: [Int] = []
+        func ref(_ r: Int) { out += [UInt8(r >> 8), UInt8(r & 0xFF)] }  // references are 2 bytes
+        func marker(_ type: UInt8, _ count: Int) {
+            out.append(type | 0x0F)
+            out += [0x12] + withUnsafeBytes(of: UInt32(count).bigEndian, Array.init)
+        }
+        offsets.append(out.count); out += [0xD2]; ref(1); ref(2); ref(3); ref(6)  // 0: {bomb, pad}
+        offsets.append(out.count); out += [0x54] + Array("bomb".utf8)  // 1
+        offsets.append(out.count); out += [0x53] + Array("pad".utf8)  // 2
+        offsets.append(out.count); marker(0xA0, outer); for _ in 0..<outer { ref(4) }  // 3: outer
+        offsets.append(out.count); marker(0xA0, inner); for _ in 0..<inner { ref(5) }  // 4: inner
+        offsets.append(out.count); out += [0x58] + Array("12345678".utf8)  // 5
+        offsets.append(out.count); marker(0x40, pad); out += [UInt8](repeating: 0, count: pad)  // 6
+        let table = out.count
+        for offset in offsets { out += withUnsafeBytes(of: UInt32(offset).bigEndian, Array.init) }
+        BinaryPropertyList.appendTrailer(offsetSize: 4, refSize: 2, objects: offsets.count, table: table, to: &out)
+        return Data(out)
+    }
+
+    /// 8.4 million values in 2.3 MB stayed under a budget of nodes; the budget is now the bytes
+    /// the values expand to, twice the file.
+    @Test func aReferenceBombIsRefusedByWhatItExpandsToAndAWriteNeverMultipliesTheFile() async throws {
+        let bomb = Self.referenceBomb(outer: 2_900, inner: 2_900, pad: 2_300_000)
+        let error = #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(Array(bomb)).values }
+        #expect(error?.description.contains("reference bomb") == true, "\(String(describing: error))")
+        // In a suite: the clear error, and the last good snapshot is kept.
+        let directory = try TemporaryDirectory()
+        let file = directory.file("bomb.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.set(1, forKey: "good")
+        #expect(suite.synchronize())
+        try bomb.write(to: directory.file("swap"))
+        #expect(rename(directory.file("swap").path, file.path) == 0)
+        let failure = try await failures.wait(until: { $0.contains { $0.code == .corruptFile } }).first { $0.code == .corruptFile }
+        #expect(failure?.message.contains(file.path) == true && failure?.message.contains("reference bomb") == true, "\(String(describing: failure))")
+        #expect(suite.integer(forKey: "good") == 1 && suite.value(forKey: "bomb") == nil)
+        // prefs-watch read says so too, naming the file.
+        let read = try await run(prefsWatch, ["read", file.path])
+        #expect(read.status != 0 && read.output.contains(file.path) && read.output.contains("reference bomb"), "\(read.output)")
+        // A bomb within the budget is read, and rewriting it for one key at most doubles it.
+        let small = Self.referenceBomb(outer: 200, inner: 200, pad: 1_000_000)
+        let other = directory.file("small.plist")
+        try small.write(to: other)
+        let values = try PropertyListFormat.decodeSuite(Array(small)).values
+        guard case .array(let outer)? = values["bomb"] else { Issue.record("no bomb array"); return }
+        #expect(outer.count == 200)
+        let writer = try PreferenceSuite(fileURL: other)
+        try writer.update { $0["one"] = 1 }
+        let written = try Data(contentsOf: other)
+        #expect(written.count <= 2 * small.count, "\(written.count) bytes from \(small.count)")
+        #expect(try readSuiteFile(other)["bomb"] == values["bomb"])
     }
 
     @Test func aFileThatIsNoPropertyListIsLeftExactlyAsItWas() async throws {

@@ -8,10 +8,13 @@ package struct PropertyListDecodingError: Error, CustomStringConvertible {
 
 /// Reads and writes `bplist00` binary property lists (the format of Apple's `CFBinaryPList` and
 /// Python's `plistlib.FMT_BINARY`). Every offset and count in the input is bounds-checked; cycles
-/// and reference bombs stop at a depth and node budget instead of recursing forever.
+/// and reference bombs stop at a depth limit and a budget of expanded bytes instead of recursing
+/// forever or filling memory.
 enum BinaryPropertyList {
     static let magic: [UInt8] = Array("bplist00".utf8)
     static let maximumDepth = 512
+    /// The expanded bytes any file may decode to, however small it is.
+    static let minimumExpansionBudget = 1 << 20
 
     // MARK: Decoding
 
@@ -29,6 +32,8 @@ enum BinaryPropertyList {
         let objectCount: Int
         let topObject: Int
         let offsetTable: Int
+        /// Bytes the objects still to be decoded may occupy when each is written out in full (a
+        /// shared reference counts every time it is followed).
         var budget: Int
 
         init(_ bytes: UnsafeBufferPointer<UInt8>) throws(PropertyListDecodingError) {
@@ -49,8 +54,10 @@ enum BinaryPropertyList {
             objectCount = Int(count)
             topObject = Int(top)
             offsetTable = Int(table)
-            // Shared references may expand a small file into a huge tree; cap the nodes decoded.
-            budget = max(1 << 20, bytes.count * 4)
+            // Shared references may expand a small file into a huge tree: what is decoded may
+            // re-encode to at most twice the file (and 1 MiB at least), so memory stays a small
+            // multiple of the file and rewriting one key never multiplies it.
+            budget = max(BinaryPropertyList.minimumExpansionBudget, bytes.count * 2)
         }
 
         /// The big-endian unsigned integer of `size` bytes at `at` (which the caller checked).
@@ -104,13 +111,22 @@ enum BinaryPropertyList {
             return Int(rawOffset)
         }
 
-        /// Counts one object visited at `depth` against the depth limit and the node budget.
+        /// Counts one object visited at `depth` against the depth limit, and its marker and
+        /// offset against the budget.
         mutating func visit(depth: Int) throws(PropertyListDecodingError) {
             guard depth < BinaryPropertyList.maximumDepth else {
                 throw PropertyListDecodingError("nesting deeper than \(BinaryPropertyList.maximumDepth) levels (or a reference cycle)")
             }
-            budget -= 1
-            guard budget >= 0 else { throw PropertyListDecodingError("too many objects (shared references expand beyond the file size)") }
+            try charge(1 + offsetSize)
+        }
+
+        /// Counts `bytes` of an object's payload or references against the budget.
+        mutating func charge(_ bytes: Int) throws(PropertyListDecodingError) {
+            budget -= bytes
+            guard budget >= 0 else {
+                throw PropertyListDecodingError(
+                    "a reference bomb: shared references expand the values beyond twice the file's \(self.bytes.count) bytes")
+            }
         }
 
         mutating func object(_ ref: Int, depth: Int) throws(PropertyListDecodingError) -> PlistValue {
@@ -129,6 +145,7 @@ enum BinaryPropertyList {
                 let size = 1 << Int(marker & 0x0F)
                 guard size <= 16 else { throw PropertyListDecodingError("integer wider than 128 bits") }
                 try checked(position, size)
+                try charge(size)
                 if size == 16 {
                     let high = Self.uint(bytes, position, 8)
                     let low = Self.uint(bytes, position + 8, 8)
@@ -143,6 +160,7 @@ enum BinaryPropertyList {
                 let raw = Self.uint(bytes, position, size)
                 return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
             case 0x2:
+                try charge(8)
                 switch marker & 0x0F {
                 case 2:
                     try checked(position, 4)
@@ -155,28 +173,33 @@ enum BinaryPropertyList {
             case 0x3:
                 guard marker == 0x33 else { throw PropertyListDecodingError("unsupported date width") }
                 try checked(position, 8)
+                try charge(8)
                 let seconds = Double(bitPattern: Self.uint(bytes, position, 8))
                 guard seconds.isFinite else { throw PropertyListDecodingError("a date is not a finite number") }
                 return .date(Date(timeIntervalSinceReferenceDate: seconds))
             case 0x4:
                 let count = try length(marker, at: &position)
                 try checked(position, count)
+                try charge(count)
                 return .data(Data(UnsafeBufferPointer(rebasing: bytes[position..<position + count])))
             case 0x5:
                 let count = try length(marker, at: &position)
                 try checked(position, count)
+                try charge(count)
                 // Rebased, so String takes its fast path for contiguous UTF-8.
                 return .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[position..<position + count]), as: UTF8.self))
             case 0x6:
                 let count = try length(marker, at: &position)
                 guard count <= Int.max / 2 else { throw PropertyListDecodingError("string length overflows") }
                 try checked(position, count * 2)
+                try charge(count * 2)
                 let units = (0..<count).map { UInt16(bytes[position + 2 * $0]) << 8 | UInt16(bytes[position + 2 * $0 + 1]) }
                 return .string(String(decoding: units, as: UTF16.self))
             case 0xA:
                 let count = try length(marker, at: &position)
                 guard count <= Int.max / refSize else { throw PropertyListDecodingError("array length overflows") }
                 try checked(position, count * refSize)
+                try charge(count * refSize)
                 var items: [PlistValue] = []
                 items.reserveCapacity(count)
                 for i in 0..<count {
@@ -187,6 +210,7 @@ enum BinaryPropertyList {
                 let count = try length(marker, at: &position)
                 guard count <= Int.max / (2 * refSize) else { throw PropertyListDecodingError("dictionary length overflows") }
                 try checked(position, count * 2 * refSize)
+                try charge(count * 2 * refSize)
                 var items = PlistDictionary()
                 items.storage.reserveCapacity(count)
                 for i in 0..<count {

@@ -40,7 +40,7 @@ public enum PropertyListFormat: Sendable, Hashable {
     /// beginning of one: empty, a `bplist` header, or an XML prolog or `<plist>` element (after an
     /// optional byte-order mark and white space). Only such a file is ever moved aside as corrupt;
     /// anything else is somebody else's file and is left alone.
-    static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
+    package static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
         var rest = bytes[...]
         if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
         rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }

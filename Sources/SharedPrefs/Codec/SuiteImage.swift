@@ -434,12 +434,13 @@ extension BinaryPropertyList.Reader {
 
     /// Whether `object` here and `otherObject` of `other` (a file already decoded, so
     /// valid) encode the same value: the same bytes, and containers the same children in the same
-    /// order. Bounds, depth and the node budget are checked as in decoding.
+    /// order. Bounds, depth and the budget are checked as in decoding.
     mutating func same(_ object: Int, as other: inout Self, _ otherObject: Int, depth: Int) throws(PropertyListDecodingError) -> Bool {
         try visit(depth: depth)
         let a = try offset(object)
         let b = try other.offset(otherObject)
         guard bytes[a] == other.bytes[b], let mine = try extent(at: a), let theirs = try other.extent(at: b) else { return false }
+        try charge(mine.range.count)
         guard let pa = mine.refs, let pb = theirs.refs else {
             return mine.range.count == theirs.range.count
                 && memcmp(bytes.baseAddress! + mine.range.lowerBound, other.bytes.baseAddress! + theirs.range.lowerBound, mine.range.count) == 0

@@ -5,8 +5,9 @@ import SharedPrefsLocking
 final class FileBackend: SuiteBackend {
     let file: SuiteFile
     /// The file as last read or written, and its image when it is a binary one: reads and writes
-    /// then work on what changed. Used under the store's I/O exclusion only.
-    private let last = Lock<(version: FileVersion, image: SuiteImage?)>((.missing, nil))
+    /// then work on what changed. `nil` until this process has read the file or found it missing.
+    /// Used under the store's I/O exclusion only.
+    private let last = Lock<(version: FileVersion, image: SuiteImage?)?>(nil)
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
 
@@ -38,12 +39,12 @@ final class FileBackend: SuiteBackend {
 
     /// ``load()`` in the suite's directory, open.
     func load(in dir: OpenDirectory) throws(PreferenceError) -> Loaded {
-        let (lastVersion, lastImage) = last.withLock { $0 }
-        if let same = try file.confirm(lastVersion, in: dir) {
-            last.withLock { $0.version = same }
+        let known = last.withLock { $0 }
+        if let known, let same = try file.confirm(known.version, in: dir) {
+            last.withLock { $0?.version = same }
             return Loaded()
         }
-        return adopt(try file.read(in: dir, previous: lastImage))
+        return adopt(try file.read(in: dir, previous: known?.image))
     }
 
     /// The write path: the directory opened from its trusted base → lock the lock file, then the
@@ -61,11 +62,18 @@ final class FileBackend: SuiteBackend {
         _Stages.mark("L")
         removeStaleTemporaryFilesOccasionally(in: dir)
 
-        let (lastVersion, lastImage) = last.withLock { $0 }
+        let known = last.withLock { $0 }
         var loaded = Loaded()
         var corrupt: PreferenceError? = nil
-        if try file.confirm(lastVersion, in: dir) == nil {
-            switch try file.readSettled(in: dir, previous: lastImage) {
+        let confirmed = try known.flatMap { known throws(PreferenceError) in try file.confirm(known.version, in: dir) }
+        if confirmed == nil {
+            switch try file.readSettled(in: dir, previous: known?.image, until: deadline) {
+            case .corrupt(let error, looksLikePropertyList: true, _) where known == nil:
+                // A suite written without the keys of a file never read would lose them all.
+                throw PreferenceError(
+                    code: .corruptFile,
+                    message: "\(error.message) This process has never read a good version of it, so it wrote nothing rather than a suite without the keys that file may hold; the values stay pending. If it stays so, move it aside (mv \(file.path) \(file.path).broken) and write again: keys only it held can be recovered from it.",
+                    path: file.path)
             case .corrupt(let error, looksLikePropertyList: true, _):
                 // It stayed broken: keep it beside the suite, and start from our last good state.
                 corrupt = error
@@ -82,11 +90,11 @@ final class FileBackend: SuiteBackend {
             let aside = try file.moveAside(in: dir)
             failure = PreferenceError(
                 code: .corruptFile,
-                message: "\(corrupt.message) It stayed so for \(SuiteFile.settleQuiet), so it was moved to \(aside), and the suite was written anew from this process's last good values (\(plan.stored().count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
+                message: "\(corrupt.message) It stayed so with no program writing it, so it was moved to \(aside), and the suite was written anew from this process's last good values (\(plan.stored().count) keys) and its changes. Keys only that file held are not in the suite: recover them from \(aside).",
                 path: file.path)
         }
         guard plan.changesSomething || failure != nil else { return Committed(wrote: false) }
-        var image = last.withLock { $0.image }
+        var image = last.withLock { $0?.image }
         let bytes: [UInt8]
         if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
             bytes = encoded
@@ -117,8 +125,13 @@ final class FileBackend: SuiteBackend {
         case .missing:
             last.withLock { $0 = (.missing, nil) }
             return Loaded(.full([:]))
-        case .corrupt(let error, _, _):
+        case .corrupt(let error, looksLikePropertyList: false, _):
             return Loaded(notices: [error])
+        case .corrupt(let error, looksLikePropertyList: true, _):
+            let kept = last.withLock { $0 } == nil
+                ? " Nothing was read from it, and nothing is written there until it is a property list again."
+                : " The last good values are kept; if it stays that way, the next write moves it aside as \(file.fileName).corrupt-<time>."
+            return Loaded(notices: [PreferenceError(code: error.code, message: error.message + kept, path: error.path)])
         }
     }
 

@@ -146,7 +146,7 @@ struct SuiteFile: Sendable {
                 return .corrupt(
                     PreferenceError(
                         code: .corruptFile,
-                        message: "The suite file \(path) is not a valid property list (\(error)). The last good values are kept; if it stays that way, the next write moves it aside as \(fileName).corrupt-<time>.",
+                        message: "The suite file \(path) is not a valid property list (\(error)).",
                         path: path),
                     looksLikePropertyList: true, stamp: FileStamp(st))
             }
@@ -159,35 +159,50 @@ struct SuiteFile: Sendable {
         }
     }
 
-    /// How long a writer waits, holding the lock, for a file that does not parse to become one
-    /// that does (a foreign program rewriting it in place), and how long it must stay unchanged
-    /// and broken before it is called corrupt.
-    static let settleLimit: Duration = .seconds(2)
+    /// How long a file that does not parse must stay unchanged before it is called corrupt, where
+    /// no lease tells whether a program still has it open for writing.
     static let settleQuiet: Duration = .milliseconds(500)
 
     /// ``read(in:previous:)``, but a file that looks like a property list and does not parse is
-    /// watched, with growing pauses, and read again whenever its stamp moves, until it parses, or
-    /// has stayed unchanged for ``settleQuiet`` (or ``settleLimit`` passed); then it is read once
-    /// more. A good file costs one read and no pause.
-    func readSettled(in dir: OpenDirectory, previous: SuiteImage?) throws(PreferenceError) -> SuiteFileContents {
+    /// read again, with growing pauses, while a program rewrites it in place: while it changes,
+    /// and while some process holds it open for writing (a read lease is refused then; where
+    /// none can be taken, until it has stayed unchanged for ``settleQuiet``). It is called
+    /// corrupt once nobody is writing it, at once for a file no writer holds. A good file costs
+    /// one read and no pause.
+    /// - Throws: ``PreferenceError/Code/corruptFile`` when a writer still holds it at `deadline`.
+    func readSettled(in dir: OpenDirectory, previous: SuiteImage?, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> SuiteFileContents {
         var contents = try read(in: dir, previous: previous)
-        guard case .corrupt(_, true, var stamp) = contents else { return contents }
+        guard case .corrupt(let error, true, var stamp) = contents else { return contents }
         let clock = ContinuousClock()
-        let start = clock.now
-        var quietSince = start
+        var quietSince = clock.now
         var pause = Duration.milliseconds(1)
-        while clock.now - start < Self.settleLimit, clock.now - quietSince < Self.settleQuiet {
-            Thread.sleep(forTimeInterval: pause / .seconds(1))
-            pause = min(pause * 2, .milliseconds(50))
-            guard case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) == stamp else {
+        while true {
+            let writing = isOpenForWriting(in: dir)
+            // Read again if it changed, also when its writer closed it in the meantime.
+            if case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) != stamp {
                 contents = try read(in: dir, previous: previous)
                 guard case .corrupt(_, true, let current) = contents else { return contents }
-                stamp = current
-                quietSince = clock.now
+                (stamp, quietSince) = (current, clock.now)
                 continue
             }
+            if writing == false || (writing == nil && clock.now - quietSince >= Self.settleQuiet) { return contents }
+            guard clock.now < deadline else {
+                throw PreferenceError(
+                    code: .corruptFile,
+                    message: "\(error.message) Another program kept it open for writing while this write waited, so nothing was written; the values stay pending. Try again once that program is done with it.",
+                    path: path)
+            }
+            Thread.sleep(forTimeInterval: pause / .seconds(1))
+            pause = min(pause * 2, .milliseconds(50))
         }
-        return try read(in: dir, previous: previous)
+    }
+
+    /// Whether some process has the suite file open for writing (`nil`: cannot tell).
+    private func isOpenForWriting(in dir: OpenDirectory) -> Bool? {
+        guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+        defer { Syscall.close(fd) }
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Syscall.isOpenForWriting(fd)
     }
 
     // MARK: Locking

@@ -143,6 +143,24 @@ enum Syscall {
         valueOrErrno { Glibc.fcntl(fd, F_DUPFD_CLOEXEC, 0) }
     }
 
+    /// Whether some process has the file `fd` (open read-only) open for writing: a read lease
+    /// (`F_SETLEASE`, `F_RDLCK`) is refused with `EAGAIN` exactly then. The lease is given back
+    /// at once. `nil` where no lease can be taken: a file of another user, a file system without
+    /// leases, `fs.leases-enable` off.
+    static func isOpenForWriting(_ fd: CInt) -> Bool? {
+        // Someone opening the file for writing in the instant the lease is held signals its
+        // holder: SIGURG, ignored by default, where the default SIGIO would end the process.
+        let (setSignal, setLease): (CInt, CInt) = (10, 1024)  // F_SETSIG, F_SETLEASE (_GNU_SOURCE)
+        guard Glibc.fcntl(fd, setSignal, SIGURG) == 0 else { return nil }
+        switch valueOrErrno({ Glibc.fcntl(fd, setLease, CInt(F_RDLCK)) }) {
+        case .success:
+            _ = Glibc.fcntl(fd, setLease, CInt(F_UNLCK))
+            return false
+        case .failure(.resourceTemporarilyUnavailable): return true
+        case .failure: return nil
+        }
+    }
+
     /// The corresponding C function is `fsync`.
     static func fsync(_ fd: CInt) -> Result<Void, Errno> {
         valueOrErrno { Glibc.fsync(fd) }.map { _ in }

@@ -51,6 +51,9 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         /// The kernel's event queue overflowed: every suite was re-read and diffed again, so no
         /// change is lost, but successive changes of a key may arrive as one.
         public static let watchOverflowed = Code("watchOverflowed")
+        /// A ``ObservationOptions/synchronousExternalChanges`` handler has held the thread that
+        /// reads other processes' changes for a second: reported once per call, with its keys.
+        public static let handlerHeldWatcher = Code("handlerHeldWatcher")
         /// The operation needs a file, but the suite lives only in memory, or the call is not
         /// allowed where it was made (for example `update` inside another `update`).
         public static let unsupportedOperation = Code("unsupportedOperation")

@@ -224,6 +224,12 @@ public struct ObservationOptions: OptionSet, Sendable {
     /// re-read queued behind this process's own write) go to the queue, after those already on
     /// their way. With ``synchronousLocalChanges`` too, the handler may run on the setter's
     /// thread while it runs on the watcher's.
+    ///
+    /// A handler that holds the watcher thread for a second is reported on
+    /// ``PreferenceSuite/failures()`` (``PreferenceError/Code/handlerHeldWatcher``, once per call,
+    /// naming its keys), and the watcher's work moves to a new thread: other suites' changes keep
+    /// arriving, and this suite's wait, in order, until the handler returns. (An etcd suite's
+    /// watch thread is reported the same way, and not replaced.)
     public static let synchronousExternalChanges = ObservationOptions(rawValue: 4)
 }
 

@@ -166,6 +166,42 @@ struct CrossProcessTests {
         #expect(try readSuiteFile(file)["copy"] == onWatcher.map(PlistValue.integer))
     }
 
+    /// A `.synchronousExternalChanges` handler that blocks holds the thread that reads changes:
+    /// after a second it is reported on its suite's `failures()`, once, with its key, and the
+    /// reading moves to a new thread, so another suite's changes keep arriving meanwhile. Once it
+    /// returns, its own suite's changes arrive again, in order.
+    @Test func aBlockedHandlerOnTheWatcherThreadIsReportedAndStallsNoOtherSuite() async throws {
+        let directory = try TemporaryDirectory()
+        let (stuckFile, otherFile) = (directory.file("stuck.plist"), directory.file("other.plist"))
+        try await child("set", stuckFile.path, "k=int:0")
+        try await child("set", otherFile.path, "j=int:0")
+        let stuck = try PreferenceSuite(fileURL: stuckFile)
+        let other = try PreferenceSuite(fileURL: otherFile)
+        let release = DispatchSemaphore(value: 0)
+        let heard = Recorder<String>()
+        let token = stuck.observe(.key("k"), options: .synchronousExternalChanges) { change in
+            heard.record("\(change.newValue?.description ?? "-") \(Thread.current.name ?? "")")
+            if change.newValue == 1 { release.wait() }
+        }
+        defer { token.cancel() }
+        let (failures, task) = stuck.recordFailures()
+        defer { task.cancel() }
+        let (otherChanges, otherToken) = other.record(.key("j"))
+        defer { otherToken.cancel() }
+        try await child("set", stuckFile.path, "k=int:1")
+        #expect(try await heard.wait(for: 1) == ["1 prefs.watcher"])
+        let reported = try await failures.wait(for: 1)
+        #expect(reported[0].code == .handlerHeldWatcher && reported[0].message.contains("handler of k ") && reported[0].message.contains("new thread"), "\(reported)")
+        try await child("set", otherFile.path, "j=int:1")
+        #expect(try await otherChanges.wait(for: 1).map(\.newValue) == [1])
+        try await child("set", stuckFile.path, "k=int:2")
+        release.signal()
+        #expect(try await heard.wait(for: 2).last?.hasPrefix("2 ") == true)
+        #expect(failures.items.filter { $0.code == .handlerHeldWatcher }.count == 1)
+        try await child("set", stuckFile.path, "k=int:3")
+        #expect(try await heard.wait(for: 3).last == "3 prefs.watcher")
+    }
+
     /// A writer in another process and this process's own writes interleave, so that some of
     /// the other process's changes are read by the watcher thread and some by a re-read queued
     /// behind this process's write: a `.synchronousExternalChanges` observer still hears them in

@@ -23,15 +23,20 @@ final class OrderedDelivery: Sendable {
     }
 
     /// Delivers what is pending, on this thread, unless another thread is delivering (it then
-    /// delivers this too, after what it has).
-    func deliverPending() {
+    /// delivers this too, after what it has). On a thread that reads changes, `watched` is how
+    /// the ``HandlerWatchdog`` reports a handler that holds it.
+    func deliverPending(watched report: (@Sendable (PreferenceError) -> Void)? = nil) {
         while let batch = state.withLock({ s -> [PreferenceChange]? in
             guard !s.delivering, !s.pending.isEmpty else { return nil }
             s.delivering = true
             defer { s.pending = [] }
             return s.pending
         }) {
-            handler(batch)
+            if let report {
+                HandlerWatchdog.shared.run(keys: batch.map(\.key), report: report) { handler(batch) }
+            } else {
+                handler(batch)
+            }
             state.withLock { $0.delivering = false }
         }
     }

@@ -475,7 +475,7 @@ package final class SuiteStore: Sendable {
             }
         }
         if let inline {
-            for delivery in inline { delivery.deliverPending() }
+            for delivery in inline { delivery.deliverPending(watched: { [weak self] in self?.report($0) }) }
             return
         }
         let schedule = state.withLock { s -> Bool in

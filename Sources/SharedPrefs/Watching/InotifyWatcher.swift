@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import SharedPrefsLocking
+import Synchronization
 
 /// What a watched suite's subscriber is told (``SuiteBackend/subscribe(_:)``).
 ///
@@ -87,7 +88,24 @@ final class InotifyWatcher: Sendable {
             logger.warning("\(error)")
         }
         wakeFD = (try? Syscall.eventDescriptor().get()) ?? -1
-        Thread.start(named: "prefs.watcher") { [self] in run() }
+        Thread.start(named: "prefs.watcher") { [self] in run(generation: 0) }
+    }
+
+    /// Which thread runs the watcher's loop: the generation counts the threads it moved to, and
+    /// `loopThread` is the `pthread_self` of the current one.
+    private let generation = Atomic<UInt64>(0)
+    private static let loopThread = Atomic<UInt>(0)
+
+    /// Moves the watcher's loop to a new thread if `heldThread` runs it (a sink has held it for
+    /// ``HandlerWatchdog/bound``); the held thread leaves the loop once its sink returns. The
+    /// new thread has every suite re-read first: the held thread's round may hold their changes.
+    /// Returns whether it moved.
+    static func replace(heldThread: UInt) -> Bool {
+        guard heldThread != 0, loopThread.compareExchange(expected: heldThread, desired: 0, ordering: .acquiringAndReleasing).exchanged else { return false }
+        let watcher = shared
+        let next = watcher.generation.add(1, ordering: .acquiringAndReleasing).newValue
+        Thread.start(named: "prefs.watcher") { watcher.run(generation: next, rereadingEverySuite: true) }
+        return true
     }
 
     /// File systems (statfs `f_type`) on which inotify reports only what this machine does
@@ -284,11 +302,17 @@ final class InotifyWatcher: Sendable {
 
     // MARK: The watcher thread
 
-    private func run() {
+    private func run(generation mine: UInt64, rereadingEverySuite: Bool = false) {
+        Self.loopThread.store(UInt(pthread_self()), ordering: .releasing)
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
+        defer { buffer.deallocate() }
         var lastTick = ContinuousClock.now - .seconds(1)
-        while true {
+        if rereadingEverySuite {
+            let watchers = state.withLock { s in (s.watched.values.map(\.sinks) + s.vanished.values.map(\.sinks) + [s.polled]).flatMap(\.values) }
+            for watcher in watchers { watcher.sink(.changed) }
+        }
+        while generation.load(ordering: .acquiring) == mine {
             let needsPolling = state.withLock { !$0.vanished.isEmpty || !$0.polled.isEmpty || !$0.movedAncestors.isEmpty }
             var ready = false
             if fd >= 0 {
@@ -321,6 +345,8 @@ final class InotifyWatcher: Sendable {
                         path: path)))
                 }
                 sink(.changed)
+                // Moved to another thread while the sink ran: that one does the rest.
+                if generation.load(ordering: .acquiring) != mine { return }
             }
             for (listener, name) in batch.created { listener(name) }
         }

@@ -60,6 +60,9 @@ package enum StoreRegistry {
 
     /// Flushes every live store; runs at normal process exit (return from `main`, or `exit`).
     static func flushAll() {
+        // A handler that ends the process (`exit` in a handler on the watcher thread) holds that
+        // thread for as long as exiting takes: that is no stall to report.
+        HandlerWatchdog.shared.processIsExiting()
         let live = stores.withLock { $0.values.compactMap(\.store) }
         for store in live {
             do { try store.flushSynchronously() } catch {

@@ -30,6 +30,14 @@ final class HandlerWatchdog: @unchecked Sendable {
     private var callsSeen: UInt64 = 0
     private var sleeping = false
     private var started = false
+    private var exiting = false
+
+    /// From now on nothing is reported: the process is running its exit handlers.
+    func processIsExiting() {
+        condition.lock()
+        exiting = true
+        condition.unlock()
+    }
 
     /// Runs `handler`, which handles a change of `keys` on the calling thread; `report` tells
     /// the suite's failure observers.
@@ -68,8 +76,8 @@ final class HandlerWatchdog: @unchecked Sendable {
             _ = condition.wait(until: Date(timeIntervalSinceNow: max(0, (until - .now) / .seconds(1))))
             let now = ContinuousClock.now
             let held = running.filter { !$0.value.reported && now - $0.value.started >= Self.bound }
-            guard !held.isEmpty else { continue }
             for thread in held.keys { running[thread]?.reported = true }
+            guard !held.isEmpty, !exiting else { continue }
             condition.unlock()
             for (thread, call) in held {
                 let moved = InotifyWatcher.replace(heldThread: thread)

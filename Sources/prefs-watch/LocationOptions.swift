@@ -61,6 +61,23 @@ struct LocationOptions: ParsableArguments {
         return directory
     }
 
+    /// Every suite file of the `--group` or `--dir` directory (named by suite name), or of every
+    /// group and the root's `Preferences` (named by path), for verbs that go through all suites.
+    func everySuite(doing verb: String) throws -> [(place: String, url: URL)] {
+        if etcd != nil {
+            throw ValidationError("\(verb) goes through suite files; on etcd a suite is any key prefix (etcdctl get --prefix --keys-only \"\" shows the keys).")
+        }
+        if let directory = try existingDirectory() {
+            return try directory.suiteNames().map { ($0, directory.url.appending(path: $0 + ".plist")) }
+        }
+        return try (SuiteDirectory.groups().map(SuiteDirectory.init(group:)) + [SuiteDirectory.ungrouped]).flatMap { directory in
+            try directory.suiteNames().map { name in
+                let url = directory.url.appending(path: name + ".plist")
+                return (url.path, url)
+            }
+        }
+    }
+
     /// The directory named by `--group` or `--dir`, if any.
     func directory() throws -> SuiteDirectory? {
         if let group { return SuiteDirectory(group: try AppGroup(identifier: group)) }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import SharedPrefs
 
 @main
 struct PrefsWatch: ParsableCommand {
@@ -15,12 +17,76 @@ struct PrefsWatch: ParsableCommand {
             script's write never loses a running app's update. The verbs that change a suite never \
             move, replace or re-mode a file that is not a property list; a path that does not end \
             in .plist and does not exist needs --create.
+
+            Exit status: 0 on success; 1 when what was asked for does not exist or the library or \
+            the file system refused it (the message says why); 2 when tail's --timeout passes with \
+            no record; 64 for a usage error (an unknown verb or option, a missing argument, a value \
+            that is not of its type, an invalid suite name or group identifier), with nothing read \
+            or changed.
             """,
         version: "0.1.0",
         subcommands: [
-            Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Export.self, Import.self,
+            Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Find.self, Export.self, Import.self,
             Rename.self, Edit.self,
         ],
         defaultSubcommand: Tail.self
     )
+
+    /// Refuses a first word that looks like a mistyped verb before it can be taken as the name
+    /// of a suite to tail, then runs the command as ArgumentParser's `main()` does, but with an
+    /// invalid suite name or group identifier a usage error (status 64), as a malformed value is.
+    static func main() {
+        if let error = mistypedVerb(Array(CommandLine.arguments.dropFirst())) { exit(withError: error) }
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as PreferenceError where error.code == .invalidName {
+            exit(withError: ValidationError(error.message))
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// The words that name a verb (`help` too), and words of macOS `defaults` named otherwise here.
+    static let verbs = ["help"] + configuration.subcommands.flatMap { [$0.configuration.commandName!] + $0.configuration.aliases }
+    static let otherNames = ["remove": "delete", "read-keys": "read"]
+
+    /// A usage error for a first argument (or the word after `help`) that is no verb and no
+    /// suite there is, but is one edit from a verb (two for words over five letters), or a
+    /// `defaults` verb named otherwise here; `nil` for anything else: a verb, an option, a path,
+    /// or a suite name.
+    static func mistypedVerb(_ arguments: [String]) -> ValidationError? {
+        let afterHelp = arguments.first == "help" && arguments.count > 1
+        guard let word = afterHelp ? arguments[1] : arguments.first, !word.hasPrefix("-"), !verbs.contains(word),
+            !word.contains("/"), !word.hasSuffix(".plist"), afterHelp || !suiteExists(word)
+        else { return nil }
+        let edits = word.count > 5 ? 2 : 1
+        guard let verb = otherNames[word] ?? verbs.first(where: { word.count >= 3 && editDistance(word, $0) <= edits }) else {
+            return afterHelp ? ValidationError("\(word) is not a verb of prefs-watch; prefs-watch --help lists them.") : nil
+        }
+        return ValidationError("\(word) is not a verb of prefs-watch: did you mean \(verb)? (To tail a suite named \(word), say prefs-watch tail \(word).)")
+    }
+
+    /// Whether a suite of this name is where `prefs-watch NAME` would look for it.
+    static func suiteExists(_ name: String) -> Bool {
+        guard (try? PreferenceSuite.validate(suiteName: name)) != nil else { return false }
+        let directory = name.hasPrefix("group.") ? (try? AppGroup(identifier: name)).map(SuiteDirectory.init(group:)) : SuiteDirectory.ungrouped
+        return directory.map { FileManager.default.fileExists(atPath: $0.url.appending(path: name + ".plist").path) } ?? false
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let (a, b) = (Array(a), Array(b))
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
+    }
 }

@@ -15,8 +15,10 @@ struct Tail: ParsableCommand {
 
             --format letters: \(OutputStyle.formatLetters.sorted { $0.key < $1.key }.map { "%\($0.key) \($0.value)" }.joined(separator: "; ")).
 
+            A named suite that does not exist is an error, unless --wait asks to wait for it.
+
             Exit status: 0 after --count records, 1 on an error, 2 when --timeout passes with no record \
-            (as inotifywait). A closed pipe ends it with 0.
+            (as inotifywait), 64 for a usage error. A closed pipe ends it with 0.
 
             Examples:
               prefs-watch settings
@@ -52,6 +54,9 @@ struct Tail: ParsableCommand {
 
     @Flag(help: "Print the current values first (operation initial).")
     var initial = false
+
+    @Flag(help: "Wait for a named suite that does not exist yet (without it, that is an error).")
+    var wait = false
 
     @Option(name: [.customShort("c"), .long], help: "Exit with 0 after this many records.")
     var count: Int?
@@ -111,7 +116,8 @@ struct Tail: ParsableCommand {
                 }
                 let url = try location.fileURL(of: spec)
                 if !FileManager.default.fileExists(atPath: url.path) {
-                    // Not an error (the suite may be created later), but a typo should not go unnoticed.
+                    // Waiting for a typo would be waiting forever: only when asked to.
+                    guard wait else { throw failure("The suite \(spec) does not exist (no file at \(url.path)). Pass --wait to wait for it to be created; prefs-watch list shows the suites there are.") }
                     FileHandle.standardError.write(Data("prefs-watch: \(spec) does not exist yet (\(url.path)); waiting for it.\n".utf8))
                 }
                 session.attach(try location.suite(spec, url), announce: initial ? .initial : .none)

@@ -160,21 +160,55 @@ struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List suites: names in a group or directory, or the paths of all suites.",
-        discussion: "Examples:\n  prefs-watch list\n  prefs-watch list --group group.com.example.app")
+        discussion: "Examples:\n  prefs-watch list\n  prefs-watch domains --group group.com.example.app",
+        aliases: ["domains"])
 
     @OptionGroup var location: LocationOptions
 
     func run() throws {
-        if location.etcd != nil {
-            throw ValidationError("list lists suite files; on etcd a suite is any key prefix (etcdctl get --prefix --keys-only \"\" shows the keys).")
+        for (place, _) in try location.everySuite(doing: "list") { print(place) }
+    }
+}
+
+struct Find: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "find",
+        abstract: "Print every suite, key and value that contains a word (ignoring case), as defaults find does.",
+        discussion: """
+            One line per key whose name or value contains the word, as SUITE KEY = VALUE (the value \
+            as JSON), and SUITE alone for a suite whose name does; suites as list names them. \
+            Exit status 1 when nothing contains it.
+
+            Examples:
+              prefs-watch find dark
+              prefs-watch find proxy --group group.com.example.app
+            """)
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The word to look for.") var word: String
+
+    func run() throws {
+        var found = false
+        for (place, url) in try location.everySuite(doing: "find") {
+            func matches(_ text: String) -> Bool { text.range(of: word, options: .caseInsensitive) != nil }
+            if matches(url.deletingPathExtension().lastPathComponent) {
+                print(place)
+                found = true
+            }
+            let values: PlistDictionary
+            do {
+                guard let read = try PreferenceSuite.readStoredValues(fileURL: url) else { continue }
+                values = read
+            } catch {
+                FileHandle.standardError.write(Data("prefs-watch: \(error)\n".utf8))
+                continue
+            }
+            for (key, value) in values.sortedByKey where matches(key) || matches(value.json) {
+                print("\(place) \(key) = \(value.json)")
+                found = true
+            }
         }
-        if let directory = try location.existingDirectory() {
-            for name in try directory.suiteNames() { print(name) }
-            return
-        }
-        for directory in SuiteDirectory.groups().map(SuiteDirectory.init(group:)) + [SuiteDirectory.ungrouped] {
-            for name in try directory.suiteNames() { print(directory.url.appending(path: name + ".plist").path) }
-        }
+        if !found { throw ExitCode.failure }
     }
 }
 

@@ -88,10 +88,44 @@ struct PrefsWatchTests {
         let result = try await prefsWatchRun("tail", try await suiteWithTheme(directory).path, "--timeout", "0.2")
         #expect(result.status == 2)
         #expect(result.output.isEmpty)
-        // A suite that does not exist yet is watched, with a note in case the name is a typo.
+        // A suite that does not exist yet is an error (a typo would wait forever), unless --wait
+        // asks to wait for it; then a note says so.
         let missing = try await prefsWatchRun("tail", directory.file("typo.plist").path, "-t", "0.2")
-        #expect(missing.status == 2)
-        #expect(missing.output.contains("typo.plist does not exist yet"))
+        #expect(missing.status == 1 && missing.output.contains("does not exist") && missing.output.contains("--wait"), "\(missing.output)")
+        let waiting = try await prefsWatchRun("tail", directory.file("typo.plist").path, "-t", "0.2", "--wait")
+        #expect(waiting.status == 2)
+        #expect(waiting.output.contains("typo.plist does not exist yet"))
+    }
+
+    /// A mistyped verb, or a macOS `defaults` verb named otherwise here, is a usage error that
+    /// names the verb meant, never a tail of suites of those names; `domains` and `find` are
+    /// verbs, as in `defaults`. Every verb follows one scheme of exit statuses.
+    @Test func aMistypedVerbIsAUsageErrorNamingTheVerbMeant() async throws {
+        let directory = try TemporaryDirectory()
+        let root = ["SHAREDPREFS_ROOT": directory.url.path]
+        for (arguments, meant) in [(["wrte", "settings", "k", "v"], "write"), (["reed", "settings"], "read"), (["remove", "settings", "k"], "delete"), (["help", "wrte"], "write")] {
+            let result = try await run(prefsWatch, arguments, environment: root)
+            #expect(result.status == 64 && result.output.contains("did you mean \(meant)?"), "\(arguments): \(result.output)")
+        }
+        #expect(try await run(prefsWatch, ["help", "nothing-like-a-verb"], environment: root).status == 64)
+        // An existing suite of such a name is tailed, and `tail NAME` always means the suite.
+        #expect(try await run(prefsWatch, ["write", "mail", "k", "-int", "1"], environment: root).status == 0)
+        #expect(try await run(prefsWatch, ["mail", "--timeout", "0.2"], environment: root).status == 2)
+        #expect(try await run(prefsWatch, ["tail", "mial", "--wait", "--timeout", "0.2"], environment: root).status == 2)
+        // domains and find.
+        #expect(try await run(prefsWatch, ["write", "settings", "theme", "Dark blue"], environment: root).status == 0)
+        let domains = try await run(prefsWatch, ["domains", "--dir", directory.url.appending(path: "Preferences").path], environment: root)
+        #expect(domains.status == 0 && domains.output.split(separator: "\n").sorted() == ["mail", "settings"], "\(domains.output)")
+        let found = try await run(prefsWatch, ["find", "dark"], environment: root)
+        #expect(found.status == 0 && found.output == "\(directory.url.path)/Preferences/settings.plist theme = \"Dark blue\"\n", "\(found.output)")
+        #expect(try await run(prefsWatch, ["find", "SETTINGS", "--dir", directory.url.appending(path: "Preferences").path], environment: root).output == "settings\n")
+        #expect(try await run(prefsWatch, ["find", "nowhere"], environment: root).status == 1)
+        // Exit statuses: 64 for usage errors, invalid names included; 1 for what does not exist.
+        for arguments in [["write", "settings", "k", "-int", "abc"], ["read", "--group", "group.x", ".."], ["read", "--bogus"]] {
+            #expect(try await run(prefsWatch, arguments, environment: root).status == 64, "\(arguments)")
+        }
+        #expect(try await run(prefsWatch, ["read", "settings", "nokey"], environment: root).status == 1)
+        #expect(try await run(prefsWatch, ["read", "nosuite"], environment: root).status == 1)
     }
 
     @Test func aClosedPipeEndsTheTailCleanly() async throws {
@@ -347,7 +381,7 @@ struct PrefsWatchTests {
         (["tail", "x.plist", "--count", "0"], 64, "--count"),
         (["tail", "x.plist", "--format", "%z"], 64, "unknown letter"),
         (["tail", "x.plist", "--json", "--csv"], 64, "Choose one"),
-        (["read", "..", "k"], 1, "not allowed"),
+        (["read", "..", "k"], 64, "not allowed"),
         (["read", "nosuch-suite-\(UUID().uuidString)"], 1, "does not exist"),
         (["write", "/tmp/prefs-watch-bad.plist", "k", "-int", "x"], 64, "is not an integer from"),
         (["write", "/tmp/prefs-watch-bad.plist", "k", "-intt", "5"], 64, "Unknown type flag -intt. The flags are -bool"),
@@ -365,10 +399,11 @@ struct PrefsWatchTests {
         #expect(result.output.contains(message), "\(result.output)")
     }
 
-    /// The man page has ENVIRONMENT and FILES, the current rules, and renders without a warning.
+    /// The man page has ENVIRONMENT, FILES, EXIT STATUS, EXAMPLES and SEE ALSO, the current rules,
+    /// and renders without a warning.
     @Test func theManPageSaysWhereSuitesLiveAndRendersCleanly() async throws {
         let page = try String(contentsOf: repositoryRoot.appending(path: "docs/man/prefs-watch.1"), encoding: .utf8)
-        for expected in [".Sh ENVIRONMENT", "Ev SHAREDPREFS_ROOT", "Ev XDG_DATA_HOME", ".Sh FILES", ".<suite>.plist.lock", "--create"] {
+        for expected in [".Sh ENVIRONMENT", "Ev SHAREDPREFS_ROOT", "Ev XDG_DATA_HOME", ".Sh FILES", ".<suite>.plist.lock", "--create", ".It 64", ".Sh EXAMPLES", ".Xr inotifywait 1"] {
             #expect(page.contains(expected), "docs/man/prefs-watch.1 lacks \(expected): run docs/man/generate")
         }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/groff") else { return }

@@ -173,20 +173,20 @@ _prefs-watch() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    tail|read|read-type|write|delete|list|export|import|rename|edit|help)
+    tail|read|read-type|write|delete|list|find|export|import|rename|edit|help)
         # Offer subcommand argument completions
         "_prefs-watch_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'tail read read-type write delete list export import rename edit help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import rename edit help' -- "${cur}"))
         ;;
     esac
 }
 
 _prefs-watch_tail() {
     repeating_flags=()
-    non_repeating_flags=(--json --csv -0 --initial --version -h --help)
+    non_repeating_flags=(--json --csv -0 --initial --wait --version -h --help)
     repeating_options=(--prefix --key)
     non_repeating_options=(--group --dir --etcd --format -c --count -t --timeout)
     __prefs-watch_offer_flags_options -1
@@ -310,6 +310,27 @@ _prefs-watch_list() {
     repeating_options=()
     non_repeating_options=(--group --dir --etcd)
     __prefs-watch_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--group')
+        return
+        ;;
+    '--dir')
+        return
+        ;;
+    '--etcd')
+        return
+        ;;
+    esac
+}
+
+_prefs-watch_find() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--group --dir --etcd)
+    __prefs-watch_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in

@@ -56,6 +56,7 @@ _prefs-watch() {
             'write:Set a key, through the locked, merged, atomic write path.'
             'delete:Remove a key, or every key of a suite.'
             'list:List suites: names in a group or directory, or the paths of all suites.'
+            'find:Print every suite, key and value that contains a word (ignoring case), as defaults find does.'
             'export:Write a suite to a property-list file, or to standard output with -.'
             'import:Replace a suite'\''s values with those of a property-list file (- reads standard input).'
             'rename:Rename a key, atomically.'
@@ -66,7 +67,7 @@ _prefs-watch() {
         ;;
     arg)
         case "${words[1]}" in
-        tail|read|read-type|write|delete|list|export|import|rename|edit|help)
+        tail|read|read-type|write|delete|list|find|export|import|rename|edit|help)
             "_prefs-watch_${words[1]}" && ret=0
             ;;
         esac
@@ -90,6 +91,7 @@ _prefs-watch_tail() {
         '--format[Print each record with these % letters (see below).]:format:'
         '-0[End records with NUL instead of a newline.]'
         '--initial[Print the current values first (operation initial).]'
+        '--wait[Wait for a named suite that does not exist yet (without it, that is an error).]'
         '(-c --count)'{-c,--count}'[Exit with 0 after this many records.]:count:'
         '(-t --timeout)'{-t,--timeout}'[Exit with 2 when no record arrives for this many seconds.]:timeout:'
         '--version[Show the version.]'
@@ -173,6 +175,21 @@ _prefs-watch_list() {
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
         '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_find() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
+        ':word:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

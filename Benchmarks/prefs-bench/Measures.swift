@@ -622,6 +622,59 @@ struct Measures {
         }
     }
 
+    /// 14. System calls (`strace -f -c`): of one `set` + `synchronize()` in a running process, and
+    /// of a one-shot `prefs-watch write` over `prefs-watch --version` (where prefs-watch is built
+    /// beside this executable).
+    mutating func systemCalls() throws {
+        let strace = "/usr/bin/strace"
+        guard FileManager.default.isExecutableFile(atPath: strace) else {
+            rows.append(Row(group: "14. system calls", name: "not measured", n: 0, note: "strace is not installed (apt-get install strace)"))
+            return
+        }
+        /// The system calls `arguments` makes, threads and children included.
+        func calls(_ arguments: [String]) throws -> Int {
+            let output = directory.appending(path: "strace.txt")
+            let child = try Child(["-f", "-c", "-o", output.path, "--"] + arguments, executable: URL(filePath: strace))
+            child.waitForExit()
+            let report = try String(contentsOf: output, encoding: .utf8)
+            guard let total = report.split(separator: "\n").last(where: { $0.hasSuffix(" total") }),
+                let count = total.split(separator: " ").dropFirst(3).first.flatMap({ Int($0) })
+            else { throw CocoaError(.fileReadCorruptFile) }
+            return count
+        }
+        let suite = file("syscalls").path
+        let updates = 100
+        let perSet = Double(try calls([executable.path, "set-sync", suite, String(updates)]) - calls([executable.path, "set-sync", suite, "0"])) / Double(updates)
+        rows.append(Row(
+            group: "14. system calls", name: "one set + synchronize() in a running process (a one-key suite, .full)", n: updates,
+            throughput: Quantity(value: perSet, unit: "system calls"),
+            note: "strace -f -c of \(updates) against none, after one to warm up"))
+        let prefsWatch = executable.deletingLastPathComponent().appending(path: "prefs-watch")
+        guard FileManager.default.isExecutableFile(atPath: prefsWatch.path) else {
+            rows.append(Row(group: "14. system calls", name: "one-shot prefs-watch write: not measured", n: 0, note: "no prefs-watch beside \(executable.path): swift build -c release --product prefs-watch"))
+            return
+        }
+        let write = try calls([prefsWatch.path, "write", file("cli").path, "k", "-int", "2", "--create"])
+        let version = try calls([prefsWatch.path, "--version"])
+        rows.append(Row(
+            group: "14. system calls", name: "one-shot prefs-watch write, over prefs-watch --version", n: 1,
+            throughput: Quantity(value: Double(write - version), unit: "system calls"),
+            note: "\(write) in all, --version \(version); release build (issue 28 bounds the debug build: ≤ 60)"))
+    }
+
+    /// 15. How many suites one process opens, writes and observes under `ulimit -n 1024`.
+    mutating func suitesPerProcess() throws {
+        let count = quick ? 1_000 : 10_000
+        let child = try Child(["many-suites", directory.path, String(count)])
+        let fields = child.nextLine(timeout: 600)?.split(separator: " ") ?? []
+        child.waitForExit()
+        guard fields.count == 3, let done = Int(fields[1]), let open = Int(fields[2]) else { throw CocoaError(.featureUnsupported) }
+        rows.append(Row(
+            group: "15. descriptors", name: "suites opened, written and observed by one process under ulimit -n 1024", n: done,
+            throughput: Quantity(value: Double(done), unit: "suites"),
+            note: "\(done) of \(count) tried; \(open) descriptors open with all of them kept"))
+    }
+
     /// 11. Cold start: a process that opens a suite, reads one key and exits, against the same with
     /// Foundation `UserDefaults`, alternating, each timed from its start to its exit here.
     mutating func coldStart() throws {

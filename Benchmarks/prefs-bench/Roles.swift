@@ -216,6 +216,35 @@ enum Role {
         print("count \(count)")
     }
 
+    /// `set-sync <path> <n>`: one `set` + `synchronize()` to warm up, then `n` more: run under
+    /// `strace -c` with 0 and with n, the difference is what the n cost.
+    static func setSync(_ path: String, _ count: Int) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path))
+        for i in 0...count {
+            suite.set(i, forKey: "k")
+            guard suite.synchronize() else { throw CocoaError(.fileWriteUnknown) }
+        }
+    }
+
+    /// `many-suites <dir> <n>`: under a limit of 1,024 descriptors, opens, writes and observes n
+    /// suites, all kept; prints `suites <done> <descriptors open>`.
+    static func manySuites(_ directory: String, _ count: Int) {
+        var limit = rlimit(rlim_cur: 1024, rlim_max: 1024)
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = min(limit.rlim_max, 1024)
+        setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        var kept: [(PreferenceSuite, PreferenceObservation)] = []
+        for i in 0..<count {
+            guard let suite = try? PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "m\(i).plist")) else { break }
+            let token = suite.observe(.key("k")) { _ in }
+            suite.set(i, forKey: "k")
+            guard suite.synchronize() else { break }
+            kept.append((suite, token))
+        }
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+        print("suites \(kept.count) \(descriptors)")
+    }
+
     /// `memory <dir> <n>`: resident memory before and after opening (and so watching) n suites.
     static func memory(_ directory: String, _ count: Int) throws {
         // One suite first, read and so watched: what the first suite of a process sets up once

@@ -18,6 +18,8 @@ case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 &
 case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
 case "contend-floor": Role.contendFloor(arguments[1], until: Int64(arguments[2])!); exit(0)
 case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
+case "set-sync": try Role.setSync(arguments[1], Int(arguments[2])!); exit(0)
+case "many-suites": Role.manySuites(arguments[1], Int(arguments[2])!); exit(0)
 case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
 case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
 case "defaults-observe": Role.defaultsObserve(arguments[1], Int(arguments[2])!); exit(0)
@@ -75,6 +77,8 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (11, "cold start", { try $0.coldStart() }),
     (12, "idle", { try $0.idleWakeUps() }),
     (13, "cached read", { try $0.cachedRead() }),
+    (14, "system calls", { try $0.systemCalls() }),
+    (15, "suites per process", { try $0.suitesPerProcess() }),
 ]
 #if Etcd
 if let etcdEndpoints { steps.append((10, "etcd", { try $0.etcd(etcdEndpoints) })) }

@@ -20,9 +20,16 @@ struct LocationOptions: ParsableArguments {
     @Option(
         name: .customLong("etcd"),
         help: ArgumentHelp(
-            "A suite on this etcd v3 cluster (client URLs, comma-separated): the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).",
-            valueName: "endpoints"))
+            "A suite on this etcd v3 cluster (client URLs, comma-separated): the suite argument is its key prefix.",
+            valueName: "endpoints", visibility: Self.etcdVisibility))
     var etcd: String?
+
+    /// `--etcd` is shown only in builds that have it; elsewhere it is refused with how to build one.
+    #if Etcd
+    static let etcdVisibility = ArgumentVisibility.default
+    #else
+    static let etcdVisibility = ArgumentVisibility.hidden
+    #endif
 
     func validate() throws {
         if [group != nil, dir != nil, etcd != nil].filter({ $0 }).count > 1 { throw ValidationError("Give one of --group, --dir and --etcd.") }
@@ -123,6 +130,10 @@ struct LocationOptions: ParsableArguments {
         let url = try fileURL(of: spec)
         if isPath(spec), !spec.hasSuffix(".plist"), !create, !FileManager.default.fileExists(atPath: url.path) {
             throw ValidationError("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
+        }
+        // A mistyped --dir must not become a new directory (read, tail and list would say it does not exist).
+        if let dir, !create, !FileManager.default.fileExists(atPath: dir) {
+            throw failure("The directory \(dir) does not exist; pass --create to create it and a suite in it.")
         }
         return try suite(spec, url, options: try options(keeping: url, refusingAnythingButASuite: true))
     }

@@ -106,6 +106,26 @@ enum JSON {
         return out + "\""
     }
 
+    /// The UTF-8 offset of a comma that only whitespace separates from a closing `}` or `]`,
+    /// outside strings; `nil` when there is none.
+    static func trailingComma(in text: String) -> Int? {
+        var (inString, escaped, comma): (Bool, Bool, Int?) = (false, false, nil)
+        for (offset, byte) in text.utf8.enumerated() {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): (inString, comma) = (true, nil)
+            case UInt8(ascii: ","): comma = offset
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): if let comma { return comma }
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\t"), UInt8(ascii: "\r"): break
+            default: comma = nil
+            }
+        }
+        return nil
+    }
+
     /// Where JSON text stops parsing, as "Invalid value around character 14: {"b": x⏎…"", or
     /// `nil` when it parses (then the problem is a `null`, which has no property-list form).
     static func problem(in text: String) -> String? {

@@ -10,6 +10,11 @@ enum ValueParser {
     static func one(_ words: ArraySlice<String>) throws -> (PlistValue, ArraySlice<String>) {
         var words = words
         guard let first = words.popFirst() else { throw ValidationError("Missing value.") }
+        // `--` ends the flags: the next word is a value, even one that starts with -.
+        if first == "--" {
+            guard let text = words.popFirst() else { throw ValidationError("-- needs a value after it.") }
+            return (try literal(text), words)
+        }
         guard typeFlags.contains(first) else {
             // `-intt`: a mistyped flag, not a string to store.
             if first.count > 1, first.hasPrefix("-"), first.dropFirst().allSatisfy({ $0.isLetter || $0 == "-" }) {
@@ -91,6 +96,10 @@ enum ValueParser {
     /// otherwise a string.
     static func literal(_ text: String) throws -> PlistValue {
         if text.hasPrefix("{") || text.hasPrefix("[") {
+            // Foundation's parser takes a comma before a closing bracket; JSON has none.
+            if let comma = JSON.trailingComma(in: text) {
+                throw ValidationError("The value starts like JSON but does not parse: a comma before a closing bracket, after \"\(text.utf8.prefix(comma + 1).count > 20 ? "…" : "")\(String(decoding: text.utf8.prefix(comma + 1), as: UTF8.self).suffix(20))\". Remove it, or use -string to store it as text.")
+            }
             do { return try JSONDecoder().decode(JSON.Value.self, from: Data(text.utf8)).plist } catch {
                 throw ValidationError("The value starts like JSON but does not parse: \(JSON.problem(in: text) ?? "\(error)"). Use -string to store it as text.")
             }

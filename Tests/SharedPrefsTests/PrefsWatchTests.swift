@@ -97,6 +97,29 @@ struct PrefsWatchTests {
         #expect(waiting.output.contains("typo.plist does not exist yet"))
     }
 
+    /// `--` ends the type flags; JSON is read as JSON parsers read it (no trailing comma); a
+    /// mistyped `--dir` is not created without `--create`; `--etcd` is not offered by a build
+    /// without etcd.
+    @Test func valuesAndDirectoriesAreTakenAsWritten() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("values.plist").path
+        #expect(try await prefsWatchRun("write", file, "dash", "--", "-int").status == 0)
+        #expect(try readSuiteFile(URL(filePath: file))["dash"] == "-int")
+        for json in [#"{"a": 1,}"#, #"[1, 2 , ]"#, #"{"a": [1,], "b": 2}"#] {
+            let result = try await prefsWatchRun("write", file, "json", json)
+            #expect(result.status == 64 && result.output.contains("a comma before a closing bracket"), "\(json): \(result.output)")
+        }
+        #expect(try await prefsWatchRun("write", file, "json", #"{"s": ",}", "t": [","]}"#).status == 0)
+        let missing = directory.file("no/such/dir").path
+        let refused = try await prefsWatchRun("write", "--dir", missing, "s", "k", "v")
+        #expect(refused.status == 1 && refused.output.contains("--create"), "\(refused.output)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("no").path))
+        #expect(try await prefsWatchRun("write", "--dir", missing, "s", "k", "v", "--create").status == 0)
+        #if !Etcd
+        #expect(try await prefsWatchRun("write", "--help").output.contains("--etcd") == false)
+        #endif
+    }
+
     /// A mistyped verb, or a macOS `defaults` verb named otherwise here, is a usage error that
     /// names the verb meant, never a tail of suites of those names; `domains` and `find` are
     /// verbs, as in `defaults`. Every verb follows one scheme of exit statuses.

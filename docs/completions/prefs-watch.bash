@@ -188,7 +188,7 @@ _prefs-watch_tail() {
     repeating_flags=()
     non_repeating_flags=(--json --csv -0 --initial --wait --version -h --help)
     repeating_options=(--prefix --key)
-    non_repeating_options=(--group --dir --etcd --format -c --count -t --timeout)
+    non_repeating_options=(--group --dir --format -c --count -t --timeout)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -197,9 +197,6 @@ _prefs-watch_tail() {
         return
         ;;
     '--dir')
-        return
-        ;;
-    '--etcd')
         return
         ;;
     '--prefix')
@@ -224,7 +221,7 @@ _prefs-watch_read() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -233,9 +230,6 @@ _prefs-watch_read() {
         return
         ;;
     '--dir')
-        return
-        ;;
-    '--etcd')
         return
         ;;
     esac
@@ -245,7 +239,7 @@ _prefs-watch_read-type() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -256,9 +250,6 @@ _prefs-watch_read-type() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -266,7 +257,7 @@ _prefs-watch_write() {
     repeating_flags=()
     non_repeating_flags=(--create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -277,9 +268,6 @@ _prefs-watch_write() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -287,7 +275,7 @@ _prefs-watch_delete() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -298,9 +286,6 @@ _prefs-watch_delete() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -308,7 +293,7 @@ _prefs-watch_list() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 0
 
     # Offer option value completions
@@ -319,9 +304,6 @@ _prefs-watch_list() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -329,7 +311,7 @@ _prefs-watch_find() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 1
 
     # Offer option value completions
@@ -340,9 +322,6 @@ _prefs-watch_find() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -350,7 +329,7 @@ _prefs-watch_export() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd --format)
+    non_repeating_options=(--group --dir --format)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -359,9 +338,6 @@ _prefs-watch_export() {
         return
         ;;
     '--dir')
-        return
-        ;;
-    '--etcd')
         return
         ;;
     '--format')
@@ -375,7 +351,7 @@ _prefs-watch_import() {
     repeating_flags=()
     non_repeating_flags=(--merge --create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -386,9 +362,6 @@ _prefs-watch_import() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -396,7 +369,7 @@ _prefs-watch_rename() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 3
 
     # Offer option value completions
@@ -407,9 +380,6 @@ _prefs-watch_rename() {
     '--dir')
         return
         ;;
-    '--etcd')
-        return
-        ;;
     esac
 }
 
@@ -417,7 +387,7 @@ _prefs-watch_edit() {
     repeating_flags=()
     non_repeating_flags=(--create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --etcd)
+    non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -426,9 +396,6 @@ _prefs-watch_edit() {
         return
         ;;
     '--dir')
-        return
-        ;;
-    '--etcd')
         return
         ;;
     esac

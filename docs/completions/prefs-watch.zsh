@@ -83,7 +83,6 @@ _prefs-watch_tail() {
         '*:suites:'
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         '*--prefix[Only keys starting with this prefix (repeatable).]:prefix:'
         '*--key[Only this key (repeatable).]:key:'
         '--json[JSON Lines\: ts, seq, suite, key, op, old, new (and message).]'
@@ -107,7 +106,6 @@ _prefs-watch_read() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--json[Print JSON instead.]'
@@ -124,7 +122,6 @@ _prefs-watch_read-type() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--version[Show the version.]'
@@ -140,7 +137,6 @@ _prefs-watch_write() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--create[Create the suite at a path that does not end in .plist.]'
@@ -158,7 +154,6 @@ _prefs-watch_delete() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--version[Show the version.]'
@@ -174,7 +169,6 @@ _prefs-watch_list() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -188,7 +182,6 @@ _prefs-watch_find() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':word:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -204,7 +197,6 @@ _prefs-watch_export() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':destination:'
         '--format[xml or binary.]:format:{__prefs-watch_complete "${___format[@]}"}'
@@ -221,7 +213,6 @@ _prefs-watch_import() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':source:'
         '--merge[Keep keys the file does not have.]'
@@ -239,7 +230,6 @@ _prefs-watch_rename() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':old:'
         ':new:'
@@ -256,7 +246,6 @@ _prefs-watch_edit() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
-        '--etcd[A suite on this etcd v3 cluster (client URLs, comma-separated)\: the suite argument is its key prefix (needs a prefs-watch built with the Etcd trait).]:endpoints:'
         ':suite:'
         ':key:'
         '--create[Create the suite at a path that does not end in .plist.]'

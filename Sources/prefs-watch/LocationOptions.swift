@@ -62,8 +62,8 @@ struct LocationOptions: ParsableArguments {
     func existingDirectory() throws -> SuiteDirectory? {
         guard let directory = try directory() else { return nil }
         let path = directory.url.path
-        let missing = group.map { "The app group \($0) has no container (no \(path)); check the identifier, or \"prefs-watch list\" for the groups there are." }
-            ?? "\(path) does not exist; check the directory."
+        let missing = group.map { "The app group \($0) has no container (no \(path)); check the identifier, or \"prefs-watch list\" for the groups there are (tail --wait waits for it)." }
+            ?? "\(path) does not exist; check the directory (tail --wait waits for it)."
         try requireExisting(path, missing: missing)
         return directory
     }

@@ -55,7 +55,7 @@ struct Tail: ParsableCommand {
     @Flag(help: "Print the current values first (operation initial).")
     var initial = false
 
-    @Flag(help: "Wait for a named suite that does not exist yet (without it, that is an error).")
+    @Flag(help: "Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).")
     var wait = false
 
     @Option(name: [.customShort("c"), .long], help: "Exit with 0 after this many records.")
@@ -97,6 +97,17 @@ struct Tail: ParsableCommand {
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
         let session = TailSession(style: style, terminator: nulTerminated ? 0 : 10, filters: filters, count: count, timeout: timeout)
 
+        var appeared = false
+        if suites.isEmpty, wait, let directory = try location.directory(), !FileManager.default.fileExists(atPath: directory.url.path) {
+            // Started before the directory is made (by the app it watches): look for it ten times
+            // a second until it is there, then watch it. Every suite in it then is new.
+            FileHandle.standardError.write(Data("prefs-watch: \(directory.url.path) does not exist yet; waiting for it.\n".utf8))
+            while !FileManager.default.fileExists(atPath: directory.url.path) { usleep(100_000) }
+            // Made empty, it may be a container whose Library/Preferences comes next (mkdir -p):
+            // one more look before it is resolved.
+            if (try? FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty) == true { usleep(100_000) }
+            appeared = true
+        }
         if suites.isEmpty, let directory = try location.existingDirectory() {
             // Listen for new suites before listing, so none falls in between.
             let additions = try directory.observeSuiteAdditions { name in
@@ -106,7 +117,7 @@ struct Tail: ParsableCommand {
                     session.error(suite: name, path: directory.url.appending(path: name + ".plist").path, error)
                 }
             }
-            try openDirectory(directory, session)
+            try openDirectory(directory, session, announce: appeared ? .asNew : initial ? .initial : .none)
             withExtendedLifetime(additions) { Self.waitForever() }
         } else {
             for spec in suites {
@@ -134,9 +145,9 @@ struct Tail: ParsableCommand {
         while true { pause() }
     }
 
-    private func openDirectory(_ directory: SuiteDirectory, _ session: TailSession) throws {
+    private func openDirectory(_ directory: SuiteDirectory, _ session: TailSession, announce: TailSession.Announce) throws {
         for name in try directory.suiteNames() {
-            session.attach(try directory.suite(named: name), announce: initial ? .initial : .none)
+            session.attach(try directory.suite(named: name), announce: announce)
         }
         #if InotifyTools
         if raw { try RawEvents.start(directories: [directory.url.path], session) }

@@ -97,6 +97,19 @@ struct PrefsWatchTests {
         #expect(waiting.output.contains("typo.plist does not exist yet"))
     }
 
+    /// `tail --dir DIR --wait` started before anything makes DIR (the README's order: the tail,
+    /// then the demo) waits for it, and reports the suites made in it as new.
+    @Test func aTailOfADirectoryThatDoesNotExistYetWaitsForItWhenAsked() async throws {
+        let directory = try TemporaryDirectory()
+        let later = directory.file("later/Library/Preferences")
+        #expect(try await prefsWatchRun("tail", "--dir", directory.file("later").path).status == 1)
+        let tail = try Launched(prefsWatch, ["tail", "--dir", directory.file("later").path, "--wait", "--json", "--count", "1"])
+        #expect(try await tail.errorLines(1)[0].contains("does not exist yet; waiting for it"))
+        try await child("set", later.appending(path: "made.plist").path, "k=int:1")
+        #expect(try await tail.status() == 0, "\(tail.standardError)")
+        #expect(tail.records.items.count == 1 && tail.records.items[0].contains(#""suite":"made","key":"k","op":"set","old":null,"new":1"#), "\(tail.records.items)")
+    }
+
     /// `--` ends the type flags; JSON is read as JSON parsers read it (no trailing comma); a
     /// mistyped `--dir` is not created without `--create`; `--etcd` is not offered by a build
     /// without etcd.

@@ -142,6 +142,11 @@ struct Launched: Sendable {
         try await exit.wait(for: 1, timeout: timeout)[0]
     }
 
+    /// Waits for `count` lines on standard error; returns them.
+    func errorLines(_ count: Int) async throws -> [String] {
+        try await errors.wait(for: count)
+    }
+
     /// What it printed on standard error so far (complete after `status()`).
     var standardError: String { errors.items.joined(separator: "\n") }
 }

@@ -122,7 +122,7 @@ complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_o
 complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" format' -l 'format' -d 'Print each record with these % letters (see below).' -rfka ''
 complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" 0' -s '0' -d 'End records with NUL instead of a newline.'
 complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" initial' -l 'initial' -d 'Print the current values first (operation initial).'
-complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" wait' -l 'wait' -d 'Wait for a named suite that does not exist yet (without it, that is an error).'
+complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" wait' -l 'wait' -d 'Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).'
 complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" c count' -s 'c' -l 'count' -d 'Exit with 0 after this many records.' -rfka ''
 complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" t timeout' -s 't' -l 'timeout' -d 'Exit with 2 when no record arrives for this many seconds.' -rfka ''
 complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_flags_or_options "prefs-watch tail" version' -l 'version' -d 'Show the version.'

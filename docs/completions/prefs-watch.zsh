@@ -90,7 +90,7 @@ _prefs-watch_tail() {
         '--format[Print each record with these % letters (see below).]:format:'
         '-0[End records with NUL instead of a newline.]'
         '--initial[Print the current values first (operation initial).]'
-        '--wait[Wait for a named suite that does not exist yet (without it, that is an error).]'
+        '--wait[Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).]'
         '(-c --count)'{-c,--count}'[Exit with 0 after this many records.]:count:'
         '(-t --timeout)'{-t,--timeout}'[Exit with 2 when no record arrives for this many seconds.]:timeout:'
         '--version[Show the version.]'

@@ -65,6 +65,14 @@ struct AppGroupDemo: AsyncParsableCommand {
         let suite = try openSuite(container: container, prefix: prefix)
         if role == "helper" { return try await Helper.run(id: id, suite: suite) }
 
+        // A kept container holds the last run's values: a change to the same value changes
+        // nothing, and nobody would hear it. The scenario starts from its defaults (the counter
+        // is counted from where it stands).
+        let leftOver = try suite.update { values in
+            let old = values.values.keys.filter { ($0.hasPrefix("demo.") && $0 != counterKey.name) || $0.hasPrefix("helper") }
+            for key in old { values[key] = nil }
+            return old.count
+        }
         let removeContainer = groupDir == nil && !keep && etcd == nil
         defer { if removeContainer { try? FileManager.default.removeItem(at: container) } }
         let settings = DemoSettings(suite: suite)
@@ -78,6 +86,7 @@ struct AppGroupDemo: AsyncParsableCommand {
         print("AppGroupDemo: suite \(suite.fileURL?.path ?? "on etcd \(etcd ?? "") under \(prefix)")")
         print("  main process \(getpid()), helpers \(helpers.map { String($0.pid) }.joined(separator: " and "))")
         print("  watch it live: prefs-watch \(etcd.map { "--etcd \($0) \(prefix)" } ?? "--dir \(container.path)")")
+        if leftOver > 0 { print("  the suite held \(leftOver) value(s) of an earlier run: they were removed, so the run starts from the defaults") }
         if interactive { return try await Interactive.run(suite: suite, events: events) }
 
         var demo = Demo(settings: settings, suite: suite, helpers: helpers, events: events)

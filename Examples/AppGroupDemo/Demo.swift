@@ -140,9 +140,13 @@ struct Demo {
         }
         let total = try suite.update { $0[counterKey] } - before
         let lost = increments * helpers.count - total
-        line("main", "counter = \(total) (expected \(increments * helpers.count), lost updates: \(lost)) in \(String(format: "%.0f", Double(monotonicNanoseconds() - incrementStart) / 1e6)) ms")
-        expect(lost == 0, "\(lost) increments were lost")
-        lostUpdates = lost
+        line("main", "counter = \(total) (expected \(increments * helpers.count), lost updates: \(max(lost, 0))) in \(String(format: "%.0f", Double(monotonicNanoseconds() - incrementStart) / 1e6)) ms")
+        if lost < 0 {
+            // More than these helpers added: not a loss, but this run cannot count losses.
+            print("           the counter rose by \(-lost) more than these helpers added: another process (a second demo on this container?) incremented it meanwhile")
+        }
+        expect(lost <= 0, "\(lost) increments were lost")
+        lostUpdates = max(lost, 0)
 
         print("\n4. A key removed by one process reverts to its default in the others")
         cursor = events.count

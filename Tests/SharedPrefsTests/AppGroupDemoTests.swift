@@ -17,6 +17,12 @@ struct AppGroupDemoTests {
         // A container it was given is left in place, with the suite the processes shared.
         let suite = directory.url.appending(path: "Library/Preferences/settings.plist")
         #expect(try readSuiteFile(suite)["demo.counter"] == 400)
+        // Run again on the kept container: the last run's values are removed and said so, the
+        // scenario passes, and the counter counts on from where it stood.
+        let again = try await run(demo, ["--group-dir", directory.url.path, "--increments", "100"])
+        #expect(again.status == 0, "\(again.output)")
+        #expect(again.output.contains("of an earlier run: they were removed") && again.output.contains("counter = 200 (expected 200, lost updates: 0)"), "\(again.output)")
+        #expect(try readSuiteFile(suite)["demo.counter"] == 600)
     }
 
     @Test func interactiveModeSetsAndGetsWhileHelpersReport() async throws {

@@ -89,6 +89,7 @@ let package = Package(
                 "SharedPrefs",
                 "SharedPrefsLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .target(name: "CInotifyTools", condition: .when(traits: ["InotifyTools"])),
                 .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
             ]

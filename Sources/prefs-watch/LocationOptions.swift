@@ -31,8 +31,17 @@ struct LocationOptions: ParsableArguments {
     static let etcdVisibility = ArgumentVisibility.hidden
     #endif
 
+    @Flag(name: [.customShort("q"), .long], help: "Print no warnings of the library, only errors.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Print what the library notices too (its info log lines).")
+    var verbose = false
+
     func validate() throws {
         if [group != nil, dir != nil, etcd != nil].filter({ $0 }).count > 1 { throw ValidationError("Give one of --group, --dir and --etcd.") }
+        if quiet && verbose { throw ValidationError("Give --quiet or --verbose, not both.") }
+        if quiet { CommandLineLog.set(.error) }
+        if verbose { CommandLineLog.set(.info) }
         #if !Etcd
         if etcd != nil {
             throw ValidationError("This prefs-watch was built without etcd support; build it with: swift build -c release --traits Etcd --product prefs-watch")

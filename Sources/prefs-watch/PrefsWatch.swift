@@ -34,14 +34,20 @@ struct PrefsWatch: ParsableCommand {
 
     /// Refuses a first word that looks like a mistyped verb before it can be taken as the name
     /// of a suite to tail, then runs the command as ArgumentParser's `main()` does, but with an
-    /// invalid suite name or group identifier a usage error (status 64), as a malformed value is.
+    /// invalid suite name or group identifier a usage error (status 64), as a malformed value is,
+    /// and the library's errors printed once, labelled as the rest.
     static func main() {
+        CommandLineLog.bootstrap()
         if let error = mistypedVerb(Array(CommandLine.arguments.dropFirst())) { exit(withError: error) }
         do {
             var command = try parseAsRoot()
             try command.run()
         } catch let error as PreferenceError where error.code == .invalidName {
             exit(withError: ValidationError(error.message))
+        } catch let error as PreferenceError {
+            // Said once, with the one label of every line this command prints.
+            if !CommandLineLog.wasPrinted("\(error)") { FileHandle.standardError.write(Data("prefs-watch: \(error)\n".utf8)) }
+            exit(withError: ExitCode.failure)
         } catch {
             exit(withError: error)
         }

@@ -97,6 +97,21 @@ struct PrefsWatchTests {
         #expect(waiting.output.contains("typo.plist does not exist yet"))
     }
 
+    /// Every line prefs-watch prints about a problem has one label, `prefs-watch:`; the error
+    /// a command fails with is printed once; `--quiet` leaves the library's warnings out.
+    @Test func problemsArePrintedOnceWithOneLabel() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("broken.plist")
+        try Data("bplist00 and then nothing".utf8).write(to: file)
+        let loud = try await prefsWatchRun("write", file.path, "k", "-int", "1")
+        let lines = loud.output.split(separator: "\n")
+        #expect(loud.status == 1 && lines.count == 2, "\(loud.output)")
+        #expect(lines.allSatisfy { $0.hasPrefix("prefs-watch: ") && !$0.contains("[SharedPrefs]") }, "\(loud.output)")
+        #expect(lines[0].hasPrefix("prefs-watch: warning: ") && lines[1].contains("never read a good version"), "\(loud.output)")
+        let quiet = try await prefsWatchRun("write", "--quiet", file.path, "k", "-int", "1")
+        #expect(quiet.status == 1 && quiet.output.split(separator: "\n").count == 1 && quiet.output.contains("never read a good version"), "\(quiet.output)")
+    }
+
     /// `tail --dir DIR --wait` started before anything makes DIR (the README's order: the tail,
     /// then the demo) waits for it, and reports the suites made in it as new.
     @Test func aTailOfADirectoryThatDoesNotExistYetWaitsForItWhenAsked() async throws {

@@ -186,7 +186,7 @@ _prefs-watch() {
 
 _prefs-watch_tail() {
     repeating_flags=()
-    non_repeating_flags=(--json --csv -0 --initial --wait --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --json --csv -0 --initial --wait --version -h --help)
     repeating_options=(--prefix --key)
     non_repeating_options=(--group --dir --format -c --count -t --timeout)
     __prefs-watch_offer_flags_options -1
@@ -219,7 +219,7 @@ _prefs-watch_tail() {
 
 _prefs-watch_read() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
@@ -237,7 +237,7 @@ _prefs-watch_read() {
 
 _prefs-watch_read-type() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
@@ -255,7 +255,7 @@ _prefs-watch_read-type() {
 
 _prefs-watch_write() {
     repeating_flags=()
-    non_repeating_flags=(--create --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options -1
@@ -273,7 +273,7 @@ _prefs-watch_write() {
 
 _prefs-watch_delete() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
@@ -291,7 +291,7 @@ _prefs-watch_delete() {
 
 _prefs-watch_list() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 0
@@ -309,7 +309,7 @@ _prefs-watch_list() {
 
 _prefs-watch_find() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 1
@@ -327,7 +327,7 @@ _prefs-watch_find() {
 
 _prefs-watch_export() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir --format)
     __prefs-watch_offer_flags_options 2
@@ -349,7 +349,7 @@ _prefs-watch_export() {
 
 _prefs-watch_import() {
     repeating_flags=()
-    non_repeating_flags=(--merge --create --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --merge --create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
@@ -367,7 +367,7 @@ _prefs-watch_import() {
 
 _prefs-watch_rename() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 3
@@ -385,7 +385,7 @@ _prefs-watch_rename() {
 
 _prefs-watch_edit() {
     repeating_flags=()
-    non_repeating_flags=(--create --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2

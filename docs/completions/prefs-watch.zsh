@@ -83,6 +83,8 @@ _prefs-watch_tail() {
         '*:suites:'
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         '*--prefix[Only keys starting with this prefix (repeatable).]:prefix:'
         '*--key[Only this key (repeatable).]:key:'
         '--json[JSON Lines\: ts, seq, suite, key, op, old, new (and message).]'
@@ -106,6 +108,8 @@ _prefs-watch_read() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':key:'
         '--json[Print JSON instead.]'
@@ -122,6 +126,8 @@ _prefs-watch_read-type() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':key:'
         '--version[Show the version.]'
@@ -137,6 +143,8 @@ _prefs-watch_write() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':key:'
         '--create[Create the suite at a path that does not end in .plist.]'
@@ -154,6 +162,8 @@ _prefs-watch_delete() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':key:'
         '--version[Show the version.]'
@@ -169,6 +179,8 @@ _prefs-watch_list() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -182,6 +194,8 @@ _prefs-watch_find() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':word:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -197,6 +211,8 @@ _prefs-watch_export() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':destination:'
         '--format[xml or binary.]:format:{__prefs-watch_complete "${___format[@]}"}'
@@ -213,6 +229,8 @@ _prefs-watch_import() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':source:'
         '--merge[Keep keys the file does not have.]'
@@ -230,6 +248,8 @@ _prefs-watch_rename() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':old:'
         ':new:'
@@ -246,6 +266,8 @@ _prefs-watch_edit() {
     local -ar arg_specs=(
         '--group[Look suite names up in this app group'\''s container.]:id:'
         '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:'
         ':key:'
         '--create[Create the suite at a path that does not end in .plist.]'

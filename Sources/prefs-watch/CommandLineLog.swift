@@ -1,0 +1,44 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The library's log lines as prefs-watch prints them: one label (`prefs-watch: warning: …`) on
+/// standard error, at the level `--quiet` or `--verbose` chose (warnings by default).
+struct CommandLineLog: LogHandler {
+    static let level = Atomic<UInt8>(UInt8(Logger.Level.allCases.firstIndex(of: .warning)!))
+
+    /// Routes every logger of the process here; call before anything logs.
+    static func bootstrap() {
+        LoggingSystem.bootstrap { _ in CommandLineLog() }
+    }
+
+    static func set(_ level: Logger.Level) {
+        Self.level.store(UInt8(Logger.Level.allCases.firstIndex(of: level)!), ordering: .relaxed)
+    }
+
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider? = nil
+    var logLevel: Logger.Level {
+        get { Logger.Level.allCases[Int(Self.level.load(ordering: .relaxed))] }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// The error lines printed, so that an error the command then fails with is not printed twice.
+    private static let errors = Mutex<Set<String>>([])
+
+    static func wasPrinted(_ message: String) -> Bool {
+        errors.withLock { $0.contains(message) }
+    }
+
+    func log(event: LogEvent) {
+        let message = "\(event.message)"
+        if event.level >= .error { _ = Self.errors.withLock { $0.insert(message) } }
+        let label = event.level >= .error ? "" : "\(event.level): "
+        FileHandle.standardError.write(Data("prefs-watch: \(label)\(message)\n".utf8))
+    }
+}

@@ -27,7 +27,7 @@ struct PrefsWatch: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Find.self, Export.self, Import.self,
-            Rename.self, Edit.self,
+            Migrate.self, Rename.self, Edit.self,
         ],
         defaultSubcommand: Tail.self
     )

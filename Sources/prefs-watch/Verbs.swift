@@ -272,6 +272,39 @@ struct Import: ParsableCommand {
     }
 }
 
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Copy a Foundation UserDefaults suite's values into a suite, types kept; the UserDefaults file is only read.",
+        discussion: """
+            Foundation on Linux keeps UserDefaults(suiteName: NAME) in $XDG_CONFIG_HOME/NAME.plist \
+            (else ~/.config/NAME.plist) and rewrites it in place without a lock: it shares nothing \
+            with a SharedPrefs suite of the same name. Stop the programs that write it first. Keys \
+            the suite holds already keep their values unless --overwrite. Prints what was copied \
+            and what was kept.
+
+            Examples:
+              prefs-watch migrate group.com.example.app com.example.app
+              prefs-watch migrate settings settings --overwrite
+            """)
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite to copy into.") var suite: String
+    @Argument(help: "The name the program passed to UserDefaults(suiteName:).") var userDefaultsSuite: String
+    @Flag(help: "Let the UserDefaults values replace the suite's own.") var overwrite = false
+    @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
+
+    func run() throws {
+        let prefs = try location.open(suite, create: create)
+        let moved = try prefs.importUserDefaults(suiteName: userDefaultsSuite, overwrite: overwrite)
+        let place = location.place(suite, prefs)
+        print("Copied \(moved.copied.count) key(s) from \(moved.source.path) into \(place)\(moved.copied.isEmpty ? "" : ": " + moved.copied.joined(separator: ", ")).")
+        if !moved.kept.isEmpty {
+            print("Kept \(moved.kept.count) key(s) the suite had (--overwrite replaces them): \(moved.kept.joined(separator: ", ")).")
+        }
+    }
+}
+
 struct Rename: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rename",

@@ -97,6 +97,31 @@ struct PrefsWatchTests {
         #expect(waiting.output.contains("typo.plist does not exist yet"))
     }
 
+    /// A suite Foundation's `UserDefaults` wrote (in `$XDG_CONFIG_HOME`, by a real Foundation
+    /// process) is copied into a SharedPrefs suite with every type kept, what was copied and kept
+    /// is printed, and the UserDefaults file is left byte for byte.
+    @Test func aUserDefaultsSuiteIsMigratedWithItsTypesAndTheSourceUntouched() async throws {
+        let directory = try TemporaryDirectory()
+        let environment = ["XDG_CONFIG_HOME": directory.file("config").path, "SHAREDPREFS_ROOT": directory.file("root").path]
+        #expect(try await run(childExecutable, ["user-defaults", "legacy"], environment: environment).status == 0)
+        let source = directory.file("config/legacy.plist")
+        let before = try Data(contentsOf: source)
+        #expect(try await run(prefsWatch, ["write", "settings", "shared", "mine"], environment: environment).status == 0)
+        let moved = try await run(prefsWatch, ["migrate", "settings", "legacy"], environment: environment)
+        #expect(moved.status == 0, "\(moved.output)")
+        #expect(moved.output.contains("Copied 8 key(s) from \(source.path)") && moved.output.contains("Kept 1 key(s) the suite had (--overwrite replaces them): shared."), "\(moved.output)")
+        let suite = try readSuiteFile(directory.file("root/Preferences/settings.plist"))
+        #expect(suite == [
+            "int": 42, "real": 1.5, "bool": true, "string": "text", "date": .date(Date(timeIntervalSince1970: 1_000_000)),
+            "data": .data(Data([1, 2, 3])), "array": ["a", "b"], "dictionary": ["nested": 1], "shared": "mine",
+        ])
+        #expect(try Data(contentsOf: source) == before)
+        #expect(try await run(prefsWatch, ["migrate", "settings", "legacy", "--overwrite"], environment: environment).status == 0)
+        #expect(try readSuiteFile(directory.file("root/Preferences/settings.plist"))["shared"] == "theirs")
+        let missing = try await run(prefsWatch, ["migrate", "settings", "nothing"], environment: environment)
+        #expect(missing.status == 1 && missing.output.contains(directory.file("config/nothing.plist").path), "\(missing.output)")
+    }
+
     /// Every line prefs-watch prints about a problem has one label, `prefs-watch:`; the error
     /// a command fails with is printed once; `--quiet` leaves the library's warnings out.
     @Test func problemsArePrintedOnceWithOneLabel() async throws {

@@ -31,6 +31,8 @@
 //   prefs-test-child fork-increments <plist> <count>
 //       writes once, forks; parent and child each update-increment "counter" <count> times; the
 //       parent waits for the child and prints "child <exit status>".
+//   prefs-test-child user-defaults <name>
+//       writes keys of every property-list type through Foundation's UserDefaults(suiteName:).
 //   --lock-timeout-ms N (any command): the suite's lock timeout.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
@@ -99,6 +101,20 @@ if let index = arguments.firstIndex(of: "--lock-timeout-ms"), index + 1 < argume
 }
 
 switch arguments[0] {
+case "user-defaults":
+    // Foundation's own UserDefaults, as a program that has not moved to SharedPrefs writes it.
+    guard let defaults = UserDefaults(suiteName: arguments[1]) else { fail("no UserDefaults suite \(arguments[1])") }
+    defaults.set(42, forKey: "int")
+    defaults.set(1.5, forKey: "real")
+    defaults.set(true, forKey: "bool")
+    defaults.set("text", forKey: "string")
+    defaults.set(Date(timeIntervalSince1970: 1_000_000), forKey: "date")
+    defaults.set(Data([1, 2, 3]), forKey: "data")
+    defaults.set(["a", "b"], forKey: "array")
+    defaults.set(["nested": 1], forKey: "dictionary")
+    defaults.set("theirs", forKey: "shared")
+    guard defaults.synchronize() else { fail("synchronize failed") }
+    exit(0)
 case "additions":
     if arguments.contains("--fail-watches") { TestingHooks.failWatches(errno: ENOSPC) }
     let additions: any AsyncSequence<String, Never>

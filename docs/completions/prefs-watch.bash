@@ -173,13 +173,13 @@ _prefs-watch() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    tail|read|read-type|write|delete|list|find|export|import|rename|edit|help)
+    tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|help)
         # Offer subcommand argument completions
         "_prefs-watch_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import rename edit help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import migrate rename edit help' -- "${cur}"))
         ;;
     esac
 }
@@ -350,6 +350,24 @@ _prefs-watch_export() {
 _prefs-watch_import() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --merge --create --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--group --dir)
+    __prefs-watch_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--group')
+        return
+        ;;
+    '--dir')
+        return
+        ;;
+    esac
+}
+
+_prefs-watch_migrate() {
+    repeating_flags=()
+    non_repeating_flags=(-q --quiet --verbose --overwrite --create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2

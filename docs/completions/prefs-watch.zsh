@@ -59,6 +59,7 @@ _prefs-watch() {
             'find:Print every suite, key and value that contains a word (ignoring case), as defaults find does.'
             'export:Write a suite to a property-list file, or to standard output with -.'
             'import:Replace a suite'\''s values with those of a property-list file (- reads standard input).'
+            'migrate:Copy a Foundation UserDefaults suite'\''s values into a suite, types kept; the UserDefaults file is only read.'
             'rename:Rename a key, atomically.'
             'edit:Edit a suite (or one key) in $VISUAL or $EDITOR; only the keys you change are written.'
             'help:Show subcommand help information.'
@@ -67,7 +68,7 @@ _prefs-watch() {
         ;;
     arg)
         case "${words[1]}" in
-        tail|read|read-type|write|delete|list|find|export|import|rename|edit|help)
+        tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|help)
             "_prefs-watch_${words[1]}" && ret=0
             ;;
         esac
@@ -234,6 +235,25 @@ _prefs-watch_import() {
         ':suite:'
         ':source:'
         '--merge[Keep keys the file does not have.]'
+        '--create[Create the suite at a path that does not end in .plist.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_migrate() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
+        ':suite:'
+        ':user-defaults-suite:'
+        '--overwrite[Let the UserDefaults values replace the suite'\''s own.]'
         '--create[Create the suite at a path that does not end in .plist.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'

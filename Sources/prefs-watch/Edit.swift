@@ -20,8 +20,8 @@ struct Edit: ParsableCommand {
             """)
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The key; without it, the whole suite.") var key: String?
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The key; without it, the whole suite.", completion: Completions.key) var key: String?
     @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
 
     func run() throws {

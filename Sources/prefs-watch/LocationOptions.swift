@@ -7,14 +7,14 @@ import SharedPrefsEtcd
 
 /// `--group` / `--dir` / `--etcd`, and how a suite argument becomes a suite.
 struct LocationOptions: ParsableArguments {
-    @Option(name: .customLong("group"), help: ArgumentHelp("Look suite names up in this app group's container.", valueName: "id"))
+    @Option(name: .customLong("group"), help: ArgumentHelp("Look suite names up in this app group's container.", valueName: "id"), completion: Completions.group)
     var group: String?
 
     @Option(
         name: .customLong("dir"),
         help: ArgumentHelp(
             "Look suite names up in this directory (a container: its Library/Preferences is used when present).",
-            valueName: "path"))
+            valueName: "path"), completion: .directory)
     var dir: String?
 
     @Option(

@@ -29,7 +29,7 @@ struct Tail: ParsableCommand {
             """
     )
 
-    @Argument(help: "Suite names, group suites (group.…) or .plist paths; with --etcd, key prefixes. With --group or --dir and none given: every suite there, including suites created later.")
+    @Argument(help: "Suite names, group suites (group.…) or .plist paths; with --etcd, key prefixes. With --group or --dir and none given: every suite there, including suites created later.", completion: Completions.suite)
     var suites: [String] = []
 
     @OptionGroup var location: LocationOptions
@@ -37,7 +37,7 @@ struct Tail: ParsableCommand {
     @Option(name: .customLong("prefix"), help: ArgumentHelp("Only keys starting with this prefix (repeatable).", valueName: "prefix"))
     var prefixes: [String] = []
 
-    @Option(name: .customLong("key"), help: ArgumentHelp("Only this key (repeatable).", valueName: "key"))
+    @Option(name: .customLong("key"), help: ArgumentHelp("Only this key (repeatable).", valueName: "key"), completion: Completions.key)
     var keys: [String] = []
 
     @Flag(help: "JSON Lines: ts, seq, suite, key, op, old, new (and message).")

@@ -24,8 +24,8 @@ struct Read: ParsableCommand {
             """)
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite: a name, group.… or a .plist path.") var suite: String
-    @Argument(help: "The key; without it, the whole suite.") var key: String?
+    @Argument(help: "The suite: a name, group.… or a .plist path.", completion: Completions.suite) var suite: String
+    @Argument(help: "The key; without it, the whole suite.", completion: Completions.key) var key: String?
     @Flag(help: "Print JSON instead.") var json = false
 
     func run() throws {
@@ -60,8 +60,8 @@ struct ReadType: ParsableCommand {
         discussion: "Example:\n  prefs-watch read-type settings volume      # Type is integer")
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The key.") var key: String
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The key.", completion: Completions.key) var key: String
 
     func run() throws {
         let (url, values) = try location.readValues(suite)
@@ -89,10 +89,10 @@ struct Write: ParsableCommand {
             """)
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The key.") var key: String
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The key.", completion: Completions.key) var key: String
     @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
-    @Argument(parsing: .captureForPassthrough, help: "The value, with an optional type flag.") var value: [String] = []
+    @Argument(parsing: .captureForPassthrough, help: "The value, with an optional type flag.", completion: Completions.typeFlags) var value: [String] = []
 
     func run() throws {
         // The value is captured for passthrough, and --create with it when it follows the key.
@@ -138,8 +138,8 @@ struct Delete: ParsableCommand {
         discussion: "Examples:\n  prefs-watch delete settings theme\n  prefs-watch delete settings")
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The key; without it, every key.") var key: String?
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The key; without it, every key.", completion: Completions.key) var key: String?
 
     func run() throws {
         let prefs = try location.openExisting(suite)
@@ -219,8 +219,8 @@ struct Export: ParsableCommand {
         discussion: "Examples:\n  prefs-watch export settings backup.plist\n  prefs-watch export settings - | plutil -p -")
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The destination file, or - for standard output.") var destination: String
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The destination file, or - for standard output.", completion: .file(extensions: ["plist"])) var destination: String
     @Option(help: "xml or binary.") var format: FormatChoice = .xml
 
     func run() throws {
@@ -242,8 +242,8 @@ struct Import: ParsableCommand {
         discussion: "Examples:\n  prefs-watch import settings backup.plist\n  prefs-watch export old - | prefs-watch import new -")
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The source file, or - for standard input.") var source: String
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The source file, or - for standard input.", completion: .file(extensions: ["plist"])) var source: String
     @Flag(help: "Keep keys the file does not have.") var merge = false
     @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
 
@@ -289,7 +289,7 @@ struct Migrate: ParsableCommand {
             """)
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite to copy into.") var suite: String
+    @Argument(help: "The suite to copy into.", completion: Completions.suite) var suite: String
     @Argument(help: "The name the program passed to UserDefaults(suiteName:).") var userDefaultsSuite: String
     @Flag(help: "Let the UserDefaults values replace the suite's own.") var overwrite = false
     @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
@@ -311,8 +311,8 @@ struct Rename: ParsableCommand {
         abstract: "Rename a key, atomically.", discussion: "Example:\n  prefs-watch rename settings colour color")
 
     @OptionGroup var location: LocationOptions
-    @Argument(help: "The suite.") var suite: String
-    @Argument(help: "The key's current name.") var old: String
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+    @Argument(help: "The key's current name.", completion: Completions.key) var old: String
     @Argument(help: "The key's new name.") var new: String
 
     func run() throws {

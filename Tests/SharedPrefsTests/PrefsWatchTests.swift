@@ -487,6 +487,45 @@ struct PrefsWatchTests {
         #expect(render.status == 0 && render.output.isEmpty, "\(render.output)")
     }
 
+    /// The committed bash completions, run by bash against the built binary: suite names and
+    /// group identifiers, keys of the suite on the line, type flags after a key, groups after
+    /// --group, directories and suite files for a path.
+    @Test func bashCompletesSuitesKeysGroupsTypeFlagsAndPaths() async throws {
+        let directory = try TemporaryDirectory()
+        let root = ["SHAREDPREFS_ROOT": directory.url.path]
+        for arguments in [["write", "settings", "theme", "dark"], ["write", "settings", "volume", "-int", "3"], ["write", "group.com.example.app", "k", "-int", "1"]] {
+            #expect(try await run(prefsWatch, arguments, environment: root).status == 0)
+        }
+        let script = """
+            source '\(repositoryRoot.appending(path: "docs/completions/prefs-watch.bash").path)'
+            complete_line() {
+                COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}
+                read -ra COMP_WORDS <<< "$COMP_LINE"
+                [[ "$COMP_LINE" == *" " ]] && COMP_WORDS+=("")
+                COMP_WORDS[0]='\(prefsWatch.path)'
+                COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+                COMPREPLY=()
+                _prefs-watch "${COMP_WORDS[0]}" "${COMP_WORDS[$COMP_CWORD]}" "${COMP_WORDS[$COMP_CWORD-1]}"
+                echo "${COMPREPLY[*]}"
+            }
+            complete_line "prefs-watch read "
+            complete_line "prefs-watch read se"
+            complete_line "prefs-watch read settings vo"
+            complete_line "prefs-watch write settings theme "
+            complete_line "prefs-watch read --group "
+            complete_line "prefs-watch tail settings --key "
+            complete_line "prefs-watch read \(directory.url.path)/Pref"
+            complete_line "prefs-watch read \(directory.url.path)/Preferences/"
+            """
+        let result = try await run(URL(filePath: "/bin/bash"), ["-c", script], environment: root)
+        #expect(result.status == 0)
+        #expect(result.output.split(separator: "\n", omittingEmptySubsequences: false).dropLast() == [
+            "settings group.com.example.app", "settings", "volume",
+            "-bool -boolean -data -date -float -int -integer -string -array -array-add -dict -dict-add", "group.com.example.app", "theme volume",
+            "\(directory.url.path)/Preferences/", "\(directory.url.path)/Preferences/settings.plist",
+        ], "\(result.output)")
+    }
+
     #if !InotifyTools
     /// The completions in docs/ are what the default build generates (no `--raw`, which only
     /// the InotifyTools trait has).

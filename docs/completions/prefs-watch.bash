@@ -194,15 +194,18 @@ _prefs-watch_tail() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion tail -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
         return
         ;;
     '--prefix')
         return
         ;;
     '--key')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion tail -- --key "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--format')
@@ -212,6 +215,14 @@ _prefs-watch_tail() {
         return
         ;;
     '-t'|'--timeout')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    *)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion tail -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -227,9 +238,23 @@ _prefs-watch_read() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion read -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion read -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion read -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -245,9 +270,23 @@ _prefs-watch_read-type() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion read-type -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion read-type -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion read-type -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -263,9 +302,27 @@ _prefs-watch_write() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion write -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion write -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion write -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    *)
+        __prefs-watch_add_completions -W '-bool'$'\n''-boolean'$'\n''-data'$'\n''-date'$'\n''-float'$'\n''-int'$'\n''-integer'$'\n''-string'$'\n''-array'$'\n''-array-add'$'\n''-dict'$'\n''-dict-add'
         return
         ;;
     esac
@@ -281,9 +338,23 @@ _prefs-watch_delete() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion delete -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion delete -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion delete -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -299,9 +370,11 @@ _prefs-watch_list() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion list -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
         return
         ;;
     esac
@@ -317,9 +390,11 @@ _prefs-watch_find() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion find -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
         return
         ;;
     esac
@@ -335,13 +410,27 @@ _prefs-watch_export() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion export -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
         return
         ;;
     '--format')
         __prefs-watch_add_completions -W 'xml'$'\n''binary'
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion export -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -o plusdirs -fX '!*.@(plist)'
         return
         ;;
     esac
@@ -357,9 +446,23 @@ _prefs-watch_import() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion import -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion import -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -o plusdirs -fX '!*.@(plist)'
         return
         ;;
     esac
@@ -375,9 +478,19 @@ _prefs-watch_migrate() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion migrate -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion migrate -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -393,9 +506,23 @@ _prefs-watch_rename() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion rename -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion rename -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion rename -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -411,9 +538,23 @@ _prefs-watch_edit() {
     # Offer option value completions
     case "${prev}" in
     '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion edit -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion edit -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    2)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion edit -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac

@@ -81,13 +81,13 @@ _prefs-watch() {
 _prefs-watch_tail() {
     local -i ret=1
     local -ar arg_specs=(
-        '*:suites:'
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '*:suites:{__prefs-watch_custom_complete ---completion tail -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion tail -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
         '*--prefix[Only keys starting with this prefix (repeatable).]:prefix:'
-        '*--key[Only this key (repeatable).]:key:'
+        '*--key[Only this key (repeatable).]:key:{__prefs-watch_custom_complete ---completion tail -- --key "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--json[JSON Lines\: ts, seq, suite, key, op, old, new (and message).]'
         '--csv[CSV\: ts,seq,suite,key,op,old,new,message, quoted as inotifywait does.]'
         '--format[Print each record with these % letters (see below).]:format:'
@@ -107,12 +107,12 @@ _prefs-watch_tail() {
 _prefs-watch_read() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion read -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':key:'
+        ':suite:{__prefs-watch_custom_complete ---completion read -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':key:{__prefs-watch_custom_complete ---completion read -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--json[Print JSON instead.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -125,12 +125,12 @@ _prefs-watch_read() {
 _prefs-watch_read-type() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion read-type -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':key:'
+        ':suite:{__prefs-watch_custom_complete ---completion read-type -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':key:{__prefs-watch_custom_complete ---completion read-type -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -141,15 +141,16 @@ _prefs-watch_read-type() {
 
 _prefs-watch_write() {
     local -i ret=1
+    local -ar _value=('-bool' '-boolean' '-data' '-date' '-float' '-int' '-integer' '-string' '-array' '-array-add' '-dict' '-dict-add')
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion write -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':key:'
+        ':suite:{__prefs-watch_custom_complete ---completion write -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':key:{__prefs-watch_custom_complete ---completion write -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--create[Create the suite at a path that does not end in .plist.]'
-        '*:value:'
+        '*:value:{__prefs-watch_complete "${_value[@]}"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -161,12 +162,12 @@ _prefs-watch_write() {
 _prefs-watch_delete() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion delete -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':key:'
+        ':suite:{__prefs-watch_custom_complete ---completion delete -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':key:{__prefs-watch_custom_complete ---completion delete -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -178,8 +179,8 @@ _prefs-watch_delete() {
 _prefs-watch_list() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion list -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
         '--version[Show the version.]'
@@ -193,8 +194,8 @@ _prefs-watch_list() {
 _prefs-watch_find() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion find -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
         ':word:'
@@ -210,12 +211,12 @@ _prefs-watch_export() {
     local -i ret=1
     local -ar ___format=('xml' 'binary')
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion export -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':destination:'
+        ':suite:{__prefs-watch_custom_complete ---completion export -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':destination:_files -g '\''*.plist'\'''
         '--format[xml or binary.]:format:{__prefs-watch_complete "${___format[@]}"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -228,12 +229,12 @@ _prefs-watch_export() {
 _prefs-watch_import() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion import -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':source:'
+        ':suite:{__prefs-watch_custom_complete ---completion import -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':source:_files -g '\''*.plist'\'''
         '--merge[Keep keys the file does not have.]'
         '--create[Create the suite at a path that does not end in .plist.]'
         '--version[Show the version.]'
@@ -247,11 +248,11 @@ _prefs-watch_import() {
 _prefs-watch_migrate() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion migrate -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
+        ':suite:{__prefs-watch_custom_complete ---completion migrate -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':user-defaults-suite:'
         '--overwrite[Let the UserDefaults values replace the suite'\''s own.]'
         '--create[Create the suite at a path that does not end in .plist.]'
@@ -266,12 +267,12 @@ _prefs-watch_migrate() {
 _prefs-watch_rename() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion rename -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':old:'
+        ':suite:{__prefs-watch_custom_complete ---completion rename -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':old:{__prefs-watch_custom_complete ---completion rename -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':new:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -284,12 +285,12 @@ _prefs-watch_rename() {
 _prefs-watch_edit() {
     local -i ret=1
     local -ar arg_specs=(
-        '--group[Look suite names up in this app group'\''s container.]:id:'
-        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:'
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion edit -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
         '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
         '--verbose[Print what the library notices too (its info log lines).]'
-        ':suite:'
-        ':key:'
+        ':suite:{__prefs-watch_custom_complete ---completion edit -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        ':key:{__prefs-watch_custom_complete ---completion edit -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--create[Create the suite at a path that does not end in .plist.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'

@@ -8,11 +8,13 @@ import Testing
     let directory = try TemporaryDirectory()
     let json = directory.file("bench.json")
     let bench = childExecutable.deletingLastPathComponent().appending(path: "prefs-bench")
-    let result = try await run(bench, ["--quick", "--only", "2,3,4,6,7,8,9,11", "--json", json.path])
+    let result = try await run(bench, ["--quick", "--only", "2,3,4,6,7,8,9,11,14,15", "--json", json.path])
     #expect(result.status == 0, "\(result.output)")
     let rows = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: json)) as? [[String: Any]])
     let groups = Set(rows.compactMap { ($0["group"] as? String)?.split(separator: ".").first.map(String.init) })
-    #expect(groups == ["2", "3", "4", "6", "7", "8", "9", "11"])
+    #expect(groups == ["2", "3", "4", "6", "7", "8", "9", "11", "14", "15"])
+    // Every suite is had under the descriptor limit.
+    #expect(rows.contains { $0["group"] as? String == "15. descriptors" && ($0["note"] as? String)?.hasPrefix("1000 of 1000 tried") == true }, "\(rows)")
     #expect(!rows.contains { $0["name"] as? String == "failed" }, "\(rows)")
     #expect(rows.filter { ($0["note"] as? String)?.hasPrefix("lost updates: 0 ") == true }.count == 2, "contention, .full and .none")
     // Numbers and units apart, so that two runs compare by script; latency rows carry their CDF.

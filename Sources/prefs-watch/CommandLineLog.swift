@@ -7,9 +7,21 @@ import Synchronization
 struct CommandLineLog: LogHandler {
     static let level = Atomic<UInt8>(UInt8(Logger.Level.allCases.firstIndex(of: .warning)!))
 
-    /// Routes every logger of the process here; call before anything logs.
+    /// Routes every logger of the process here; call before anything logs. On a terminal the
+    /// library's notices are shown too (a wait for a lock held by another process, naming it).
     static func bootstrap() {
+        if isatty(STDERR_FILENO) == 1 { set(.notice) }
         LoggingSystem.bootstrap { _ in CommandLineLog() }
+    }
+
+    /// Runs `work`; on a terminal, if it takes over a second, says `what` is going on meanwhile.
+    static func progress<T>(_ what: @autoclosure () -> String, _ work: () throws -> T) rethrows -> T {
+        guard isatty(STDERR_FILENO) == 1, Logger.Level.allCases[Int(level.load(ordering: .relaxed))] <= .notice else { return try work() }
+        let line = "prefs-watch: \(what())…\n"
+        let note = DispatchWorkItem { FileHandle.standardError.write(Data(line.utf8)) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: note)
+        defer { note.cancel() }
+        return try work()
     }
 
     static func set(_ level: Logger.Level) {

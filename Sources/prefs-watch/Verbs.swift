@@ -257,17 +257,19 @@ struct Import: ParsableCommand {
             defer { close(fd) }
             data = try readSuiteBytes(fd, from: source, unchanged: " Nothing was changed.")
         }
-        let root: PlistValue
-        do { root = try PlistValue(propertyListData: data) } catch {
-            throw failure("\(source == "-" ? "Standard input" : source): \(error.message)")
-        }
-        guard case .dictionary(let values) = root else {
-            throw failure("\(source == "-" ? "Standard input" : source) holds a \(root.typeName); a suite needs a dictionary at the root.")
-        }
-        let prefs = try location.open(suite, create: create)
-        try prefs.update { tx in
-            if !merge { for key in tx.values.keys where values[key] == nil { tx[key] = nil } }
-            for (key, value) in values { tx[key] = value }
+        try CommandLineLog.progress("importing \(source == "-" ? "standard input" : source) (\(data.count) bytes) into \(suite)") {
+            let root: PlistValue
+            do throws(PreferenceError) { root = try PlistValue(propertyListData: data) } catch {
+                throw failure("\(source == "-" ? "Standard input" : source): \(error.message)")
+            }
+            guard case .dictionary(let values) = root else {
+                throw failure("\(source == "-" ? "Standard input" : source) holds a \(root.typeName); a suite needs a dictionary at the root.")
+            }
+            let prefs = try location.open(suite, create: create)
+            try prefs.update { tx in
+                if !merge { for key in tx.values.keys where values[key] == nil { tx[key] = nil } }
+                for (key, value) in values { tx[key] = value }
+            }
         }
     }
 }
@@ -296,7 +298,9 @@ struct Migrate: ParsableCommand {
 
     func run() throws {
         let prefs = try location.open(suite, create: create)
-        let moved = try prefs.importUserDefaults(suiteName: userDefaultsSuite, overwrite: overwrite)
+        let moved = try CommandLineLog.progress("copying UserDefaults suite \(userDefaultsSuite) into \(location.place(suite, prefs))") {
+            try prefs.importUserDefaults(suiteName: userDefaultsSuite, overwrite: overwrite)
+        }
         let place = location.place(suite, prefs)
         print("Copied \(moved.copied.count) key(s) from \(moved.source.path) into \(place)\(moved.copied.isEmpty ? "" : ": " + moved.copied.joined(separator: ", ")).")
         if !moved.kept.isEmpty {

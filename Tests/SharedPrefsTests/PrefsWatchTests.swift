@@ -122,6 +122,30 @@ struct PrefsWatchTests {
         #expect(missing.status == 1 && missing.output.contains(directory.file("config/nothing.plist").path), "\(missing.output)")
     }
 
+    /// On a terminal (`script` gives it one), an import that goes on for over a second says what
+    /// it is doing, and a wait of over a second for a lock another process holds says so, naming
+    /// the holder; in a pipe neither is printed.
+    @Test func onATerminalLongWaitsAndLongWorkAreSaid() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("held.plist")
+        #expect(try await prefsWatchRun("write", file.path, "before", "-int", "1").status == 0)
+        let source = directory.file("source.plist")
+        try Data(PropertyListFormat.binary.encode(["k": 2])).write(to: source)
+        let holder = try await lockHolder(directory.file(".held.plist.lock"))
+        let importer = try Launched(URL(filePath: "/usr/bin/script"), ["-qec", "'\(prefsWatch.path)' import '\(file.path)' '\(source.path)'", "/dev/null"])
+        let said = try await importer.records.wait(until: { lines in lines.contains { $0.contains("Waiting for the lock") } && lines.contains { $0.contains("importing") } })
+        #expect(said.contains { $0.hasPrefix("prefs-watch: importing \(source.path) (") && $0.contains("into \(file.path)") }, "\(said)")
+        #expect(said.contains { $0.contains("prefs-watch: notice: Waiting for the lock \(directory.file(".held.plist.lock").path), held by PID \(holder.pid)") }, "\(said)")
+        try holder.closeInput()
+        #expect(try await importer.status() == 0)
+        #expect(try readSuiteFile(file) == ["k": 2])
+        // In a pipe: nothing, however long it takes.
+        let big = directory.file("big.plist")
+        try Data(PropertyListFormat.binary.encode(.dictionary(PlistDictionary((0..<300_000).map { ("k\($0)", PlistValue.integer(Int64($0))) })))).write(to: big)
+        let piped = try await prefsWatchRun("import", directory.file("b.plist").path, big.path)
+        #expect(piped.status == 0 && piped.output.isEmpty, "\(piped.output)")
+    }
+
     /// Every line prefs-watch prints about a problem has one label, `prefs-watch:`; the error
     /// a command fails with is printed once; `--quiet` leaves the library's warnings out.
     @Test func problemsArePrintedOnceWithOneLabel() async throws {

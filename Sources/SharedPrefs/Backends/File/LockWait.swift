@@ -29,9 +29,13 @@ final class LockWait: Sendable {
         self.path = path
     }
 
-    /// Locks `fd` exclusively, waiting at most `timeout`.
+    /// How long a wait goes on before it is said (``lock(_:path:timeout:saying:)``).
+    static let quietWait: Duration = .seconds(1)
+
+    /// Locks `fd` exclusively, waiting at most `timeout`; `saying` is called once if the wait
+    /// lasts ``quietWait``.
     /// - Returns: `.success(true)` when locked, `.success(false)` when the timeout passed.
-    static func lock(_ fd: CInt, path: String, timeout: Duration) -> Result<Bool, Errno> {
+    static func lock(_ fd: CInt, path: String, timeout: Duration, saying: () -> Void = {}) -> Result<Bool, Errno> {
         switch Syscall.lock(fd, LOCK_EX | LOCK_NB) {
         case .success: return .success(true)
         case .failure(let errno) where errno.rawValue == EWOULDBLOCK: break
@@ -39,7 +43,7 @@ final class LockWait: Sendable {
         }
         let deadline = ContinuousClock.now + timeout
         let isFirst = outstanding.withLock { $0.insert(path).inserted }
-        guard isFirst else { return poll(fd, until: deadline) }
+        guard isFirst else { return poll(fd, until: deadline, saying: saying) }
         let duplicate: CInt
         switch Syscall.duplicate(fd) {
         case .success(let descriptor): duplicate = descriptor
@@ -49,18 +53,23 @@ final class LockWait: Sendable {
         }
         let wait = LockWait(fd: duplicate, path: path)
         Thread.start(named: "prefs.lock-wait") { wait.block() }
-        return wait.result(until: deadline)
+        return wait.result(until: deadline, saying: saying)
     }
 
     /// `LOCK_NB` tries with pauses growing from 50 µs to 2 ms: only while an abandoned wait for
     /// the same lock file is still blocked, that is, while something holds the lock for long.
-    private static func poll(_ fd: CInt, until deadline: ContinuousClock.Instant) -> Result<Bool, Errno> {
+    private static func poll(_ fd: CInt, until deadline: ContinuousClock.Instant, saying: () -> Void) -> Result<Bool, Errno> {
         var pause: UInt32 = 50
+        var said = ContinuousClock.now + quietWait
         while true {
             switch Syscall.lock(fd, LOCK_EX | LOCK_NB) {
             case .success: return .success(true)
             case .failure(let errno) where errno.rawValue == EWOULDBLOCK:
                 if ContinuousClock.now >= deadline { return .success(false) }
+                if ContinuousClock.now >= said {
+                    saying()
+                    said = deadline
+                }
                 usleep(pause)
                 pause = min(pause * 2, 2_000)
             case .failure(let errno): return .failure(errno)
@@ -89,10 +98,18 @@ final class LockWait: Sendable {
     }
 
     /// On the caller's thread: waits for the lock until `deadline`.
-    private func result(until deadline: ContinuousClock.Instant) -> Result<Bool, Errno> {
-        let remaining = max(deadline - ContinuousClock.now, .zero)
-        let nanoseconds = remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000
-        _ = done.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
+    private func result(until deadline: ContinuousClock.Instant, saying: () -> Void) -> Result<Bool, Errno> {
+        func wait(until end: ContinuousClock.Instant) -> DispatchTimeoutResult {
+            let remaining = max(end - ContinuousClock.now, .zero)
+            return done.wait(timeout: .now() + .nanoseconds(Int(remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)))
+        }
+        let quietEnd = ContinuousClock.now + Self.quietWait
+        if quietEnd < deadline, wait(until: quietEnd) == .timedOut {
+            saying()
+            _ = wait(until: deadline)
+        } else if quietEnd >= deadline {
+            _ = wait(until: deadline)
+        }
         let final = outcome.withLock { outcome -> Outcome in
             if case .waiting = outcome { outcome = .abandoned; return .abandoned }
             return outcome

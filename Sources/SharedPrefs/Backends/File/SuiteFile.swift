@@ -329,7 +329,11 @@ struct SuiteFile: Sendable {
 
     /// Takes the lock on `fd`, waiting until `deadline` at most (see ``LockWait``).
     private func acquire(_ fd: CInt, _ identity: FileIdentity, of lockPath: String, until deadline: ContinuousClock.Instant) throws(PreferenceError) {
-        switch LockWait.lock(fd, path: lockPath, timeout: max(deadline - .now, .zero)) {
+        let waiting = { [options] in
+            let holder = LockHolder.find(device: identity.device, inode: identity.inode).map { ", held by \($0)" } ?? ""
+            logger.notice("Waiting for the lock \(lockPath)\(holder), for \(options.lockTimeout) at most.")
+        }
+        switch LockWait.lock(fd, path: lockPath, timeout: max(deadline - .now, .zero), saying: waiting) {
         case .success(true): return
         case .success(false):
             let holder = LockHolder.find(device: identity.device, inode: identity.inode).map { " It is held by \($0)." } ?? ""

@@ -64,6 +64,7 @@ struct AppGroupDemo: AsyncParsableCommand {
         let prefix = prefix ?? "sharedprefs-demo/\(UUID().uuidString)/"
         let suite = try openSuite(container: container, prefix: prefix)
         if role == "helper" { return try await Helper.run(id: id, suite: suite) }
+        signal(SIGPIPE, SIG_IGN)  // a helper that died is reported by the wait for it
 
         // A kept container holds the last run's values: a change to the same value changes
         // nothing, and nobody would hear it. The scenario starts from its defaults (the counter
@@ -80,14 +81,18 @@ struct AppGroupDemo: AsyncParsableCommand {
         let executable = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
         let place = etcd.map { ["--etcd", $0, "--prefix", prefix] } ?? ["--group-dir", container.path]
         let helpers = try (1...2).map { try HelperProcess(id: $0, executable: executable, place: place, events: events) }
-        defer { for helper in helpers { helper.stop() } }
+        var failed = true  // until the scenario says otherwise
+        defer { for helper in helpers { helper.stop(now: failed) } }
         for helper in helpers { _ = try await events.first(after: 0) { $0.source == "helper \(helper.id)" && $0.words == ["ready"] } }
 
         print("AppGroupDemo: suite \(suite.fileURL?.path ?? "on etcd \(etcd ?? "") under \(prefix)")")
         print("  main process \(getpid()), helpers \(helpers.map { String($0.pid) }.joined(separator: " and "))")
         print("  watch it live: prefs-watch \(etcd.map { "--etcd \($0) \(prefix)" } ?? "--dir \(container.path)")")
         if leftOver > 0 { print("  the suite held \(leftOver) value(s) of an earlier run: they were removed, so the run starts from the defaults") }
-        if interactive { return try await Interactive.run(suite: suite, events: events) }
+        if interactive {
+            failed = false  // the helpers are idle: they quit when told
+            return try await Interactive.run(suite: suite, events: events)
+        }
 
         var demo = Demo(settings: settings, suite: suite, helpers: helpers, events: events)
         do {
@@ -96,7 +101,8 @@ struct AppGroupDemo: AsyncParsableCommand {
             demo.failures.append("\(error)")
         }
         demo.summary()
-        if !demo.failures.isEmpty { throw ExitCode.failure }
+        failed = !demo.failures.isEmpty
+        if failed { throw ExitCode.failure }
     }
 }
 
@@ -136,4 +142,11 @@ enum Interactive {
             }
         }
     }
+}
+
+/// `print`, then flushed: the timeline appears as it happens, also through a pipe (where the C
+/// library would hold it until the buffer fills or the process exits).
+func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    Swift.print(items.map { "\($0)" }.joined(separator: separator), terminator: terminator)
+    fflush(nil)
 }

@@ -18,6 +18,9 @@ final class HelperProcess: Sendable {
         let stdout = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
+        // Whatever the scenario waits for from a helper that exited will not come. (Its output
+        // does not end with it: the other helper holds the pipe too.)
+        process.terminationHandler = { [source = "helper \(id)"] _ in events.append(Event(source: source, words: ["exited"])) }
         try process.run()
         self.process = process
         input = stdin.fileHandleForWriting
@@ -41,12 +44,17 @@ final class HelperProcess: Sendable {
     var pid: Int32 { process.processIdentifier }
 
     func send(_ command: String) {
-        input.write(Data((command + "\n").utf8))
+        // A helper that died has closed the pipe (EPIPE; SIGPIPE is ignored): the wait for its
+        // answer says so.
+        try? input.write(contentsOf: Data((command + "\n").utf8))
     }
 
-    func stop() {
+    /// Ends the helper: it quits when it reads `quit`, or, with `now` (the scenario failed and
+    /// it may be busy for minutes), at once.
+    func stop(now: Bool = false) {
         send("quit")
         try? input.close()
+        if now { process.terminate() }
         process.waitUntilExit()
     }
 }

@@ -38,14 +38,22 @@ final class EventLog: Sendable {
     }
 
     func append(_ event: Event) {
-        let ready = state.withLock { s -> [CheckedContinuation<Event, any Error>] in
+        let (ready, failed) = state.withLock { s -> ([CheckedContinuation<Event, any Error>], [CheckedContinuation<Event, any Error>]) in
             s.events.append(event)
             let index = s.events.count - 1
             let done = s.waiters.filter { index >= $0.after && $0.matches(event) }
             s.waiters.removeAll { w in done.contains { $0.id == w.id } }
-            return done.map(\.continuation)
+            guard event.words == ["exited"] else { return (done.map(\.continuation), []) }
+            // A process that exited answers nothing more: every wait fails now, not at its timeout.
+            defer { s.waiters = [] }
+            return (done.map(\.continuation), s.waiters.map(\.continuation))
         }
         for continuation in ready { continuation.resume(returning: event) }
+        for continuation in failed { continuation.resume(throwing: Self.exited(event.source)) }
+    }
+
+    static func exited(_ source: String) -> TimeoutError {
+        TimeoutError(description: "\(source) exited before it reported what the scenario waits for")
     }
 
     /// The first event at or after `index` that matches, waiting for it up to `timeout`.
@@ -55,12 +63,13 @@ final class EventLog: Sendable {
             return s.nextID
         }
         return try await withCheckedThrowingContinuation { continuation in
-            let found = state.withLock { s -> Event? in
-                if let event = s.events[min(index, s.events.count)...].first(where: matches) { return event }
+            let found = state.withLock { s -> Result<Event, TimeoutError>? in
+                if let event = s.events[min(index, s.events.count)...].first(where: matches) { return .success(event) }
+                if let exit = s.events.first(where: { $0.words == ["exited"] }) { return .failure(Self.exited(exit.source)) }
                 s.waiters.append(Waiter(id: id, after: index, matches: matches, continuation: continuation))
                 return nil
             }
-            if let found { return continuation.resume(returning: found) }
+            if let found { return continuation.resume(with: found.mapError { $0 as any Error }) }
             Task {
                 try? await Task.sleep(for: timeout)
                 let expired = state.withLock { s -> CheckedContinuation<Event, any Error>? in

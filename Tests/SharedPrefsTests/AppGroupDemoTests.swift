@@ -25,6 +25,20 @@ struct AppGroupDemoTests {
         #expect(try readSuiteFile(suite)["demo.counter"] == 600)
     }
 
+    /// A helper killed in the middle: the main process says which one ended and exits, at once,
+    /// not after a timeout, and the other helper with it.
+    @Test func aHelperThatDiesEndsTheDemoWithAMessage() async throws {
+        let directory = try TemporaryDirectory()
+        let main = try Launched(demo, ["--group-dir", directory.url.path, "--increments", "1000000"])
+        let started = try await main.records.wait(until: { $0.contains { $0.hasPrefix("3. Both helpers increment") } })
+        let helpers = try #require(started.first { $0.contains("main process") }?.split(separator: " ").suffix(3))
+        let (first, second) = (try #require(Int32(helpers.first!)), try #require(Int32(helpers.last!)))
+        #expect(kill(first, SIGKILL) == 0)
+        #expect(try await main.status(timeout: .seconds(30)) == 1)
+        #expect(main.records.items.contains("Result: FAILED — helper 1 exited before it reported what the scenario waits for"), "\(main.records.items)")
+        #expect(kill(second, 0) == -1 && errno == ESRCH, "helper 2 is still running")
+    }
+
     @Test func interactiveModeSetsAndGetsWhileHelpersReport() async throws {
         let directory = try TemporaryDirectory()
         let script = "printf 'set demo.volume 42\\nget demo.volume\\nquit\\n' | '\(demo.path)' --interactive --group-dir '\(directory.url.path)'"

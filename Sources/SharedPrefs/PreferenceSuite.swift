@@ -149,6 +149,10 @@ public final class PreferenceSuite: Sendable {
         try SuiteFile.at(fileURL, options: Options()).file.readOnce()
     }
 
+    /// This library's version (`prefs-watch --version` prints it; `CHANGELOG.md` lists what each
+    /// version changed).
+    public static let libraryVersion = "0.1.0"
+
     /// This program's own suite, named after the executable (like `UserDefaults.standard`), in
     /// `<root>/Preferences`. Falls back to an in-memory suite, with a logged error, if that
     /// directory cannot be used.

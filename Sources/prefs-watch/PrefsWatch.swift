@@ -24,7 +24,7 @@ struct PrefsWatch: ParsableCommand {
             that is not of its type, an invalid suite name or group identifier), with nothing read \
             or changed.
             """,
-        version: "0.1.0",
+        version: PreferenceSuite.libraryVersion,
         subcommands: [
             Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Find.self, Export.self, Import.self,
             Migrate.self, Rename.self, Edit.self,

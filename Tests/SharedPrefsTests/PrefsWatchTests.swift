@@ -146,6 +146,17 @@ struct PrefsWatchTests {
         #expect(piped.status == 0 && piped.output.isEmpty, "\(piped.output)")
     }
 
+    /// One version, said alike by the library, `prefs-watch --version` and the CHANGELOG's
+    /// newest entry; the LICENSE is there.
+    @Test func theVersionIsOneAndTheLicenseIsThere() async throws {
+        let version = try await prefsWatchRun("--version")
+        #expect(version.status == 0 && version.output == PreferenceSuite.libraryVersion + "\n")
+        let changelog = try String(contentsOf: repositoryRoot.appending(path: "CHANGELOG.md"), encoding: .utf8)
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") }
+        #expect(newest?.hasPrefix("## \(PreferenceSuite.libraryVersion) ") == true, "\(newest ?? "no entry")")
+        #expect(try String(contentsOf: repositoryRoot.appending(path: "LICENSE"), encoding: .utf8).contains("Apache License"))
+    }
+
     /// Every line prefs-watch prints about a problem has one label, `prefs-watch:`; the error
     /// a command fails with is printed once; `--quiet` leaves the library's warnings out.
     @Test func problemsArePrintedOnceWithOneLabel() async throws {

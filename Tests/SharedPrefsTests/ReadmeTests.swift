@@ -7,23 +7,28 @@ let repositoryRoot = URL(filePath: #filePath).deletingLastPathComponent().deleti
 
 @Suite("README")
 struct ReadmeTests {
-    /// Every ```swift block of the README, type-checked as written, as the `main.swift` of a
-    /// program, against the modules this very `swift test` built (macros included).
+    /// Every ```swift block of the README and of the DocC articles it links, type-checked as
+    /// written, as the `main.swift` of a program, against the modules this very `swift test`
+    /// built (macros included).
     @Test func everySwiftSnippetCompilesAsWritten() async throws {
-        let readme = try String(contentsOf: repositoryRoot.appending(path: "README.md"), encoding: .utf8)
-        var blocks: [(line: Int, code: String)] = []
-        var current: (line: Int, lines: [String])?
-        for (number, line) in readme.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            if current == nil, line == "```swift" {
-                current = (number + 2, [])
-            } else if let block = current, line.hasPrefix("```") {
-                blocks.append((block.line, block.lines.joined(separator: "\n") + "\n"))
-                current = nil
-            } else if current != nil {
-                current!.lines.append(String(line))
+        let catalog = repositoryRoot.appending(path: "Sources/SharedPrefs/Documentation.docc")
+        let documents = [repositoryRoot.appending(path: "README.md")]
+            + (try FileManager.default.contentsOfDirectory(atPath: catalog.path)).filter { $0.hasSuffix(".md") }.sorted().map { catalog.appending(path: $0) }
+        var blocks: [(line: String, code: String)] = []
+        for document in documents {
+            var current: (line: Int, lines: [String])?
+            for (number, line) in try String(contentsOf: document, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                if current == nil, line == "```swift" {
+                    current = (number + 2, [])
+                } else if let block = current, line.hasPrefix("```") {
+                    blocks.append(("\(document.lastPathComponent) line \(block.line)", block.lines.joined(separator: "\n") + "\n"))
+                    current = nil
+                } else if current != nil {
+                    current!.lines.append(String(line))
+                }
             }
         }
-        #expect(blocks.count >= 4)
+        #expect(blocks.count >= 5)
         // The build products: modules, C module maps, the macro plugin.
         let products = childExecutable.deletingLastPathComponent()
         let scratch = products.deletingLastPathComponent().deletingLastPathComponent()
@@ -42,7 +47,19 @@ struct ReadmeTests {
                 ["swiftc", "-typecheck", "-swift-version", "6", "-I", products.appending(path: "Modules").path,
                  "-load-plugin-executable", products.appending(path: "SharedPrefsMacros-tool").path + "#SharedPrefsMacros"]
                     + moduleMaps.flatMap { ["-Xcc", "-fmodule-map-file=\($0)"] } + [source.path])
-            #expect(result.status == 0, "README.md line \(block.line):\n\(block.code)\n\(result.output)")
+            #expect(result.status == 0, "\(block.line):\n\(block.code)\n\(result.output)")
+        }
+    }
+
+    /// The README is a front page (what it is, the two commands, a first example, the CLI in
+    /// brief, links): at most 250 lines, and every file it links to is there.
+    @Test func theReadmeIsAFrontPageWhoseLinksLead() throws {
+        let readme = try String(contentsOf: repositoryRoot.appending(path: "README.md"), encoding: .utf8)
+        #expect(readme.split(separator: "\n", omittingEmptySubsequences: false).count <= 250)
+        let links = readme.matches(of: /\]\(([^)#:]+)\)/).map { String($0.output.1) }
+        #expect(links.count >= 8)
+        for link in links {
+            #expect(FileManager.default.fileExists(atPath: repositoryRoot.appending(path: link).path), "README links to \(link), which is not there")
         }
     }
 }

@@ -90,6 +90,7 @@ let package = Package(
                 "SharedPrefsLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
                 .target(name: "CInotifyTools", condition: .when(traits: ["InotifyTools"])),
                 .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
             ]

@@ -96,7 +96,7 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
 
 extension PreferenceError {
     /// Maps a failed system call on `path` to an error whose message says what to do.
-    static func system(_ call: String, _ errno: Errno, path: String, doing action: String) -> PreferenceError {
+    package static func system(_ call: String, _ errno: Errno, path: String, doing action: String) -> PreferenceError {
         let code: Code
         let advice: String
         switch errno {

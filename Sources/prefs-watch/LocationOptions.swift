@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SharedPrefs
+import SystemPackage
 #if Etcd
 import SharedPrefsEtcd
 #endif
@@ -219,9 +220,8 @@ struct LocationOptions: ParsableArguments {
             throw failure("\(path) is \(st.st_size) bytes, more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize), so it was not read.\(nothingChanged) Remove or shrink it.")
         }
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw failure("Could not open \(path): \(String(cString: strerror(errno))). Check its owner and mode (ls -l).\(nothingChanged)")
-        }
+        // Said as the library says it, for every verb.
+        guard fd >= 0 else { throw PreferenceError.system("openat", Errno(rawValue: errno), path: path, doing: "open the suite file") }
         defer { close(fd) }
         return (try readSuiteBytes(fd, from: path, unchanged: nothingChanged), st.st_mode)
     }

@@ -149,6 +149,25 @@ struct PermissionTests {
         #expect(try readSuiteFile(file) == ["secret": "root only"])
     }
 
+    /// One cause, one message: a suite file another user cannot read reads the same way for
+    /// every prefs-watch verb (the library's words, the path, what to do), and exits 1.
+    @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run prefs-watch under another uid"))
+    func aSuiteAnotherUserCannotReadIsSaidAlikeByEveryVerb() async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        let file = directory.file("private.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(filePermissions: 0o600))
+        suite.set(1, forKey: "k")
+        try await suite.flush()
+        var messages: Set<String> = []
+        for verb in [["read", file.path], ["read-type", file.path, "k"], ["write", file.path, "k", "-int", "2"], ["delete", file.path, "k"], ["export", file.path, "-"], ["tail", file.path, "-t", "1"]] {
+            let result = try await run(URL(filePath: "/usr/bin/setpriv"), ["--reuid=\(Self.alice)", "--regid=\(Self.sharedGroup)", "--clear-groups", prefsWatch.path] + verb)
+            #expect(result.status == 1, "\(verb): \(result.output)")
+            messages.insert(result.output)
+        }
+        #expect(messages.count == 1 && messages.first?.hasPrefix("prefs-watch: Could not open the suite file \(file.path): Permission denied. Check the owner and mode") == true, "\(messages)")
+    }
+
     @Test(.enabled(if: getuid() == 0, "needs root to give files to another uid"))
     func aFilePlantedByAnotherUserInAWorldWritableDirectoryIsRefused() async throws {
         let directory = try TemporaryDirectory()

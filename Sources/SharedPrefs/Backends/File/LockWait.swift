@@ -103,11 +103,9 @@ final class LockWait: Sendable {
             let remaining = max(end - ContinuousClock.now, .zero)
             return done.wait(timeout: .now() + .nanoseconds(Int(remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)))
         }
-        let quietEnd = ContinuousClock.now + Self.quietWait
-        if quietEnd < deadline, wait(until: quietEnd) == .timedOut {
+        let quietEnd = min(ContinuousClock.now + Self.quietWait, deadline)
+        if wait(until: quietEnd) == .timedOut, quietEnd < deadline {
             saying()
-            _ = wait(until: deadline)
-        } else if quietEnd >= deadline {
             _ = wait(until: deadline)
         }
         let final = outcome.withLock { outcome -> Outcome in

@@ -56,6 +56,11 @@ let childExecutable: URL = {
 
 /// Runs `prefs-test-child` and expects it to succeed.
 func child(_ arguments: String...) async throws {
+    try await child(arguments)
+}
+
+/// ``child(_:)-(String...)`` with the arguments in an array.
+func child(_ arguments: [String]) async throws {
     let result = try await run(childExecutable, arguments)
     #expect(result.status == 0, "prefs-test-child \(arguments.joined(separator: " ")) failed: \(result.output)")
 }

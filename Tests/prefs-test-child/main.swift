@@ -3,7 +3,7 @@
 //   prefs-test-child set <plist> key=value…        sets keys, returns from main (exit flush), prints
 //                                                  "exit flush took <ms> ms" after it
 //   prefs-test-child set-exit <plist> key=value…   sets keys, then calls exit(0)
-//   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>)
+//   prefs-test-child hammer <plist> <id> <count>   <count> × (update: counter += 1; set p<id>.k<i>); --lock-timeout-ms N after
 //   prefs-test-child observable <plist> theme=dark volume=9   sets properties of an @ObservablePrefs instance
 //   prefs-test-child crash-loop <plist> [--stop-before-rename]
 //       forever: update-increments "counter" ("confirmed <n>"), then sets "flushed" and
@@ -189,7 +189,7 @@ case "set", "set-exit":
     if arguments[0] == "set-exit" { exit(0) }
     mainReturned = monotonicNow()
 case "hammer":
-    guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: hammer <plist> <id> <count>") }
+    guard arguments.count >= 4, let count = Int(arguments[3]) else { fail("usage: hammer <plist> <id> <count> [--lock-timeout-ms N]") }
     let id = arguments[2]
     let counter = PreferenceKey<Int>("counter", default: 0)
     for i in 0..<count {

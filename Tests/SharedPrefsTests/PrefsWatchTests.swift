@@ -125,7 +125,8 @@ struct PrefsWatchTests {
     /// On a terminal (`script` gives it one), an import that goes on for over a second says what
     /// it is doing, and a wait of over a second for a lock another process holds says so, naming
     /// the holder; in a pipe neither is printed.
-    @Test func onATerminalLongWaitsAndLongWorkAreSaid() async throws {
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) (bsdutils) for a terminal"))
+    func onATerminalLongWaitsAndLongWorkAreSaid() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("held.plist")
         #expect(try await prefsWatchRun("write", file.path, "before", "-int", "1").status == 0)

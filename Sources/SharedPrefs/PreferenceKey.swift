@@ -73,5 +73,8 @@ extension PreferenceKey where Value: ExpressibleByNilLiteral {
     }
 }
 
-extension PreferenceKey: Sendable where Value: Sendable {}
-extension PreferenceKey.Default: Sendable where Value: Sendable {}
+/// Sendable whatever the value type, as `Defaults.Key` is, so that keys can be `static let`s in
+/// extensions under Swift 6 for any value (a class, a custom collection). A key's name is a
+/// string and its default is only ever copied out; a default of a mutable reference type is
+/// shared by every read, as with Defaults: give such a key a `default: { … }` closure instead.
+extension PreferenceKey: @unchecked Sendable {}

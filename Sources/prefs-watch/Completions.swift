@@ -62,7 +62,7 @@ enum Completions {
         let shown = prefix.hasSuffix("/") ? prefix : String(prefix.dropLast(start.count))
         return names.filter { $0.hasPrefix(start) && (start.hasPrefix(".") || !$0.hasPrefix(".")) }.sorted().compactMap { name in
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isDirectory)
+            guard FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isDirectory) else { return nil }
             return isDirectory.boolValue ? shown + name + "/" : name.hasSuffix(".plist") ? shown + name : nil
         }
     }

@@ -63,7 +63,7 @@ struct CoreTests {
             for id in ["a", "b"] { group.addTask { try await run(childExecutable, ["hammer", file.path, id, "\(count)"]) } }
             for try await result in group { #expect(result.status == 0, "\(result.output)") }
         }
-        FileManager.default.createFile(atPath: stop.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stop.path, contents: nil)
         #expect(try await deleter.value.status == 0)
         #expect(try readSuiteFile(file)["counter"] == .integer(Int64(2 * count)))
     }

@@ -163,3 +163,26 @@ final class Counter: Sendable {
     private let value = Lock(0)
     func next() -> Int { value.withLock { $0 += 1; return $0 } }
 }
+
+/// A value type that is not `Sendable` (a class with mutable state), as apps have them.
+final class ParityProfile: Codable, PreferenceValue {
+    var name: String
+    init(name: String) { self.name = name }
+}
+
+/// Keys as Defaults' README declares them: `static let` in an extension, for any value type. This
+/// compiles under Swift 6 only because `PreferenceKey` is `Sendable` whatever its value.
+extension PreferenceKey where Value == ParityProfile {
+    static let parityProfile = PreferenceKey("parityProfile", default: ParityProfile(name: "none"))
+}
+
+@Suite("Defaults parity: keys of any value type")
+struct DefaultsKeySendabilityTests {
+    @Test func aStaticKeyOfANonSendableTypeIsUsedFromAnotherTask() async throws {
+        let suite = PreferenceSuite.inMemory()
+        suite[.parityProfile] = ParityProfile(name: "Ada")
+        let name = await Task.detached { suite[.parityProfile].name }.value
+        #expect(name == "Ada")
+        #expect(PreferenceKey<ParityProfile>.parityProfile.name == "parityProfile")
+    }
+}

@@ -1,4 +1,5 @@
 import Dispatch
+import SharedPrefsLocking
 
 /// Keeps an observation alive; cancel it, or let it go out of scope, to stop the callbacks.
 public final class PreferenceObservation: Sendable {
@@ -144,6 +145,8 @@ extension PreferenceSuite {
 
     /// Yields once for each batch of changes of any of `keys` (and first once at once, with
     /// `initial`): for code that recomputes from several settings, as Defaults' `updates(_:)`.
+    /// A consumer that falls behind gets one yield for the batches it missed (it reads the
+    /// values itself, so nothing is lost but the count).
     ///
     /// ```swift
     /// for await _ in suite.updates([PreferenceKey<Int>.volume, PreferenceKey<Bool>.muted]) { apply() }
@@ -159,7 +162,8 @@ extension PreferenceSuite {
     }
 
     /// The typed values of several keys, together, each time any of them changes (first at once,
-    /// with `initial`), as Defaults' `updates(key1, key2)` does.
+    /// with `initial`), as Defaults' `updates(key1, key2)` does: one element per change, in the
+    /// order the suite went through them, each with the values as they were right after it.
     ///
     /// ```swift
     /// for await (volume, muted) in suite.updates(.volume, .muted) { mixer.apply(volume, muted) }
@@ -167,10 +171,27 @@ extension PreferenceSuite {
     public func updates<each Value: PreferenceValue & Sendable>(
         _ keys: repeat PreferenceKey<each Value>, initial: Bool = true
     ) -> some AsyncSequence<(repeat each Value), Never> {
-        var names: [any AnyPreferenceKey] = []
-        for key in repeat each keys { names.append(key) }
-        let read: @Sendable () -> (repeat each Value) = { [self] in (repeat self[each keys]) }
-        return updates(names, initial: initial).map { _ in read() }
+        var names: [String] = []
+        for key in repeat each keys { names.append(key.name) }
+        let (stream, continuation) = AsyncStream.makeStream(of: PlistDictionary.self)
+        // The stored values of the keys, as of the change being delivered: each element carries
+        // its own, never what a later change left.
+        let current = Lock(PlistDictionary())
+        let store = self.store
+        let id = store.addObserver(.keys(Set(names)), deliver: { changes in
+            for change in changes {
+                continuation.yield(current.withLock { values in
+                    values[change.key] = change.newValue
+                    return values
+                })
+            }
+        }, initial: { state in
+            let values = PlistDictionary(names.compactMap { name in state.values[name].map { (name, $0) } })
+            current.withLock { $0 = values }
+            if initial { continuation.yield(values) }
+        })
+        continuation.onTermination = { _ in store.removeObserver(id) }
+        return stream.map { [self] values in (repeat typedValue(each keys, stored: values[(each keys).name])) }
     }
 
     /// Failures nobody was waiting for: a background write that failed, a suite file that does not

@@ -186,3 +186,40 @@ struct DefaultsKeySendabilityTests {
         #expect(PreferenceKey<ParityProfile>.parityProfile.name == "parityProfile")
     }
 }
+
+@Suite("Defaults parity: every value, in order")
+struct DefaultsUpdatesCarryTheirValuesTests {
+    /// Three quick sets in one process: `updates(key1, key2)` yields each with the values right
+    /// after it (it yielded the first and the last only in 4 of 10 runs when it read the suite at
+    /// delivery), and `values(for:)` too.
+    @Test func quickSetsReachUpdatesAndValuesEachWithItsValue() async throws {
+        let suite = PreferenceSuite.inMemory()
+        let count = PreferenceKey<Int>("count", default: 0)
+        let label = PreferenceKey<String>("label", default: "none")
+        let pairs = Recorder<String>()
+        let singles = Recorder<Int>()
+        let stream = suite.updates(count, label)
+        let updates = Task {
+            for await (n, text) in stream {
+                pairs.record("\(n) \(text)")
+                if n == 3 { break }
+            }
+        }
+        let values = Task {
+            for await n in suite.values(for: count) {
+                singles.record(n)
+                if n == 3 { break }
+            }
+        }
+        _ = try await pairs.wait(for: 1)
+        _ = try await singles.wait(for: 1)
+        suite[count] = 1
+        suite[label] = "one"
+        suite[count] = 2
+        suite[count] = 3
+        await updates.value
+        await values.value
+        #expect(pairs.items == ["0 none", "1 none", "1 one", "2 one", "3 one"])
+        #expect(singles.items == [0, 1, 2, 3])
+    }
+}

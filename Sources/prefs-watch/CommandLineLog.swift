@@ -16,13 +16,16 @@ struct CommandLineLog: LogHandler {
 
     /// Runs `work`; on a terminal, if it takes over a second, says `what` is going on meanwhile.
     static func progress<T>(_ what: @autoclosure () -> String, _ work: () throws -> T) rethrows -> T {
-        guard isatty(STDERR_FILENO) == 1, Logger.Level.allCases[Int(level.load(ordering: .relaxed))] <= .notice else { return try work() }
+        guard isatty(STDERR_FILENO) == 1, current <= .notice else { return try work() }
         let line = "prefs-watch: \(what())…\n"
         let note = DispatchWorkItem { FileHandle.standardError.write(Data(line.utf8)) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: note)
         defer { note.cancel() }
         return try work()
     }
+
+    /// The level lines are printed from.
+    static var current: Logger.Level { Logger.Level.allCases[Int(level.load(ordering: .relaxed))] }
 
     static func set(_ level: Logger.Level) {
         Self.level.store(UInt8(Logger.Level.allCases.firstIndex(of: level)!), ordering: .relaxed)
@@ -31,7 +34,7 @@ struct CommandLineLog: LogHandler {
     var metadata: Logger.Metadata = [:]
     var metadataProvider: Logger.MetadataProvider? = nil
     var logLevel: Logger.Level {
-        get { Logger.Level.allCases[Int(Self.level.load(ordering: .relaxed))] }
+        get { Self.current }
         set {}
     }
 

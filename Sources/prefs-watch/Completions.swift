@@ -16,7 +16,7 @@ enum Completions {
 
     /// The positional words before the one being completed (the verb first, when given), and
     /// the `--group` or `--dir` given, as the command would read them.
-    private static func parse(_ words: [String], _ index: Int) -> (positional: [String], location: LocationOptions) {
+    private static func parse(_ words: [String], _ index: Int) -> (positional: [String], location: LocationOptions?) {
         var positional: [String] = []
         var location: [String] = []
         var i = 1
@@ -31,14 +31,15 @@ enum Completions {
             i += 1
         }
         if let verb = positional.first, PrefsWatch.verbs.contains(verb) { positional.removeFirst() }
-        return (positional, (try? LocationOptions.parse(location)) ?? LocationOptions())
+        return (positional, try? LocationOptions.parse(location))
     }
 
     /// Suite names of the `--group` or `--dir` directory, or of the root's `Preferences` and
     /// the groups' own suites; paths when the word has a `/`.
     static func suites(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         if prefix.contains("/") || prefix.hasPrefix(".") || prefix.hasPrefix("~") { return paths(prefix) }
-        let directory = try? parse(words, index).location.directory()
+        guard let location = parse(words, index).location else { return [] }
+        let directory = try? location.directory()
         let names = (try? (directory ?? .ungrouped).suiteNames()) ?? []
         let groups = directory == nil ? SuiteDirectory.groups().map(\.identifier) : []
         return (names + groups).filter { $0.hasPrefix(prefix) }
@@ -47,7 +48,7 @@ enum Completions {
     /// The keys of the suite named before the word being completed.
     static func keys(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let (positional, location) = parse(words, index)
-        guard let spec = positional.first, let url = try? location.fileURL(of: spec),
+        guard let spec = positional.first, let url = try? location?.fileURL(of: spec),
             let values = (try? PreferenceSuite.readStoredValues(fileURL: url)) ?? nil
         else { return [] }
         return values.sortedByKey.map(\.key).filter { $0.hasPrefix(prefix) }

@@ -75,9 +75,8 @@ struct PrefsWatch: ParsableCommand {
 
     /// Whether a suite of this name is where `prefs-watch NAME` would look for it.
     static func suiteExists(_ name: String) -> Bool {
-        guard (try? PreferenceSuite.validate(suiteName: name)) != nil else { return false }
-        let directory = name.hasPrefix("group.") ? (try? AppGroup(identifier: name)).map(SuiteDirectory.init(group:)) : SuiteDirectory.ungrouped
-        return directory.map { FileManager.default.fileExists(atPath: $0.url.appending(path: name + ".plist").path) } ?? false
+        guard let url = try? LocationOptions.parse([]).fileURL(of: name) else { return false }
+        return FileManager.default.fileExists(atPath: url.path)
     }
 
     /// Levenshtein distance: insertions, deletions and substitutions.

@@ -7,7 +7,7 @@ import SwiftSyntaxMacros
 ///
 /// - member: the observation registrar with `access`/`withMutation` (as `@Observable`), the suite
 ///   binding `_$prefs`, `_$prefsDidChange` mapping a changed key to its property's mutation,
-///   `startObservingPrefs(…)`, and (with `autoInit`) `init(suite:prefix:ignoreExternalChanges:)`.
+///   `startObservingPrefs(…)`, and (with `autoInit`) an `init` labelled as the spelling used (see `initializer`).
 /// - member attributes: `@_PrefsProperty("key")` on persisted properties, `@ObservableOnly` on
 ///   observe-first ones.
 /// - extension: `Observable` conformance.
@@ -91,7 +91,8 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             }
             """,
         ]
-        if node.attributeName.trimmedDescription.hasSuffix("ObservableDefaults") {
+        let spelling = node.attributeName.trimmedDescription.split(separator: ".").last.map(String.init) ?? ""
+        if spelling == "ObservableDefaults" {
             members.append(
                 """
                 /// ObservableDefaults' name for `startObservingPrefs()`: call it from your own `init` when `autoInit` is `false`.
@@ -101,20 +102,57 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                 """)
         }
         if options.autoInit {
-            members.append(
+            members.append(initializer(spelledAs: spelling, type: type))
+        }
+        return members
+    }
+
+    /// The generated initializer, with the labels of the spelling used: ObservableDefaults'
+    /// `init(userDefaults:ignoreExternalChanges:prefix:ignoredKeyPathsForExternalUpdates:)`, its
+    /// `@ObservableCloud` `init(prefix:syncImmediately:developmentMode:)` (after a `suite:` for an
+    /// etcd suite), or this package's `init(suite:prefix:ignoreExternalChanges:ignoredKeyPathsForExternalUpdates:)`.
+    /// Every argument has a default; `nil` keeps the value given to the macro.
+    static func initializer(spelledAs spelling: String, type: TokenSyntax) -> DeclSyntax {
+        let ignored = "ignoredKeyPathsForExternalUpdates: [PartialKeyPath<\(type)>] = []"
+        switch spelling {
+        case "ObservableDefaults":
+            return """
+                /// Creates an instance backed by `userDefaults` (a `PreferenceSuite`) under `prefix` (each `nil` is
+                /// the value given to the macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
+                init(
+                    userDefaults: SharedPrefs.PreferenceSuite? = nil, ignoreExternalChanges: Bool? = nil, prefix: String? = nil,
+                    \(raw: ignored)
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
+                    startObservingPrefs(suite: userDefaults, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                }
                 """
+        case "ObservableCloud":
+            return """
+                /// Creates an instance backed by `suite` (an etcd suite shares it across machines; `nil` is the
+                /// standard suite, or memory with `developmentMode`) under `prefix` (`nil` is the macro's).
+                /// `syncImmediately` has no effect: every change is written at once.
+                init(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, syncImmediately: Bool = false, developmentMode: Bool = false,
+                    \(raw: ignored)
+                ) {
+                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
+                    startObservingPrefs(suite: suite ?? (developmentMode ? .inMemory(name: "development") : nil), prefix: prefix)
+                }
+                """
+        default:
+            return """
                 /// Creates an instance backed by `suite` under `prefix` (each `nil` is the value given to the
                 /// macro), which does not hear other processes' changes of `ignoredKeyPathsForExternalUpdates`.
                 init(
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
-                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<\(type)>] = []
+                    \(raw: ignored)
                 ) {
                     _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
                     startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
                 }
-                """)
+                """
         }
-        return members
     }
 
     public static func expansion(

@@ -1502,23 +1502,23 @@ struct DefaultsAnySerializablePortedTests {
     @Test func key() {
         let any = PreferenceKey<PlistValue>("independentAnyKey", default: 121_314)
         #expect(suite[any].get(Int.self) == 121_314)
-        suite[any] = PlistValue(Int8.max)!
+        suite[any] = PlistValue(Int8.max)
         #expect(suite[any].get(Int8.self) == Int8.max)
-        suite[any] = PlistValue(Int16.max)!
+        suite[any] = PlistValue(Int16.max)
         #expect(suite[any].get(Int16.self) == Int16.max)
-        suite[any] = PlistValue(Int32.max)!
+        suite[any] = PlistValue(Int32.max)
         #expect(suite[any].get(Int32.self) == Int32.max)
-        suite[any] = PlistValue(Int64.max)!
+        suite[any] = PlistValue(Int64.max)
         #expect(suite[any].get(Int64.self) == Int64.max)
-        suite[any] = PlistValue(UInt.max)!
+        suite[any] = PlistValue(UInt.max)
         #expect(suite[any].get(UInt.self) == UInt.max)
-        suite[any] = PlistValue(UInt8.max)!
+        suite[any] = PlistValue(UInt8.max)
         #expect(suite[any].get(UInt8.self) == UInt8.max)
-        suite[any] = PlistValue(UInt16.max)!
+        suite[any] = PlistValue(UInt16.max)
         #expect(suite[any].get(UInt16.self) == UInt16.max)
-        suite[any] = PlistValue(UInt32.max)!
+        suite[any] = PlistValue(UInt32.max)
         #expect(suite[any].get(UInt32.self) == UInt32.max)
-        suite[any] = PlistValue(UInt64.max)!
+        suite[any] = PlistValue(UInt64.max)
         #expect(suite[any].get(UInt64.self) == UInt64.max)
         suite[any] = 12_131.4
         #expect(suite[any].get(Double.self) == 12_131.4)
@@ -1527,13 +1527,13 @@ struct DefaultsAnySerializablePortedTests {
         suite[any] = "121314"
         #expect(suite[any].get(String.self) == "121314")
         let float: Float = 12_131.4
-        suite[any] = PlistValue(float)!
+        suite[any] = PlistValue(float)
         #expect(suite[any].get(Float.self) == float)
         let date = Date()
-        suite[any] = PlistValue(date)!
+        suite[any] = PlistValue(date)
         #expect(suite[any].get(Date.self) == date)
         let data = "121314".data(using: .utf8)
-        suite[any] = PlistValue(data)!
+        suite[any] = PlistValue(data)
         #expect(suite[any].get(Data.self) == data)
         suite[any] = [1, 2, 3]
         #expect(suite[any].get([Int].self) == [1, 2, 3])
@@ -1574,10 +1574,10 @@ struct DefaultsAnySerializablePortedTests {
         suite[key].insert(12_131.4)
         #expect(suite[key].contains(12_131.4))
         let values: [PlistValue] = [
-            PlistValue(Date())!, PlistValue("Hello World!".data(using: .utf8))!, PlistValue(Int.max)!, PlistValue(Int8.max)!,
-            PlistValue(Int16.max)!, PlistValue(Int32.max)!, PlistValue(Int64.max)!, PlistValue(UInt.max)!, PlistValue(UInt8.max)!,
-            PlistValue(UInt16.max)!, PlistValue(UInt32.max)!, PlistValue(UInt64.max)!, false, PlistValue(Float(1_213.14))!,
-            "Hello World!", [1, 2, 3, 4], ["Hello": "World!"], PlistValue(BridgedUnicorn(is_missing: true))!,
+            PlistValue(Date()), PlistValue("Hello World!".data(using: .utf8)), PlistValue(Int.max), PlistValue(Int8.max),
+            PlistValue(Int16.max), PlistValue(Int32.max), PlistValue(Int64.max), PlistValue(UInt.max), PlistValue(UInt8.max),
+            PlistValue(UInt16.max), PlistValue(UInt32.max), PlistValue(UInt64.max), false, PlistValue(Float(1_213.14)),
+            "Hello World!", [1, 2, 3, 4], ["Hello": "World!"], PlistValue(BridgedUnicorn(is_missing: true)),
         ]
         for value in values {
             suite[key].insert(value)

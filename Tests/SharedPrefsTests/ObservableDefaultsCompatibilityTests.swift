@@ -203,7 +203,7 @@ struct ObservableDefaultsCompatibilityTests {
     func propertyObservable() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file))
         let direct = Tracker("name") { _ = model.name }
         model.name = "Test2"
         #expect(direct.fired.items == ["name"])
@@ -219,7 +219,7 @@ struct ObservableDefaultsCompatibilityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModel(suite: suite, ignoreExternalChanges: true)
+        let model = OD.MockModel(userDefaults: suite, ignoreExternalChanges: true)
         let direct = Tracker("name") { _ = model.name }
         model.name = "Test2"
         #expect(direct.fired.items == ["name"])
@@ -237,7 +237,7 @@ struct ObservableDefaultsCompatibilityTests {
     func ignoreExternalChangesForSpecificProperties() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file), ignoredKeyPathsForExternalUpdates: [\.name])
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file), ignoredKeyPathsForExternalUpdates: [\.name])
         let direct = Tracker("name") { _ = model.name }
         model.name = "Test2"
         #expect(direct.fired.items == ["name"])
@@ -255,7 +255,7 @@ struct ObservableDefaultsCompatibilityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let other = directory.file("other.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file))
         let name = Tracker("name") { _ = model.name }
         try await external(other, "name=Test1")
         #expect(model.name == "Test", "name should only be observable by the same UserDefaults")
@@ -268,7 +268,7 @@ struct ObservableDefaultsCompatibilityTests {
     func prefix() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file), prefix: "test_")
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file), prefix: "test_")
         let name = Tracker("name") { _ = model.name }
         try await external(file, "test_name=Test1")
         _ = try await name.fired.wait(for: 1)
@@ -279,7 +279,7 @@ struct ObservableDefaultsCompatibilityTests {
     func observableOnly() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file))
         let observable = Tracker("observableOnly") { _ = model.observableOnly }
         let age = Tracker("age") { _ = model.age }
         try await external(file, "observableOnly=Test3", "age=int:1")
@@ -292,7 +292,7 @@ struct ObservableDefaultsCompatibilityTests {
 
     @Test("Ignore Macro")
     func ignoreMacro() {
-        let model = OD.MockModel(suite: .inMemory())
+        let model = OD.MockModel(userDefaults: .inMemory())
         let ignored = Tracker("ignore") { _ = model.ignore }
         model.ignore = "Test2"
         #expect(model.ignore == "Test2" && ignored.fired.items.isEmpty)
@@ -302,7 +302,7 @@ struct ObservableDefaultsCompatibilityTests {
     func observeFirst() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModelObserveFirst(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModelObserveFirst(userDefaults: try PreferenceSuite(fileURL: file))
         let name = Tracker("name") { _ = model.name }
         try await external(file, "name=Test1")
         _ = try await name.fired.wait(for: 1)
@@ -315,14 +315,14 @@ struct ObservableDefaultsCompatibilityTests {
 
     @Test("Observe First ObservableOnly supports WillSet and DidSet")
     func observeFirstObservableOnlySupportsWillSetAndDidSet() {
-        let model = OD.MockModelObserveFirstWithObservers(suite: .inMemory())
+        let model = OD.MockModelObserveFirstWithObservers(userDefaults: .inMemory())
         model.observableOnly = "Test2"
         #expect(model.setResult == ["willSet: Test2", "didSet: ObservableOnly"])
     }
 
     @Test("Observe First ObservableOnly supports WillSet and DidSet via _modify")
     func observeFirstObservableOnlySupportsWillSetAndDidSetViaModify() {
-        let model = OD.MockModelObserveFirstWithObservers(suite: .inMemory())
+        let model = OD.MockModelObserveFirstWithObservers(userDefaults: .inMemory())
         model.observableCollection.append("Test2")
         #expect(model.setResult.count == 2)
         #expect(model.setResult.first == "willSet collection: [\"ObservableOnly\", \"Test2\"]")
@@ -333,7 +333,7 @@ struct ObservableDefaultsCompatibilityTests {
     func specifyKeyName() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModelKeyName(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModelKeyName(userDefaults: try PreferenceSuite(fileURL: file))
         let backed = Tracker("renameByBackedKey") { _ = model.renameByBackedKey }
         try await external(file, "rename-by-backed-key=Test1")
         _ = try await backed.fired.wait(for: 1)
@@ -354,7 +354,7 @@ struct ObservableDefaultsCompatibilityTests {
     @Test("Ignore Same Value Set for Backed Property")
     func ignoreSameValueForBackedProperty() {
         let suite = PreferenceSuite.inMemory()
-        let model = OD.MockModel(suite: suite)
+        let model = OD.MockModel(userDefaults: suite)
         let name = Tracker("name") { _ = model.name }
         model.name = "Test"  // same value
         #expect(name.fired.items.isEmpty && suite.storedValues.isEmpty)
@@ -362,7 +362,7 @@ struct ObservableDefaultsCompatibilityTests {
 
     @Test("Ignore Same Value Set for Observable Only Property")
     func ignoreSameValueForObservableOnlyProperty() {
-        let model = OD.MockModel(suite: .inMemory())
+        let model = OD.MockModel(userDefaults: .inMemory())
         let observable = Tracker("observableOnly") { _ = model.observableOnly }
         model.observableOnly = "ObservableOnly"  // same value
         #expect(observable.fired.items.isEmpty)
@@ -373,14 +373,14 @@ struct ObservableDefaultsCompatibilityTests {
     /// ObservableDefaultsReadmeTests).
     @Test("WillSet and DidSet run for Backed Property (ObservableDefaults: they do not)")
     func willSetAndDidSetRunForBackedProperty() {
-        let model = OD.MockModel(suite: .inMemory())
+        let model = OD.MockModel(userDefaults: .inMemory())
         model.name = "test1"
         #expect(model.setResult == ["willSet: test1", "didSet: Test"])
     }
 
     @Test("WillSet and DidSet for Observable Only Property")
     func willSetAndDidSetForObservableOnlyProperty() {
-        let model = OD.MockModel(suite: .inMemory())
+        let model = OD.MockModel(userDefaults: .inMemory())
         let result = Tracker("setResult") { _ = model.setResult }
         model.observableOnly = "test1"
         #expect(model.setResult == ["willSet: test1", "didSet: ObservableOnly"])
@@ -389,7 +389,7 @@ struct ObservableDefaultsCompatibilityTests {
 
     @Test("WillSet and DidSet for Ignore Property")
     func willSetAndDidSetForIgnoreProperty() {
-        let model = OD.MockModel(suite: .inMemory())
+        let model = OD.MockModel(userDefaults: .inMemory())
         model.ignore = "test1"
         #expect(model.setResult == ["willSet: test1", "didSet: Ignore"])
     }
@@ -399,7 +399,7 @@ struct ObservableDefaultsCompatibilityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModel(suite: suite)
+        let model = OD.MockModel(userDefaults: suite)
         model.name = "Test2"
         try await suite.flush()
         let name = Tracker("name") { _ = model.name }
@@ -419,7 +419,7 @@ struct ObservableDefaultsCompatibilityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModelOptional(suite: suite)
+        let model = OD.MockModelOptional(userDefaults: suite)
         #expect(model.optionalName == nil && model.optionalAge == 25 && model.optionalWithoutInitializer == nil)
         #expect(model.optionalWithCustomKey == true && model.name == nil)
 
@@ -452,7 +452,7 @@ struct ObservableDefaultsCompatibilityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModelCodable(suite: suite)
+        let model = OD.MockModelCodable(userDefaults: suite)
         #expect(model.style == .style1 && model.explicitStyle == .style2)
         model.style = .style3
         #expect(model.style == .style3)
@@ -482,7 +482,7 @@ struct ObservableDefaultsCompatibilityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModelMainActor(suite: suite)
+        let model = OD.MockModelMainActor(userDefaults: suite)
         #expect(model.name == "Test" && model.count == 0 && model.customKey == "CustomValue")
         model.name = "MainActorTest"
         model.count = 42
@@ -512,7 +512,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
     func unrelatedPropertyNotNotified() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file))
         let age = Tracker("age") { _ = model.age }
         let name = Tracker("name") { _ = model.name }
         try await external(file, "name=NewName")
@@ -524,7 +524,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
     func sameValueWriteNotNotified() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModel(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file))
         let name = Tracker("name") { _ = model.name }
         let age = Tracker("age") { _ = model.age }
         try await external(file, "name=Test")  // what it reads as already
@@ -538,7 +538,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
     func mainActorUnrelatedPropertyNotNotified() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModelMainActor(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModelMainActor(userDefaults: try PreferenceSuite(fileURL: file))
         let heard = Recorder<String>()
         withObservationTracking { _ = model.count } onChange: { heard.record("count") }
         withObservationTracking { _ = model.name } onChange: { heard.record("name") }
@@ -552,7 +552,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
     func mainActorSameValueWriteNotNotified() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModelMainActor(suite: try PreferenceSuite(fileURL: file))
+        let model = OD.MockModelMainActor(userDefaults: try PreferenceSuite(fileURL: file))
         let heard = Recorder<String>()
         withObservationTracking { _ = model.name } onChange: { heard.record("name") }
         withObservationTracking { _ = model.count } onChange: { heard.record("count") }
@@ -567,7 +567,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModel(suite: suite)
+        let model = OD.MockModel(userDefaults: suite)
         model.name = "Changed"
         try await suite.flush()
         let name = Tracker("name") { _ = model.name }
@@ -581,7 +581,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = OD.MockModelOptional(suite: suite)
+        let model = OD.MockModelOptional(userDefaults: suite)
         model.optionalName = "Hello"
         try await suite.flush()
         let name = Tracker("optionalName") { _ = model.optionalName }
@@ -596,7 +596,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
         suite.register(defaults: ["name": "Registered"])
-        let model = OD.MockModel(suite: suite)
+        let model = OD.MockModel(userDefaults: suite)
         model.name = "Changed"
         try await suite.flush()
         let name = Tracker("name") { _ = model.name }
@@ -611,7 +611,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
         suite.register(defaults: ["optionalName": "RegisteredOptional"])
-        let model = OD.MockModelOptional(suite: suite)
+        let model = OD.MockModelOptional(userDefaults: suite)
         model.optionalName = "Hello"
         try await suite.flush()
         let name = Tracker("optionalName") { _ = model.optionalName }
@@ -627,7 +627,7 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
         suite.register(defaults: ["name": "MainActorRegistered"])
-        let model = OD.MockModelMainActor(suite: suite)
+        let model = OD.MockModelMainActor(userDefaults: suite)
         model.name = "Changed"
         try await suite.flush()
         let heard = Recorder<String>()
@@ -797,7 +797,7 @@ struct ObservableDefaultsValueTypeTests {
     @Test("Defaults: RawRepresentable + Codable uses raw-value storage")
     func defaultsRawCodableStorage() {
         let suite = PreferenceSuite.inMemory()
-        let store = DefaultsRawCodableStore(suite: suite)
+        let store = DefaultsRawCodableStore(userDefaults: suite)
         store.profile = UserProfile(name: "Alice", age: 30)
         #expect(store.profile == UserProfile(name: "Alice", age: 30))
         #expect(suite.value(forKey: "RRC_defaults_rawCodable_profile") == "Alice|30")
@@ -806,7 +806,7 @@ struct ObservableDefaultsValueTypeTests {
     @Test("Defaults: RawRepresentable + PropertyList (with optional) works")
     func defaultsRawPropertyListOnly() {
         let suite = PreferenceSuite.inMemory()
-        let store = DefaultsRawPropertyStore(suite: suite)
+        let store = DefaultsRawPropertyStore(userDefaults: suite)
         store.token = RawStringToken(value: "updated")
         #expect(store.token == RawStringToken(value: "updated"))
         #expect(suite.value(forKey: "RRC_defaults_rawProperty_token") == "updated")
@@ -821,7 +821,7 @@ struct ObservableDefaultsValueTypeTests {
     @Test("Defaults: RawRepresentable + PropertyList + Codable uses raw-value storage")
     func defaultsRawPropertyListCodable() {
         let suite = PreferenceSuite.inMemory()
-        let store = DefaultsHybridStore(suite: suite)
+        let store = DefaultsHybridStore(userDefaults: suite)
         store.hybrid = HybridIntToken(value: 42)
         #expect(store.hybrid == HybridIntToken(value: 42))
         #expect(suite.value(forKey: "RRC_defaults_hybrid_hybrid") == 42)
@@ -835,7 +835,7 @@ struct ObservableDefaultsValueTypeTests {
     @Test("Defaults: RawRepresentable enum + Codable works")
     func defaultsEnumRawRepresentableCodable() {
         let suite = PreferenceSuite.inMemory()
-        let store = DefaultsEnumStore(suite: suite)
+        let store = DefaultsEnumStore(userDefaults: suite)
         store.status = .inactive
         #expect(store.status == .inactive && suite.value(forKey: "RRC_defaults_enum_status") == "inactive")
     }
@@ -843,10 +843,10 @@ struct ObservableDefaultsValueTypeTests {
     @Test("Defaults compatibility: legacy PropertyList data remains readable after adding RawRepresentable")
     func defaultsPropertyListMigrationCompatibility() {
         let suite = PreferenceSuite.inMemory()
-        let legacyStore = DefaultsLegacyPropertyListStore(suite: suite)
+        let legacyStore = DefaultsLegacyPropertyListStore(userDefaults: suite)
         legacyStore.value = "legacy-v1"
         #expect(suite.value(forKey: "RRC_defaults_compat_value") == "legacy-v1")
-        let migratedStore = DefaultsMigratedHybridStore(suite: suite)
+        let migratedStore = DefaultsMigratedHybridStore(userDefaults: suite)
         #expect(migratedStore.value == HybridStringToken(value: "legacy-v1"))
         migratedStore.value = HybridStringToken(value: "legacy-v2")
         #expect(suite.value(forKey: "RRC_defaults_compat_value") == "legacy-v2")
@@ -854,7 +854,7 @@ struct ObservableDefaultsValueTypeTests {
 
     @Test("Enum RawRepresentable: defaultsEnumSupport")
     func defaultsEnumSupport() {
-        let store = RawValueDefaultsStore(suite: .inMemory())
+        let store = RawValueDefaultsStore(userDefaults: .inMemory())
         store.color = .green
         #expect(store.color == .green)
     }
@@ -862,7 +862,7 @@ struct ObservableDefaultsValueTypeTests {
     @Test("UserDefaults: hybrid type compiles and uses RawRepresentable storage")
     func defaultsHybridType() {
         let suite = PreferenceSuite.inMemory()
-        let store = Issue26DefaultsStore(suite: suite)
+        let store = Issue26DefaultsStore(userDefaults: suite)
         store.value = HybridValue(value: "updated")
         #expect(store.value == HybridValue(value: "updated"))
         #expect(suite.value(forKey: "Issue26_defaults_value") == "updated")
@@ -871,13 +871,13 @@ struct ObservableDefaultsValueTypeTests {
     @Test("Prefix: prefixDefaults, suiteNameWithPrefix, suiteNameOnly, emptyParameters")
     func prefixes() {
         let suite = PreferenceSuite.inMemory()
-        let test2 = Test2(suite: suite)
+        let test2 = Test2(userDefaults: suite)
         test2.username = "newUser"
-        let test3 = Test3(suite: suite)
+        let test3 = Test3(userDefaults: suite)
         test3.setting = "updated"
-        let test4 = Test4(suite: suite)
+        let test4 = Test4(userDefaults: suite)
         test4.config = "modified"
-        let test5 = Test5(suite: suite)
+        let test5 = Test5(userDefaults: suite)
         test5.emptyParams = "changed"
         #expect(test2.username == "newUser" && test3.setting == "updated" && test4.config == "modified" && test5.emptyParams == "changed")
         #expect(suite.storedValues == ["myApp_username": "newUser", "suite_setting": "updated", "config": "modified", "emptyParams": "changed"])
@@ -886,11 +886,11 @@ struct ObservableDefaultsValueTypeTests {
     @Test("White space: defaultsWhitespaceHandling, extremeWhitespaceEdgeCases (trimmed, as theirs)")
     func whitespace() {
         let suite = PreferenceSuite.inMemory()
-        let whitespacePrefix = DefaultsWhitespacePrefix(suite: suite)
-        let whitespaceSuite = DefaultsWhitespaceSuite(suite: PreferenceSuite.inMemory())
-        let whitespaceOnly = DefaultsWhitespaceOnly(suite: PreferenceSuite.inMemory())
-        let bothWhitespace = DefaultsBothWithWhitespace(suite: suite)
-        let tabs = TabsAndReturns(suite: suite)
+        let whitespacePrefix = DefaultsWhitespacePrefix(userDefaults: suite)
+        let whitespaceSuite = DefaultsWhitespaceSuite(userDefaults: PreferenceSuite.inMemory())
+        let whitespaceOnly = DefaultsWhitespaceOnly(userDefaults: PreferenceSuite.inMemory())
+        let bothWhitespace = DefaultsBothWithWhitespace(userDefaults: suite)
+        let tabs = TabsAndReturns(userDefaults: suite)
         whitespacePrefix.value = "test1"
         whitespaceSuite.value = "test2"
         whitespaceOnly.value = "test3"
@@ -922,7 +922,7 @@ private class SettingsWithOptionalUser {
 @ObservableDefaults
 private class ExampleWithStatic {
     public var foo = 1
-    public static var shared = ExampleWithStatic(suite: .inMemory())
+    public static var shared = ExampleWithStatic(userDefaults: .inMemory())
 }
 
 @MainActor
@@ -1023,7 +1023,7 @@ extension SettingsNoPrefix: @unchecked Sendable {}
 struct ObservableDefaultsMiscellaneousTests {
     @Test("Demonstrate UserDefaults optional Codable works")
     func userDefaultsOptionalCodableWorks() {
-        let settings = SettingsWithOptionalUser(suite: .inMemory())
+        let settings = SettingsWithOptionalUser(userDefaults: .inMemory())
         #expect(settings.user == nil)
         settings.user = DirectUser(name: "John", age: 30)
         #expect(settings.user?.name == "John" && settings.user?.age == 30)
@@ -1042,22 +1042,22 @@ struct ObservableDefaultsMiscellaneousTests {
     @MainActor
     @Test("ObservableDefaults with multiple static properties")
     func multipleStaticProperties() {
-        let instance = ModelWithMultipleStatics(suite: .inMemory())
+        let instance = ModelWithMultipleStatics(userDefaults: .inMemory())
         instance.name = "Updated"
         instance.age = 25
         #expect(instance.name == "Updated" && instance.age == 25)
         #expect(ModelWithMultipleStatics.defaultName == "Default" && ModelWithMultipleStatics.currentCount == 0)
-        #expect(ModelWithStaticComputed(suite: .inMemory()).value == ModelWithStaticComputed.defaultValue)
+        #expect(ModelWithStaticComputed(userDefaults: .inMemory()).value == ModelWithStaticComputed.defaultValue)
     }
 
     @Test("defaultsParameterTests")
     func defaultsParameters() {
         let suite = PreferenceSuite.inMemory()
-        let noParams = DefaultsNoParams(suite: suite)
-        let withPrefix = DefaultsWithPrefix(suite: suite)
-        let withSuite = DefaultsWithSuite(suite: suite)
-        let withBoth = DefaultsWithBoth(suite: suite)
-        let emptyParams = DefaultsEmptyParams(suite: suite)
+        let noParams = DefaultsNoParams(userDefaults: suite)
+        let withPrefix = DefaultsWithPrefix(userDefaults: suite)
+        let withSuite = DefaultsWithSuite(userDefaults: suite)
+        let withBoth = DefaultsWithBoth(userDefaults: suite)
+        let emptyParams = DefaultsEmptyParams(userDefaults: suite)
         noParams.defaultsValue1 = "test1"
         withPrefix.defaultsValue2 = "test2"
         withSuite.defaultsValue3 = "test3"
@@ -1070,14 +1070,14 @@ struct ObservableDefaultsMiscellaneousTests {
 
     @Test("defaultsCodableCompatibility")
     func defaultsCodableCompatibility() {
-        let store = LegacyDefaultsStore(suite: .inMemory())
+        let store = LegacyDefaultsStore(userDefaults: .inMemory())
         store.value = LegacyDefaultsValue(text: "updated")
         #expect(store.value.text == "updated")
     }
 
     @Test("Simple RawRepresentable & Codable: verifyCompilation")
     func verifyCompilation() {
-        let store = SimpleStore(suite: .inMemory())
+        let store = SimpleStore(userDefaults: .inMemory())
         store.test = TestType(value: "updated")
         #expect(store.test.value == "updated")
     }
@@ -1088,18 +1088,18 @@ struct ObservableDefaultsMiscellaneousTests {
     func defaultsURLRoundTrips() throws {
         let directory = try TemporaryDirectory()
         let suite = try PreferenceSuite(fileURL: directory.file("urls.plist"))
-        let store = DefaultsURLStore(suite: suite)
+        let store = DefaultsURLStore(userDefaults: suite)
         store.homepage = updatedURL
         #expect(store.homepage == updatedURL)
         #expect(suite.value(forKey: "URL_defaults_homepage") == .string(updatedURL.absoluteString))
-        let reloaded = DefaultsURLStore(suite: suite)
+        let reloaded = DefaultsURLStore(userDefaults: suite)
         #expect(reloaded.homepage == updatedURL)
     }
 
     @Test("Defaults: optional URL removes storage and falls back deterministically")
     func defaultsOptionalURLRemovalAndFallback() {
         let suite = PreferenceSuite.inMemory()
-        let store = DefaultsURLStore(suite: suite)
+        let store = DefaultsURLStore(userDefaults: suite)
         store.optionalHomepage = optionalURL
         #expect(store.optionalHomepage == optionalURL)
         store.optionalHomepage = nil
@@ -1114,7 +1114,7 @@ struct ObservableDefaultsMiscellaneousTests {
     func defaultsURLRemovalUsesRegisteredDefault() {
         let suite = PreferenceSuite.inMemory()
         suite.register(defaults: ["URL_defaults_homepage": registeredURL.absoluteString])
-        let store = DefaultsURLStore(suite: suite)
+        let store = DefaultsURLStore(userDefaults: suite)
         #expect(store.homepage == registeredURL)
         store.homepage = updatedURL
         suite.removeObject(forKey: "URL_defaults_homepage")
@@ -1127,8 +1127,8 @@ struct ObservableDefaultsMiscellaneousTests {
     func crossProcessNotificationFiltering() async throws {
         let directory = try TemporaryDirectory()
         let file1 = directory.file("suite1.plist"), file2 = directory.file("suite2.plist")
-        let settingsWithPrefix = SettingsWithPrefix(suite: try PreferenceSuite(fileURL: file1))
-        let settingsNoPrefix = SettingsNoPrefix(suite: try PreferenceSuite(fileURL: file2))
+        let settingsWithPrefix = SettingsWithPrefix(userDefaults: try PreferenceSuite(fileURL: file1))
+        let settingsNoPrefix = SettingsNoPrefix(userDefaults: try PreferenceSuite(fileURL: file2))
         #expect(settingsWithPrefix.userName == "InitialUser" && settingsWithPrefix.counter == 0)
         #expect(settingsNoPrefix.userName == "OtherUser" && settingsNoPrefix.counter == 100)
 
@@ -1150,8 +1150,8 @@ struct ObservableDefaultsMiscellaneousTests {
         let directory = try TemporaryDirectory()
         let suite1 = try PreferenceSuite(fileURL: directory.file("suite1.plist"))
         let suite2 = try PreferenceSuite(fileURL: directory.file("suite2.plist"))
-        SettingsWithPrefix(suite: suite1).userName = "PrefixUser"
-        SettingsNoPrefix(suite: suite2).userName = "NoPrefixUser"
+        SettingsWithPrefix(userDefaults: suite1).userName = "PrefixUser"
+        SettingsNoPrefix(userDefaults: suite2).userName = "NoPrefixUser"
         try await suite1.flush()
         try await suite2.flush()
         #expect(try readSuiteFile(directory.file("suite1.plist")) == ["app_userName": "PrefixUser"])
@@ -1189,7 +1189,7 @@ struct ObservableDefaultsNullableTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("nullable.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let settings = NullablePort.SettingsWithNullable(suite: suite)
+        let settings = NullablePort.SettingsWithNullable(userDefaults: suite)
         #expect(settings.currentUser.value == nil && settings.preferences.value == nil)
         #expect(!settings.currentUser.hasValue && !settings.preferences.hasValue)
 

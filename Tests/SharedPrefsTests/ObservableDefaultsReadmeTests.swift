@@ -93,7 +93,7 @@ struct ObservableDefaultsReadmeTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("plain.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let plain = ObservableDefaultsReadme.PlainTypes(suite: suite)
+        let plain = ObservableDefaultsReadme.PlainTypes(userDefaults: suite)
         #expect(plain.theme == .light && plain.person == .init(name: "fat", age: 10) && plain.lastTheme == nil)
         plain.theme = .dark
         plain.person.age = 11
@@ -107,7 +107,7 @@ struct ObservableDefaultsReadmeTests {
         // Another process's value reaches the property; nil removes the key.
         try await child("set", file.path, "theme=light")
         let otherSuite = try PreferenceSuite(fileURL: file)
-        let again = ObservableDefaultsReadme.PlainTypes(suite: otherSuite)
+        let again = ObservableDefaultsReadme.PlainTypes(userDefaults: otherSuite)
         #expect(again.theme == .light && again.person.age == 11 && again.lastPerson?.name == "ada")
         again.lastTheme = nil
         try await otherSuite.flush()
@@ -117,12 +117,12 @@ struct ObservableDefaultsReadmeTests {
 
     @Test func theREADMEModelsStoreUnderTheirKeys() {
         let suite = PreferenceSuite.inMemory()
-        let local = ObservableDefaultsReadme.LocalSettings(suite: suite)
+        let local = ObservableDefaultsReadme.LocalSettings(userDefaults: suite)
         local.name = "Ada"
         local.height = 180
-        let store = ObservableDefaultsReadme.LocalStore(suite: suite)
+        let store = ObservableDefaultsReadme.LocalStore(userDefaults: suite)
         store.people.age = 11
-        let first = ObservableDefaultsReadme.ObserveFirstSettings(suite: suite)
+        let first = ObservableDefaultsReadme.ObserveFirstSettings(userDefaults: suite)
         first.name = "x"
         first.height = 200
         // PrefixedSettings (autoInit: false, its own init calling observerStarter()) is only
@@ -132,7 +132,7 @@ struct ObservableDefaultsReadmeTests {
 
     @Test func settingAPropertyToTheValueItReadsAsStoresNothing() {
         let suite = PreferenceSuite.inMemory()
-        let settings = ObservableDefaultsReadme.Settings(suite: suite)
+        let settings = ObservableDefaultsReadme.Settings(userDefaults: suite)
         settings.name = "Fatbobman"  // the default, never stored
         #expect(suite.storedValues.isEmpty)
         settings.age = 21
@@ -140,7 +140,7 @@ struct ObservableDefaultsReadmeTests {
     }
 
     @Test func settingAnObservableOnlyPropertyToItsValueNotifiesNobody() {
-        let settings = ObservableDefaultsReadme.LocalSettings(suite: .inMemory())
+        let settings = ObservableDefaultsReadme.LocalSettings(userDefaults: .inMemory())
         let fired = Recorder<String>()
         withObservationTracking { _ = settings.height } onChange: { fired.record("height") }
         settings.height = 190  // what it holds
@@ -153,7 +153,7 @@ struct ObservableDefaultsReadmeTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("compat.plist")
         let suite = try PreferenceSuite(fileURL: file)
-        let model = CompatibilityModel(suite: suite)
+        let model = CompatibilityModel(userDefaults: suite)
         #expect(model.nickname == nil)
         model.nickname = "ada"
         model.theme = "dark"
@@ -172,7 +172,7 @@ struct ObservableDefaultsReadmeTests {
     @Test func ignoredPropertiesAndUnchangedValuesHearNothingFromOtherProcesses() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("ignored.plist")
-        let model = CompatibilityModel(suite: try PreferenceSuite(fileURL: file), ignoredKeyPathsForExternalUpdates: [\.nickname])
+        let model = CompatibilityModel(userDefaults: try PreferenceSuite(fileURL: file), ignoredKeyPathsForExternalUpdates: [\.nickname])
         let nickname = Tracker("nickname") { _ = model.nickname }
         let seen = Recorder<String>()
         withObservationTracking { _ = model.theme } onChange: { seen.record(model.theme) }

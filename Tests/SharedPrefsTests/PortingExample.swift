@@ -17,7 +17,7 @@ final class PortedSettings {
 
 @Test func thePortedObservableDefaultsClassWorksAgainstASuite() {
     let suite = PreferenceSuite.inMemory()
-    let settings = PortedSettings(suite: suite)
+    let settings = PortedSettings(userDefaults: suite)
     settings.textSize = 16
     settings.accentColor = "red"
     settings.isEditing = true

@@ -58,25 +58,36 @@ extension PlistValue {
 }
 
 extension PlistValue {
-    /// The stored form of a typed value (what `set(_:forKey:)` would store); `nil` for a value
-    /// with none (`Optional.none`). With ``get(_:)``, this is sindresorhus/Defaults'
-    /// `AnySerializable`: a key of type `PlistValue` holds a value of any storable type.
+    /// The stored form of a typed value (what `set(_:forKey:)` would store). With ``get(_:)`` and
+    /// ``set(_:)``, this is sindresorhus/Defaults' `AnySerializable`: a key of type `PlistValue`
+    /// holds a value of any storable type.
     ///
     /// ```swift
-    /// suite[PreferenceKey<PlistValue>("any", default: 0)] = PlistValue(UUID())!
+    /// enum Mime: String, PreferenceValue { case json = "application/json", stream = "application/octet-stream" }
+    /// let any = PreferenceKey<PlistValue>("anyKey", default: [PlistValue(Mime.json)])
+    /// suite[any].set(Mime.stream)
+    /// let mime: Mime? = suite[any].get()     // .stream
     /// ```
-    public init?<Value: PreferenceValue>(_ value: Value) {
-        guard let stored = value.plistValue else { return nil }
-        self = stored
+    ///
+    /// A value with no stored form (`nil`, or a conformance whose `plistValue` is `nil`) becomes
+    /// an empty dictionary, which reads back as no value of its type.
+    public init<Value: PreferenceValue>(_ value: Value) {
+        self = value.plistValue ?? .dictionary([:])
     }
 
-    /// The value as `type`, if it reads as one (`PlistValue.integer(3).get(Int.self)` is 3).
+    /// The value as `type`, if it reads as one (`PlistValue.integer(3).get(Int.self)` is 3); the
+    /// type may be left to the context: `let mime: Mime? = value.get()`.
     public func get<Value: PreferenceValue>(_ type: Value.Type = Value.self) -> Value? {
         Value(plistValue: self)
     }
 
     /// Replaces the value with the stored form of `value` (unchanged for `Optional.none`).
-    public mutating func set<Value: PreferenceValue>(value: Value) {
+    public mutating func set<Value: PreferenceValue>(_ value: Value) {
         if let stored = value.plistValue { self = stored }
+    }
+
+    /// ``set(_:)``, labelled.
+    public mutating func set<Value: PreferenceValue>(value: Value) {
+        set(value)
     }
 }

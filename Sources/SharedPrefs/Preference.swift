@@ -23,7 +23,7 @@ public struct Preference<Value: PreferenceValue & Sendable>: Sendable, AsyncSequ
     ///   - name: The key in the suite.
     ///   - suite: The suite; ``PreferenceSuite/standard`` by default.
     public init(wrappedValue: Value, _ name: String, suite: PreferenceSuite = .standard) {
-        key = PreferenceKey(name, default: wrappedValue)
+        key = PreferenceKey(name, default: wrappedValue, suite: suite)
         self.suite = suite
     }
 

@@ -16,8 +16,9 @@
 /// then `defaultValue`. A stored value of another type is reported once in the log and reads as the
 /// default; it is never a crash.
 ///
-/// Once a key with a fixed default is used with a suite, its default is that suite's registered
-/// value for the name (unless one was registered already), so untyped reads (`string(forKey:)`,
+/// A key with a fixed default registers it when it is made, in the suite given to its `init`
+/// (``PreferenceSuite/standard`` unless told otherwise), and in any other suite when first used
+/// with it (unless one was registered there already), so untyped reads (`string(forKey:)`,
 /// `dictionaryRepresentation()`) see it too, as sindresorhus/Defaults registers its keys' defaults.
 /// Keys compare by name.
 public struct PreferenceKey<Value: PreferenceValue> {
@@ -44,13 +45,24 @@ public struct PreferenceKey<Value: PreferenceValue> {
         return nil
     }
 
-    /// Creates a key with a declared default.
+    /// Creates a key with a declared default, and registers the default in `suite` (as
+    /// ``PreferenceSuite/register(defaults:)`` would), so that untyped reads there see it at once,
+    /// as sindresorhus/Defaults' keys do.
     /// - Parameters:
     ///   - name: The key in the suite.
     ///   - defaultValue: Returned when nothing usable is stored or registered.
-    public init(_ name: String, default defaultValue: Value) {
+    ///   - suite: Where the default is registered now; `nil` is ``PreferenceSuite/standard``, which
+    ///     this does not open (it registers the default when it is opened). A key is not tied to a
+    ///     suite: any other suite registers the default when the key is first used with it.
+    public init(_ name: String, default defaultValue: Value, suite: PreferenceSuite? = nil) {
         self.name = name
         self.makeDefault = .fixed(defaultValue)
+        guard let stored = defaultValue.plistValue else { return }
+        if let suite {
+            suite.store.register([name: stored])
+        } else {
+            StandardSuiteDefaults.register(name, stored)
+        }
     }
 
     /// Creates a key whose default is computed at each read that needs it (a date, say). Such a

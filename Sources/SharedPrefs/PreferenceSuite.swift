@@ -1,4 +1,5 @@
 import Foundation
+import SharedPrefsLocking
 
 /// A suite of preferences shared between processes: a property-list file in an app group's
 /// container, read from memory, written atomically and merged per key, and watched so that every
@@ -160,7 +161,9 @@ public final class PreferenceSuite: Sendable {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
         var name = String(ProcessInfo.processInfo.processName.map { allowed.contains($0) ? $0 : "_" }.prefix(SuiteName.maximumBytes))
         if name.isEmpty || name.hasPrefix(".") { name = "app" + name }
-        return PreferenceSuite(suiteName: name) ?? .inMemory(name: name)
+        let suite = PreferenceSuite(suiteName: name) ?? .inMemory(name: name)
+        suite.store.register(StandardSuiteDefaults.opened())
+        return suite
     }()
 
     /// A suite that lives only in this object's memory: for tests and previews. It has the full
@@ -392,5 +395,28 @@ public final class PreferenceSuite: Sendable {
 extension String {
     func trimmingSuffix(_ suffix: String) -> String {
         hasSuffix(suffix) && count > suffix.count ? String(dropLast(suffix.count)) : self
+    }
+}
+
+/// The fixed defaults of keys made for the standard suite before it was opened: a key registers
+/// its default when it is made, as Defaults' keys do, without opening the suite for it.
+enum StandardSuiteDefaults {
+    /// `nil` once the standard suite is open.
+    private static let pending = Lock<PlistDictionary?>([:])
+
+    static func register(_ name: String, _ value: PlistValue) {
+        let isOpen = pending.withLock { defaults in
+            defaults?[name] = value
+            return defaults == nil
+        }
+        if isOpen { PreferenceSuite.standard.store.register([name: value]) }
+    }
+
+    /// The defaults registered so far; later ones go to the open suite.
+    static func opened() -> PlistDictionary {
+        pending.withLock { defaults in
+            defer { defaults = nil }
+            return defaults ?? [:]
+        }
     }
 }

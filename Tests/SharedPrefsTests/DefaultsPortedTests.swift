@@ -63,16 +63,25 @@ struct DefaultsPortedTests {
         #expect(suite[key] == false)
     }
 
-    /// Defaults registers a key's default when the key is made; here, when it is first used with
-    /// a suite (a key is not tied to one suite).
     @Test func keyRegistersDefault() {
-        #expect(suite.bool(forKey: "registersDefault") == false)
-        let key = PreferenceKey<Bool>("registersDefault", default: true)
-        _ = suite[key]
-        #expect(suite.bool(forKey: "registersDefault") == true)
-        let key2 = PreferenceKey<String>("registersDefault2", default: "registersDefault2")
-        _ = suite[key2]
-        #expect(suite.string(forKey: "registersDefault2") == "registersDefault2")
+        let keyName = "registersDefault"
+        #expect(!suite.bool(forKey: keyName))
+        _ = PreferenceKey<Bool>(keyName, default: true, suite: suite)
+        #expect(suite.bool(forKey: keyName))
+
+        // Test that it works with multiple keys with `Defaults`.
+        let keyName2 = "registersDefault2"
+        _ = PreferenceKey<String>(keyName2, default: keyName2, suite: suite)
+        #expect(suite.string(forKey: keyName2) == keyName2)
+    }
+
+    /// A key made without a suite registers in the standard one, as `Defaults.Key(…)` does,
+    /// without opening it: before it is opened and after (a process of its own, rooted in a
+    /// temporary directory).
+    @Test func keyWithoutSuiteRegistersDefaultInTheStandardSuite() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(childExecutable, ["standard-key", "quality"], environment: ["SHAREDPREFS_ROOT": directory.url.path])
+        #expect(result.status == 0 && result.output.contains("7 later 0"), "\(result.output)")
     }
 
     @Test func keys() {
@@ -2109,12 +2118,11 @@ struct DefaultsValidationPortedTests {
         #expect(suite[key1] == "default1" && suite[key2] == 42)
     }
 
-    /// Defaults registers when the key is made; here, when it is first used with the suite.
     @Test func keyRegistersDefaultValues() {
         #expect(suite.object(forKey: "registrationTest") == nil)
-        let key = PreferenceKey<String>("registrationTest", default: "registeredDefault")
-        #expect(suite[key] == "registeredDefault")
+        let key = PreferenceKey<String>("registrationTest", default: "registeredDefault", suite: suite)
         #expect(suite.string(forKey: "registrationTest") == "registeredDefault")
+        #expect(suite[key] == "registeredDefault")
     }
 
     @Test func optionalKeyDoesNotRegisterNil() {

@@ -115,6 +115,14 @@ case "user-defaults":
     defaults.set("theirs", forKey: "shared")
     guard defaults.synchronize() else { fail("synchronize failed") }
     exit(0)
+case "standard-key":
+    // A key made before the standard suite is opened registers its default there (Defaults'
+    // keys register when made); one made after, at once. Run with SHAREDPREFS_ROOT set.
+    _ = PreferenceKey<Int>(arguments[1], default: 7)
+    let standard = PreferenceSuite.standard
+    _ = PreferenceKey<String>(arguments[1] + "2", default: "later")
+    say("\(standard.integer(forKey: arguments[1])) \(standard.string(forKey: arguments[1] + "2") ?? "nil") \(standard.storedValues.count)")
+    exit(0)
 case "additions":
     if arguments.contains("--fail-watches") { TestingHooks.failWatches(errno: ENOSPC) }
     let additions: any AsyncSequence<String, Never>

@@ -11,6 +11,10 @@ struct ClassOptions {
     var ignoreExternalChanges: String = "false"
     var autoInit = true
     var observeFirst = false
+    /// `didSet` of persisted properties runs on changes from other processes (and instances) too.
+    var didSetRunsOnExternalChanges = false
+    /// The class is main-actor isolated by its module's default isolation, without the attribute.
+    var defaultIsolationIsMainActor = false
     /// `@ObservableCloud(developmentMode: true)`: an in-memory suite.
     var inMemory = false
     var diagnostics: [Diagnostic] = []
@@ -30,7 +34,7 @@ struct ClassOptions {
                 }
                 prefix = literal.trimmingCharacters(in: .whitespacesAndNewlines)
             case "ignoreExternalChanges": ignoreExternalChanges = text
-            case "autoInit", "observeFirst", "developmentMode":
+            case "autoInit", "observeFirst", "developmentMode", "didSetRunsOnExternalChanges", "defaultIsolationIsMainActor":
                 guard let value = argument.expression.as(BooleanLiteralExprSyntax.self)?.literal.tokenKind == .keyword(.true) ? true
                     : argument.expression.as(BooleanLiteralExprSyntax.self) != nil ? false : nil
                 else {
@@ -40,6 +44,8 @@ struct ClassOptions {
                 switch argument.label?.text {
                 case "autoInit": autoInit = value
                 case "observeFirst": observeFirst = value
+                case "didSetRunsOnExternalChanges": didSetRunsOnExternalChanges = value
+                case "defaultIsolationIsMainActor": defaultIsolationIsMainActor = value
                 default: inMemory = value
                 }
             default: break  // limitToInstance, syncImmediately: accepted; changes always cross processes at once here.

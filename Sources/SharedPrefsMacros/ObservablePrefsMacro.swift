@@ -23,7 +23,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
         }
         let options = ClassOptions(node)
         var diagnostics = options.diagnostics
-        var persisted: [(name: String, key: String)] = []
+        var persisted: [(name: String, key: String, didSet: (parameter: String, body: String)?)] = []
         var seenKeys: [String: String] = [:]
         for member in declaration.memberBlock.members {
             let analysis = PropertyAnalysis(member.decl, options: options)
@@ -36,20 +36,25 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                 continue
             }
             seenKeys[key] = analysis.name
-            persisted.append((analysis.name, key))
+            let didSet = options.didSetRunsOnExternalChanges ? member.decl.as(VariableDeclSyntax.self)?.bindings.first?.observers["didSet"] : nil
+            persisted.append((analysis.name, key, didSet))
         }
         for diagnostic in diagnostics { context.diagnose(diagnostic) }
 
         let type = classDecl.name.trimmed
-        let onMain = declaration.isMainActorIsolated
+        let onMain = declaration.isMainActorIsolated || options.defaultIsolationIsMainActor
         let names = persisted.map { "\"\($0.key)\"" }.joined(separator: ", ")
         // A change that leaves what the property reads as unchanged (a stored default, say), or of
         // a property the instance was told to ignore, mutates nothing.
+        // With `didSetRunsOnExternalChanges`, a property's didSet runs after the mutation, its
+        // parameter the value the property read as before the change.
         let cases = persisted.map {
-            """
+            let didSet = $0.didSet.map { "\n_ = { (\($0.parameter)) in\n\($0.body)\n}(oldValue)" } ?? ""
+            let oldValue = $0.didSet == nil ? "" : "\nlet oldValue = _$prefs.oldValue(change, default: _\($0.name), _PrefsStorage.codec(_\($0.name)))"
+            return """
             case "\($0.key)":
-                if _$prefs.changesValue(change, default: _\($0.name), _PrefsStorage.codec(_\($0.name))), !_$ignoredKeyPaths.contains(\\.\($0.name)) {
-                    withMutation(keyPath: \\.\($0.name)) {}
+                if _$prefs.changesValue(change, default: _\($0.name), _PrefsStorage.codec(_\($0.name))) {\(oldValue)
+                    withMutation(keyPath: \\.\($0.name)) {}\(didSet)
                 }
             """
         }.joined(separator: "\n")
@@ -73,7 +78,6 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             """
             private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges)\(raw: options.inMemory ? ", inMemory: true" : ""))
             """,
-            "private var _$ignoredKeyPaths: [PartialKeyPath<\(type)>] = []",
             """
             private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                 switch name {
@@ -84,10 +88,20 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             """,
             """
             /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-            /// starts updating its properties when other processes change their keys.
-            func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+            /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+            /// when other processes change their keys.
+            func startObservingPrefs(
+                suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                ignoredKeyPathsForExternalUpdates: [PartialKeyPath<\(type)>] = []
+            ) {
+                let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                    switch keyPath {
+                    \(raw: persisted.map { "case \\\(type).\($0.name): \"\($0.key)\"" }.joined(separator: "\n"))
+                    default: nil
+                    }
+                })
                 _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                _$prefs.observe(self, names: [\(raw: names)], onMain: \(raw: onMain)) \(raw: notify)
+                _$prefs.observe(self, names: Set([\(raw: names)]).subtracting(ignored), onMain: \(raw: onMain)) \(raw: notify)
             }
             """,
         ]
@@ -123,8 +137,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                     userDefaults: SharedPrefs.PreferenceSuite? = nil, ignoreExternalChanges: Bool? = nil, prefix: String? = nil,
                     \(raw: ignored)
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: userDefaults, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: userDefaults, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
                 """
         case "ObservableCloud":
@@ -136,8 +149,9 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, syncImmediately: Bool = false, developmentMode: Bool = false,
                     \(raw: ignored)
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite ?? (developmentMode ? .inMemory(name: "development") : nil), prefix: prefix)
+                    startObservingPrefs(
+                        suite: suite ?? (developmentMode ? .inMemory(name: "development") : nil), prefix: prefix,
+                        ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
                 """
         default:
@@ -148,8 +162,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     \(raw: ignored)
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
                 """
         }

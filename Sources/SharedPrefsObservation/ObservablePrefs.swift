@@ -28,13 +28,22 @@
 ///   - ignoreExternalChanges: When `true`, changes made by other processes (and by other instances)
 ///     do not update this instance's properties until they are read again.
 ///   - autoInit: Generates `init(suite:prefix:ignoreExternalChanges:ignoredKeyPathsForExternalUpdates:)`
-///     (each `nil` means the value given to the macro; the key paths name properties that do not
+///     (`@ObservableDefaults`: `init(userDefaults:ignoreExternalChanges:prefix:ignoredKeyPathsForExternalUpdates:)`;
+///     `@ObservableCloud`: `init(suite:prefix:syncImmediately:developmentMode:ignoredKeyPathsForExternalUpdates:)`;
+///     each `nil` means the value given to the macro; the key paths name properties that do not
 ///     hear other processes' changes). When `false`, call `startObservingPrefs()` at the end of
 ///     your own init.
 ///   - observeFirst: Properties are observable only, and just those marked ``PrefsBacked()`` persist.
+///   - didSetRunsOnExternalChanges: When `true`, a persisted property's `didSet` also runs when
+///     another process (or instance) changes its key, after the property is updated, with
+///     `oldValue` what it read as before; it runs where external changes are delivered (below).
+///     Properties in `ignoredKeyPathsForExternalUpdates` hear nothing, so run nothing.
+///   - defaultIsolationIsMainActor: Say `true` in a module built with
+///     `.defaultIsolation(MainActor.self)`, where the class is main-actor isolated without the
+///     attribute: changes then arrive on the main queue, as for a `@MainActor` class.
 ///
-/// `willSet`/`didSet` on a persisted property run around this instance's own sets, not when
-/// another process changes the key. An optional without a default defaults to `nil`.
+/// `willSet`/`didSet` on a persisted property run around this instance's own sets; by default
+/// not when another process changes the key. An optional without a default defaults to `nil`.
 ///
 /// Every persisted property needs a default value, which is captured once: reads fall back
 /// stored → registered → declared default, so a key removed by another process reverts the
@@ -45,13 +54,14 @@
 /// is needed for either.
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
     named(startObservingPrefs), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
 public macro ObservablePrefs(
     suiteName: String? = nil, prefix: String = "", ignoreExternalChanges: Bool = false, autoInit: Bool = true,
-    observeFirst: Bool = false
+    observeFirst: Bool = false, didSetRunsOnExternalChanges: Bool = false,
+    defaultIsolationIsMainActor: Bool = false
 ) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
 
 /// The spelling of fatbobman/ObservableDefaults, so that code written for it compiles by changing
@@ -59,13 +69,14 @@ public macro ObservablePrefs(
 /// here, and an instance hears only its own keys (never a mere prefix convention).
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
     named(startObservingPrefs), named(observerStarter), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
 public macro ObservableDefaults(
     autoInit: Bool = true, ignoreExternalChanges: Bool = false, suiteName: String? = nil, prefix: String? = nil,
-    observeFirst: Bool = false, limitToInstance: Bool = true
+    observeFirst: Bool = false, limitToInstance: Bool = true, didSetRunsOnExternalChanges: Bool = false,
+    defaultIsolationIsMainActor: Bool = false
 ) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
 
 /// The spelling of ObservableDefaults' `@ObservableCloud`, for code ported from iCloud key-value
@@ -76,13 +87,14 @@ public macro ObservableDefaults(
 /// is accepted and has no effect (every change is written at once and reaches every process).
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange), named(_$ignoredKeyPaths),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
     named(startObservingPrefs), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
 public macro ObservableCloud(
     autoInit: Bool = true, prefix: String = "", observeFirst: Bool = false, syncImmediately: Bool = false,
-    developmentMode: Bool = false
+    developmentMode: Bool = false, didSetRunsOnExternalChanges: Bool = false,
+    defaultIsolationIsMainActor: Bool = false
 ) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
 
 /// ObservableDefaults' `@CloudBacked`: ``PrefsBacked()``, optionally with a custom key.

@@ -84,6 +84,11 @@ public final class _PrefsStorage: Sendable {
         return reading(change.oldValue) != reading(change.newValue)
     }
 
+    /// What the property read as before `change`: its `didSet`'s `oldValue`.
+    public func oldValue<Value>(_ change: PreferenceChange, default defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Value {
+        current.suite.typedValue(forKey: change.key, default: defaultValue, stored: change.oldValue, decode: codec.decode)
+    }
+
     /// Persists a property through the suite's coalesced writer.
     public func set<Value>(_ newValue: Value, _ name: String, _ codec: _PrefsCodec<Value>) {
         let stored = codec.encode(newValue)

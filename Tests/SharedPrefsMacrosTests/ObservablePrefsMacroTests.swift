@@ -35,7 +35,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class Settings {
                 var volume {
                     get {
@@ -110,17 +109,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "app.", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<Settings>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "volume":
-                    if _$prefs.changesValue(change, default: _volume, _PrefsStorage.codec(_volume)), !_$ignoredKeyPaths.contains(\.volume) {
+                    if _$prefs.changesValue(change, default: _volume, _PrefsStorage.codec(_volume)) {
                         withMutation(keyPath: \.volume) {
                         }
                     }
                     case "user_name":
-                        if _$prefs.changesValue(change, default: _name, _PrefsStorage.codec(_name)), !_$ignoredKeyPaths.contains(\.name) {
+                        if _$prefs.changesValue(change, default: _name, _PrefsStorage.codec(_name)) {
                             withMutation(keyPath: \.name) {
                         }
                         }
@@ -130,10 +127,24 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Settings>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \Settings.volume:
+                                    "volume"
+                                case \Settings.name:
+                                    "user_name"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["volume", "user_name"], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set(["volume", "user_name"]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -144,8 +155,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Settings>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -167,7 +177,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             @MainActor
             final class UI {
                 var count {
@@ -202,12 +211,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.com.example.app", prefix: "ui.", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<UI>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "count":
-                    if _$prefs.changesValue(change, default: _count, _PrefsStorage.codec(_count)), !_$ignoredKeyPaths.contains(\.count) {
+                    if _$prefs.changesValue(change, default: _count, _PrefsStorage.codec(_count)) {
                         withMutation(keyPath: \.count) {
                         }
                     }
@@ -217,10 +224,22 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<UI>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \UI.count:
+                                    "count"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["count"], onMain: true) { object, name, change in
+                    _$prefs.observe(self, names: Set(["count"]).subtracting(ignored), onMain: true) { object, name, change in
                         MainActor.assumeIsolated {
                             object._$prefsDidChange(name, change)
                         }
@@ -233,8 +252,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<UI>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -256,7 +274,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class Ported {
                 var a {
                     get {
@@ -307,17 +324,15 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.x", prefix: "p.", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<Ported>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "custom":
-                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)) {
                         withMutation(keyPath: \.a) {
                         }
                     }
                     case "other":
-                        if _$prefs.changesValue(change, default: _b, _PrefsStorage.codec(_b)), !_$ignoredKeyPaths.contains(\.b) {
+                        if _$prefs.changesValue(change, default: _b, _PrefsStorage.codec(_b)) {
                             withMutation(keyPath: \.b) {
                         }
                         }
@@ -327,10 +342,24 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Ported>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \Ported.a:
+                                    "custom"
+                                case \Ported.b:
+                                    "other"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["custom", "other"], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set(["custom", "other"]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -360,7 +389,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class First {
                 var transient {
                     get {
@@ -412,12 +440,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<First>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "kept":
-                    if _$prefs.changesValue(change, default: _kept, _PrefsStorage.codec(_kept)), !_$ignoredKeyPaths.contains(\.kept) {
+                    if _$prefs.changesValue(change, default: _kept, _PrefsStorage.codec(_kept)) {
                         withMutation(keyPath: \.kept) {
                         }
                     }
@@ -427,10 +453,22 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<First>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \First.kept:
+                                    "kept"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["kept"], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set(["kept"]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -441,8 +479,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<First>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -468,7 +505,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class Bad {
                 let fixed = 1
                 var noDefault: String
@@ -523,12 +559,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<Bad>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
-                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)) {
                         withMutation(keyPath: \.a) {
                         }
                     }
@@ -538,10 +572,22 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Bad>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \Bad.a:
+                                    "a"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set(["a"]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -552,8 +598,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Bad>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -581,7 +626,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class BadPrefix {
                 var a {
                     get {
@@ -615,12 +659,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "bad prefix!", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<BadPrefix>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
-                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)) {
                         withMutation(keyPath: \.a) {
                         }
                     }
@@ -630,10 +672,22 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<BadPrefix>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \BadPrefix.a:
+                                    "a"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set(["a"]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -644,8 +698,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<BadPrefix>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -691,7 +744,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class A {
                 let a = 1
 
@@ -709,8 +761,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<A>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
@@ -720,10 +770,21 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set([]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -734,8 +795,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -766,7 +826,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class A {
                 var a: Int? {
                     get {
@@ -800,12 +859,10 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<A>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
-                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)), !_$ignoredKeyPaths.contains(\.a) {
+                    if _$prefs.changesValue(change, default: _a, _PrefsStorage.codec(_a)) {
                         withMutation(keyPath: \.a) {
                         }
                     }
@@ -815,10 +872,22 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+                        case \A.a:
+                                    "a"
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: ["a"], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set(["a"]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -829,8 +898,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -851,7 +919,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class A {
                 var a: Int { 1 }
 
@@ -869,8 +936,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<A>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
@@ -880,10 +945,21 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set([]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -894,8 +970,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<A>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -926,7 +1001,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
             }
             """#,
             expandedSource: #"""
-
             final class Pair {
                 var a = 1, b = 2
 
@@ -944,8 +1018,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<Pair>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
@@ -955,10 +1027,21 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Pair>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set([]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -969,8 +1052,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Pair>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 
@@ -994,7 +1076,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
             """#,
             expandedSource: #"""
-
             final class Flag {
 
                 private let _$observationRegistrar = Observation.ObservationRegistrar()
@@ -1011,8 +1092,6 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
-                private var _$ignoredKeyPaths: [PartialKeyPath<Flag>] = []
-
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
@@ -1022,10 +1101,21 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 /// Points this instance at a suite (each `nil` keeps the value given to the macro) and
-                /// starts updating its properties when other processes change their keys.
-                func startObservingPrefs(suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil) {
+                /// starts updating its properties, but those of `ignoredKeyPathsForExternalUpdates`,
+                /// when other processes change their keys.
+                func startObservingPrefs(
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
+                    ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Flag>] = []
+                ) {
+                    let ignored: Set<String> = Set(ignoredKeyPathsForExternalUpdates.compactMap { keyPath in
+                        switch keyPath {
+
+                        default:
+                                    nil
+                        }
+                    })
                     _$prefs.configure(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
-                    _$prefs.observe(self, names: [], onMain: false) { object, name, change in
+                    _$prefs.observe(self, names: Set([]).subtracting(ignored), onMain: false) { object, name, change in
                         object._$prefsDidChange(name, change)
                     }
                 }
@@ -1036,8 +1126,7 @@ final class ObservablePrefsMacroTests: XCTestCase {
                     suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, ignoreExternalChanges: Bool? = nil,
                     ignoredKeyPathsForExternalUpdates: [PartialKeyPath<Flag>] = []
                 ) {
-                    _$ignoredKeyPaths = ignoredKeyPathsForExternalUpdates
-                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges)
+                    startObservingPrefs(suite: suite, prefix: prefix, ignoreExternalChanges: ignoreExternalChanges, ignoredKeyPathsForExternalUpdates: ignoredKeyPathsForExternalUpdates)
                 }
             }
 

@@ -87,6 +87,18 @@ final class CompatibilityModel {
 // Safe in these tests: one task touches the model at a time.
 extension CompatibilityModel: @unchecked Sendable {}
 
+/// The opt-in asked for in ObservableDefaults' tracker: `didSet` runs on other processes' changes too.
+@ObservablePrefs(prefix: "echo.", didSetRunsOnExternalChanges: true)
+final class EchoingModel: Sendable {
+    var theme: String = "light" {
+        didSet(previous) { log.record("theme \(previous) -> \(theme)") }
+    }
+    var volume = 5 {
+        didSet { log.record("volume \(oldValue) -> \(volume)") }
+    }
+    @Ignore let log = Recorder<String>()
+}
+
 @Suite("ObservableDefaults README examples")
 struct ObservableDefaultsReadmeTests {
     @Test func plainRawRepresentableAndCodableTypesStoreTheirRawValueAndANestedPropertyList() async throws {
@@ -165,6 +177,30 @@ struct ObservableDefaultsReadmeTests {
         try await child("set", file.path, "compat.theme=blue")
         _ = try await tracker.fired.wait(for: 1)
         #expect(model.theme == "blue" && model.log.count == 2)
+    }
+
+    /// With `didSetRunsOnExternalChanges`, another process's change runs `didSet` once, after the
+    /// property reads the new value, with what it read before; a local set runs it once, not again
+    /// when it is heard back; a removed key runs it back to the default; an ignored property, never.
+    @Test func didSetRunsOnAnotherProcesssChangesWhenAskedTo() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("echo.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let model = EchoingModel(suite: suite)
+        model.theme = "dark"
+        try await suite.flush()
+        #expect(model.log.items == ["theme light -> dark"])
+        try await child("set", file.path, "echo.theme=blue", "echo.volume=int:7")
+        let heard = try await model.log.wait(for: 3)
+        #expect(heard.sorted() == ["theme dark -> blue", "theme light -> dark", "volume 5 -> 7"])
+        #expect(model.theme == "blue" && model.volume == 7)
+        try await child("set", file.path, "echo.volume=-")
+        #expect(try await model.log.wait(for: 4).last == "volume 7 -> 5")
+
+        let ignoring = EchoingModel(suite: try PreferenceSuite(fileURL: file), ignoredKeyPathsForExternalUpdates: [\.volume])
+        try await child("set", file.path, "echo.volume=int:9", "echo.theme=red")
+        #expect(try await ignoring.log.wait(for: 1) == ["theme blue -> red"])
+        #expect(ignoring.log.items.count == 1)
     }
 
     /// Other processes' changes of an ignored property, and changes that leave what a property

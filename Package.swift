@@ -138,6 +138,13 @@ let package = Package(
             name: "SharedPrefsEtcdTests",
             dependencies: ["SharedPrefs", "SharedPrefsEtcd", "SharedPrefsObservation", "prefs-etcd-child"]
         ),
+        // Built as a module with `.defaultIsolation(MainActor.self)` is (the flag, so that the
+        // package keeps building with Swift 6.1): @ObservableDefaults(defaultIsolationIsMainActor:).
+        .testTarget(
+            name: "SharedPrefsMainActorTests",
+            dependencies: ["SharedPrefsObservation", "SharedPrefsTestSupport"],
+            swiftSettings: [.unsafeFlags(["-default-isolation", "MainActor"])]
+        ),
         .testTarget(
             name: "SharedPrefsMacrosTests",
             dependencies: [

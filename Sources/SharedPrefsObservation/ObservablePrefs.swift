@@ -80,7 +80,7 @@ public macro ObservableDefaults(
 ) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
 
 /// The spelling of ObservableDefaults' `@ObservableCloud`, for code ported from iCloud key-value
-/// storage: the same class macro as ``ObservablePrefs(suiteName:prefix:ignoreExternalChanges:autoInit:observeFirst:)``.
+/// storage: the same class macro as ``ObservablePrefs(suiteName:prefix:ignoreExternalChanges:autoInit:observeFirst:didSetRunsOnExternalChanges:defaultIsolationIsMainActor:)``.
 /// There is no iCloud on Linux: give the instance a suite shared across machines, an etcd suite
 /// (`SharedPrefsEtcd`), with `init(suite:)`; without one it uses ``PreferenceSuite/standard``.
 /// `developmentMode: true` keeps values in memory, as ObservableDefaults does; `syncImmediately`

@@ -24,6 +24,10 @@
 public struct PreferenceKey<Value: PreferenceValue> {
     /// The key in the suite. Keys may contain dots (`window.width`); prefixes are plain string prefixes.
     public let name: String
+    /// The suite given when the key was made (its default is registered there), where
+    /// `@ObservableDefault` reads and writes it; `nil` is ``PreferenceSuite/standard``. A key is
+    /// not tied to it: `anySuite[key]` works with any suite.
+    public let suite: PreferenceSuite?
     fileprivate let makeDefault: Default
 
     fileprivate enum Default {
@@ -56,6 +60,7 @@ public struct PreferenceKey<Value: PreferenceValue> {
     ///     suite: any other suite registers the default when the key is first used with it.
     public init(_ name: String, default defaultValue: Value, suite: PreferenceSuite? = nil) {
         self.name = name
+        self.suite = suite
         self.makeDefault = .fixed(defaultValue)
         guard let stored = defaultValue.plistValue else { return }
         if let suite {
@@ -67,8 +72,9 @@ public struct PreferenceKey<Value: PreferenceValue> {
 
     /// Creates a key whose default is computed at each read that needs it (a date, say). Such a
     /// default is never registered.
-    public init(_ name: String, default makeDefault: @escaping @Sendable () -> Value) {
+    public init(_ name: String, default makeDefault: @escaping @Sendable () -> Value, suite: PreferenceSuite? = nil) {
         self.name = name
+        self.suite = suite
         self.makeDefault = .dynamic(makeDefault)
     }
 }
@@ -80,8 +86,8 @@ extension PreferenceKey: Equatable, Hashable {
 
 extension PreferenceKey where Value: ExpressibleByNilLiteral {
     /// Creates a key for an optional value whose default is `nil`.
-    public init(_ name: String) {
-        self.init(name, default: nil)
+    public init(_ name: String, suite: PreferenceSuite? = nil) {
+        self.init(name, default: nil, suite: suite)
     }
 }
 

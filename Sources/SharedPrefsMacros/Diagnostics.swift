@@ -12,6 +12,7 @@ enum PrefsDiagnostic: String, DiagnosticMessage {
     case keyNotLiteral
     case multipleBindings
     case flagNotLiteral
+    case observableDefaultShape
 
     var severity: DiagnosticSeverity { .error }
     var diagnosticID: MessageID { MessageID(domain: "SharedPrefsMacros", id: rawValue) }

@@ -5,5 +5,6 @@ import SwiftSyntaxMacros
 struct SharedPrefsMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [
         ObservablePrefsMacro.self, PrefsPropertyMacro.self, ObservableOnlyMacro.self, MarkerMacro.self,
+        ObservableDefaultMacro.self,
     ]
 }

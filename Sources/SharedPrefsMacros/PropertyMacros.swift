@@ -1,3 +1,4 @@
+import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxMacros
 
@@ -101,6 +102,60 @@ public struct ObservableOnlyMacro: AccessorMacro, PeerMacro {
             property.bindingSpecifier.tokenKind == .keyword(.var), property.bindings.first?.isComputed == false
         else { return [] }
         return [DeclSyntax(property.storage(prefix: "_", specifier: .var, keepingAccessors: true))]
+    }
+}
+
+/// `@ObservableDefault(key)`: sindresorhus/Defaults' property macro, for a `var name: Type` in an
+/// `@Observable` class (marked `@ObservationIgnored`, so that `@Observable` leaves it to this
+/// macro). The getter tracks the property and reads `key` in its suite, and at the first access
+/// starts invalidating the property when any process changes the key; the setter writes it.
+public struct ObservableDefaultMacro: AccessorMacro, PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let (name, type, key) = target(node, declaration, context) else { return [] }
+        return [
+            """
+            get {
+                _$observableDefault_\(name).start(\(key) as PreferenceKey<\(type)>, self, \\.\(name), _$observationRegistrar)
+                access(keyPath: \\.\(name))
+                return _ObservableDefaultStorage.value(\(key) as PreferenceKey<\(type)>)
+            }
+            """,
+            """
+            set {
+                withMutation(keyPath: \\.\(name)) {
+                    _ObservableDefaultStorage.set(newValue, \(key) as PreferenceKey<\(type)>)
+                }
+            }
+            """,
+        ]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let (name, _, _) = target(node, declaration, nil) else { return [] }
+        return ["@ObservationIgnored private let _$observableDefault_\(name) = SharedPrefsObservation._ObservableDefaultStorage()"]
+    }
+
+    /// The property's name and type and the key expression; `nil`, diagnosed once, for any other shape.
+    private static func target(
+        _ node: AttributeSyntax, _ declaration: some DeclSyntaxProtocol, _ context: (any MacroExpansionContext)?
+    ) -> (TokenSyntax, TypeSyntax, ExprSyntax)? {
+        guard let property = declaration.as(VariableDeclSyntax.self), property.bindingSpecifier.tokenKind == .keyword(.var),
+            let name = property.singleName, let binding = property.bindings.first, let type = binding.typeAnnotation?.type.trimmed,
+            binding.initializer == nil, binding.accessorBlock == nil,
+            case .argumentList(let arguments) = node.arguments, let key = arguments.first?.expression.trimmed
+        else {
+            context?.diagnose(Diagnostic(
+                .observableDefaultShape, at: declaration,
+                "@ObservableDefault(key) applies to a stored 'var name: Type' without a value (the key holds the default) in an @Observable class, marked @ObservationIgnored."))
+            return nil
+        }
+        return (name, type, key)
     }
 }
 

@@ -105,6 +105,32 @@ public macro CloudBacked(keyValueStoreKey: String? = nil) = #externalMacro(modul
 @attached(peer)
 public macro CloudKey(keyValueStoreKey: String? = nil) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")
 
+/// sindresorhus/Defaults' `@ObservableDefault(.key)`: a property of an `@Observable` class backed
+/// by a typed key, read and written in the key's suite (the one given to
+/// ``PreferenceKey/init(_:default:suite:)``, else ``PreferenceSuite/standard``), and invalidated
+/// when any process changes the key. Mark it `@ObservationIgnored`, as Defaults asks, and give it a
+/// type and no value: the key holds the default.
+///
+/// ```swift
+/// extension PreferenceKey where Value == String {
+///     static let animal = PreferenceKey("animal", default: "cat", suite: shared)
+/// }
+///
+/// @Observable
+/// final class Model {
+///     @ObservableDefault(.animal)
+///     @ObservationIgnored
+///     var animal: String
+/// }
+/// ```
+///
+/// Changes from other processes invalidate the property on the library's watcher thread (for a
+/// `@MainActor` class too), as Observation calls `onChange` on the thread that mutates.
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(_$observableDefault_))
+public macro ObservableDefault<Value: PreferenceValue>(_ key: PreferenceKey<Value>) =
+    #externalMacro(module: "SharedPrefsMacros", type: "ObservableDefaultMacro")
+
 /// Stores the property under a custom key (the class's prefix is still put before it).
 @attached(peer)
 public macro PrefsKey(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "MarkerMacro")

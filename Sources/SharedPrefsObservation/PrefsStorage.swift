@@ -220,3 +220,62 @@ extension _PrefsStorage {
     public static func shouldNotify<Value: AnyObject>(_ old: Value, _ new: Value) -> Bool { old !== new }
     public static func shouldNotify<Value: Equatable & AnyObject>(_ old: Value, _ new: Value) -> Bool { old != new }
 }
+
+/// Runtime support for `@ObservableDefault`: generated code calls it; you do not.
+public final class _ObservableDefaultStorage: Sendable {
+    private let observation = Lock<PreferenceObservation?>(nil)
+
+    public init() {}
+
+    /// The key's value in its suite.
+    public static func value<Value>(_ key: PreferenceKey<Value>) -> Value {
+        (key.suite ?? .standard)[key]
+    }
+
+    /// Writes the key in its suite.
+    public static func set<Value>(_ newValue: Value, _ key: PreferenceKey<Value>) {
+        (key.suite ?? .standard)[key] = newValue
+    }
+
+    /// At the first call, starts invalidating `keyPath` of `object` (held weakly) whenever any
+    /// process changes `key`; later calls do nothing.
+    public func start<Value, Object: Observable & AnyObject, Member>(
+        _ key: PreferenceKey<Value>, _ object: Object, _ keyPath: KeyPath<Object, Member>, _ registrar: ObservationRegistrar
+    ) {
+        guard observation.withLock({ $0 == nil }) else { return }
+        let target: any Mutating = MutationTarget(object, keyPath, registrar)
+        let started = (key.suite ?? .standard).observe(.keys([key.name]), options: .synchronousExternalChanges) { _ in target.mutate() }
+        // Another thread's first access may have started one meanwhile: keep that one.
+        let extra = observation.withLock { current -> PreferenceObservation? in
+            if current == nil {
+                current = started
+                return nil
+            }
+            return started
+        }
+        extra?.cancel()
+    }
+}
+
+/// What an observation invalidates, its type erased so that the handler captures no metatype.
+private protocol Mutating: Sendable {
+    func mutate()
+}
+
+/// What an observation invalidates: one property of an object, through its registrar.
+// Safe to send: the object is only passed to the thread-safe ObservationRegistrar's `withMutation`
+// with an empty body, and the key path is only read.
+private final class MutationTarget<Object: Observable & AnyObject, Member>: Mutating, @unchecked Sendable {
+    weak var object: Object?
+    let keyPath: KeyPath<Object, Member>
+    let registrar: ObservationRegistrar
+
+    init(_ object: Object, _ keyPath: KeyPath<Object, Member>, _ registrar: ObservationRegistrar) {
+        (self.object, self.keyPath, self.registrar) = (object, keyPath, registrar)
+    }
+
+    func mutate() {
+        guard let object else { return }
+        registrar.withMutation(of: object, keyPath: keyPath) {}
+    }
+}

@@ -29,7 +29,7 @@ struct PrefsWatch: ParsableCommand {
             Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Find.self, Export.self, Import.self,
             Migrate.self, Rename.self, Edit.self,
         ],
-        defaultSubcommand: nil
+        defaultSubcommand: Tail.self
     )
 
     /// Refuses a first word that looks like a mistyped verb before it can be taken as the name

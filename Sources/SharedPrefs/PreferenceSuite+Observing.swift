@@ -195,7 +195,8 @@ extension PreferenceSuite {
     }
 
     /// Failures nobody was waiting for: a background write that failed, a suite file that does not
-    /// parse (a `loadFailed` event: the last good values are kept), a stored value of the wrong type.
+    /// parse (the last good values are kept), a stored value of the wrong type. It starts with the
+    /// failures found in the stored values that still stand, found before it was made too.
     public func failures() -> some AsyncSequence<PreferenceError, Never> {
         let (stream, continuation) = AsyncStream.makeStream(of: PreferenceError.self)
         let observation = observeFailures { continuation.yield($0) }
@@ -204,7 +205,9 @@ extension PreferenceSuite {
     }
 
     /// Calls `handler` with every failure nobody was waiting for: ``failures()`` without Swift
-    /// concurrency. The handler runs on the thread that met the failure (the watcher thread, a
+    /// concurrency. It is called first, at once, with the failures found in the stored values that
+    /// still stand (a corrupt file, a value or key that cannot be read), however long ago they were
+    /// found: a suite opened over them reports them to whoever subscribes later. The handler runs on the thread that met the failure (the watcher thread, a
     /// background write): return at once.
     /// - Returns: A token; the observation ends when it is cancelled or released.
     public func observeFailures(_ handler: @escaping @Sendable (PreferenceError) -> Void) -> PreferenceObservation {

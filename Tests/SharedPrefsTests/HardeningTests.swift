@@ -318,6 +318,33 @@ struct HardeningTests {
         #expect(try Data(contentsOf: directory.file(aside[0])) == garbage)
     }
 
+    /// A suite opened over a broken file logs it once and tells every failure observer that
+    /// subscribes later, at once, while it stands; a good file read in full ends it.
+    @Test func aFailureFoundBeforeAnyoneSubscribedIsToldToLaterSubscribers() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("early.plist")
+        try Data("bplist00 but nothing after it".utf8).write(to: file)
+        let suite = try PreferenceSuite(fileURL: file)
+        #expect(suite.storedValues.isEmpty)
+        for _ in 0..<2 {
+            let seen = Recorder<PreferenceError>()
+            let observation = suite.observeFailures { seen.record($0) }
+            #expect(seen.items.map(\.code) == [.corruptFile] && seen.items.first?.path == file.path, "\(seen.items)")
+            observation.cancel()
+        }
+        // A good file in its place: read in full, the failure no longer stands.
+        let changed = Recorder<String>()
+        let observation = suite.observe(.keys(["a"])) { changed.record($0.key) }
+        defer { observation.cancel() }
+        let good = try await python("import plistlib, os, sys; open(sys.argv[1] + '.tmp', 'wb').write(plistlib.dumps({'a': 1})); os.rename(sys.argv[1] + '.tmp', sys.argv[1])", file.path)
+        #expect(good.status == 0, "\(good.output)")
+        _ = try await changed.wait(for: 1)
+        let later = Recorder<PreferenceError>()
+        let quiet = suite.observeFailures { later.record($0) }
+        defer { quiet.cancel() }
+        #expect(later.items.isEmpty)
+    }
+
     /// A binary property list whose `bomb` is an array of `outer` references to one array of
     /// `inner` references to one string, padded with `pad` bytes of data: few bytes, many values.
     static func referenceBomb(outer: Int, inner: Int, pad: Int) -> Data {

@@ -97,6 +97,10 @@ package final class SuiteStore: Sendable {
         var failureObservers: [UInt64: @Sendable (PreferenceError) -> Void] = [:]
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []
+        /// Failures found in the stored values that still stand (a corrupt file, a value or key
+        /// that cannot be read): each is logged and reported once, and told to every failure
+        /// observer when it subscribes. A full read replaces them.
+        var standingNotices: [PreferenceError] = []
         var statistics = PreferenceSuite.Statistics()
 
         /// The value of `key` in the stored suite as last read or written.
@@ -118,6 +122,17 @@ package final class SuiteStore: Sendable {
             for (key, _) in values.storage where local[key] == nil && new.storage[key] == nil { delta.append((key, nil)) }
             for (key, local) in local where local.stored != nil && new.storage[key] == nil { delta.append((key, nil)) }
             return delta
+        }
+
+        /// Records the failures `loaded` found as standing; returns those not standing already.
+        mutating func stand(_ loaded: Loaded) -> [PreferenceError] {
+            let fresh = loaded.notices.filter { notice in !standingNotices.contains { $0.message == notice.message } }
+            if case .full = loaded.values {
+                standingNotices = loaded.notices
+            } else {
+                standingNotices = Array((standingNotices + fresh).suffix(64))
+            }
+            return fresh
         }
 
         /// The keys set and not yet taken by a write, for messages.
@@ -512,7 +527,7 @@ package final class SuiteStore: Sendable {
     /// where a local change not yet written hides it, and observers hear of it as external.
     /// Runs under `ioExclusion`.
     private func adopt(_ loaded: Loaded) {
-        for notice in loaded.notices { reportNotice(notice) }
+        for notice in state.withLock({ $0.stand(loaded) }) { reportNotice(notice) }
         guard let read = loaded.values else { return }
         change { s, changes in
             s.statistics.fileReads += 1
@@ -607,13 +622,16 @@ package final class SuiteStore: Sendable {
         _ = state.withLock { $0.observers.removeValue(forKey: id) }
     }
 
+    /// Adds a failure observer, and tells it first the failures that still stand.
     func addFailureObserver(_ deliver: @escaping @Sendable (PreferenceError) -> Void) -> UInt64 {
         watch()
-        return state.withLock { s in
+        let (id, standing) = state.withLock { s in
             s.nextObserverID += 1
             s.failureObservers[s.nextObserverID] = deliver
-            return s.nextObserverID
+            return (s.nextObserverID, s.standingNotices)
         }
+        for notice in standing { deliver(notice) }
+        return id
     }
 
     func removeFailureObserver(_ id: UInt64) {

@@ -81,9 +81,16 @@ final class EtcdBackend: SuiteBackend {
 
     private func etcdKey(_ key: PlistKey) -> Data { prefix + Data(key.string.utf8) }
 
-    private func suiteKey(_ key: Data) -> PlistKey? {
+    /// The suite key of an etcd key under the prefix; `nil` (and a notice) for one that is not
+    /// UTF-8, which no suite key names: it is left alone, never compared or written under
+    /// another name.
+    private func suiteKey(_ key: Data, notices: inout [PreferenceError]) -> PlistKey? {
         guard key.starts(with: prefix) else { return nil }
-        return PlistKey(String(decoding: key.dropFirst(prefix.count), as: UTF8.self))
+        guard let name = String(data: key.dropFirst(prefix.count), encoding: .utf8) else {
+            notices.append(PreferenceError(code: .unsupportedValue, message: "The etcd key with bytes (base64) \(key.base64EncodedString()) under \(address) is not UTF-8, so no suite key can name it; it is left out of the suite and never written. Rename it with another etcd client if it belongs to the suite.", path: address))
+            return nil
+        }
+        return PlistKey(name)
     }
 
     private func decode(_ kv: KeyValue, notices: inout [PreferenceError]) -> PlistValue? {
@@ -160,7 +167,7 @@ final class EtcdBackend: SuiteBackend {
             let before = k.revision
             for batch in batches where batch.revision > k.revision {
                 for event in batch.events {
-                    guard let key = suiteKey(event.kv.key) else { continue }
+                    guard let key = suiteKey(event.kv.key, notices: &notices) else { continue }
                     let revision = event.kv.mod_revision?.value ?? batch.revision
                     // Already known (this process wrote it, or a re-read saw it): skip.
                     if let seen = k.modRevisions[key], seen >= revision { continue }
@@ -195,7 +202,7 @@ final class EtcdBackend: SuiteBackend {
         var revisions: [PlistKey: Int64] = [:]
         var notices: [PreferenceError] = []
         for kv in response.kvs ?? [] {
-            guard let key = suiteKey(kv.key), let value = decode(kv, notices: &notices) else { continue }
+            guard let key = suiteKey(kv.key, notices: &notices), let value = decode(kv, notices: &notices) else { continue }
             values[key.string] = value
             revisions[key] = kv.mod_revision?.value ?? 0
         }
@@ -210,9 +217,14 @@ final class EtcdBackend: SuiteBackend {
 
     // MARK: Writing
 
+    /// Writes what `plan` makes of the values read. An `update` whose comparison fails runs again
+    /// on what the writer that came first left, at once for the first few attempts, then after
+    /// pauses growing to 100 ms; past `client.timeout` since `start` it fails, saying which keys it
+    /// kept comparing (another writer kept changing them).
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         var loaded = known.withLock({ $0.mustResync }) ? try resync() : Loaded()
         var notices: [PreferenceError] = []
+        var attempts = 0
         while true {
             let plan = try plan(loaded)
             guard plan.changesSomething || plan.isTransaction else { return Committed(wrote: false) }
@@ -222,6 +234,13 @@ final class EtcdBackend: SuiteBackend {
             }
             guard let reread = try attemptTransaction(plan, notices: &notices) else { return Committed(wrote: true, notices: notices) }
             loaded = reread
+            attempts += 1
+            let waited = ContinuousClock.now - start
+            if waited > .nanoseconds(client.timeout.nanoseconds) {
+                let keys = (plan.reads.map { Array($0) } ?? Array(plan.stored().storage.keys)).map(\.string).sorted()
+                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(waited): each time, another writer had changed what it read first (\(plan.reads == nil ? "the whole suite" : "keys " + keys.prefix(20).joined(separator: ", "))). Its values are not written; try again, or read fewer keys in the update.", path: address)
+            }
+            if attempts > 3 { Thread.sleep(forTimeInterval: min(0.001 * Double(1 << min(attempts - 3, 7)), 0.1)) }
         }
     }
 

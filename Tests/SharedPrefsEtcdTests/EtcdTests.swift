@@ -9,6 +9,7 @@ import Observation
 import SharedPrefs
 import SharedPrefsEtcd
 import SharedPrefsObservation
+import Synchronization
 import Testing
 
 /// Runs `executable` with `arguments`, its output discarded; throws when it fails.
@@ -220,6 +221,17 @@ final class EtcdCluster {
         return try #require(revisions.map(\.int64Value).max())
     }
 
+    /// Puts `value` under `key`, both raw bytes (etcdctl takes keys as arguments, which cannot
+    /// hold bytes that are not UTF-8), through the gateway of member 0, as any etcd client may.
+    func putRaw(_ key: Data, _ value: Data) throws {
+        let script = """
+            import base64, json, sys, urllib.request
+            body = json.dumps({"key": sys.argv[2], "value": sys.argv[3]}).encode()
+            urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v3/kv/put", body, {"Content-Type": "application/json"}), timeout=5).read()
+            """
+        try run("/usr/bin/python3", ["-c", script, clientURLs[0], key.base64EncodedString(), value.base64EncodedString()])
+    }
+
     func etcdctl(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(filePath: "/usr/bin/etcdctl")
@@ -424,6 +436,35 @@ struct EtcdSuiteTests {
         #expect(lines.contains("failure resynchronized"))
         // The state the cluster holds, key by key with old values; c's step through 3 was compacted away.
         #expect(Set(lines.filter { $0.hasPrefix("change") }) == ["change a 1 2", "change b x -", "change c - 4"])
+    }
+
+    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,
+    /// with its bytes, and left alone; an update that reads the whole suite gets through (it was
+    /// compared under a name with U+FFFD, which no key has, and retried about 1,000 times a
+    /// second, for ever). A value that does not decode, there before the suite was opened, is
+    /// told to a failure observer that subscribes later.
+    @Test func aKeyThatIsNotUTF8IsReportedOnceAndLeftAloneWhileUpdatesGetThrough() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let rawKey = Data(prefix.utf8) + Data([0xFF, 0xFE, 0x41])
+        try cluster.putRaw(rawKey, Data("x".utf8))
+        try cluster.putRaw(Data((prefix + "binary").utf8), Data([0xFF, 0x00, 0xFE]))
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let failures = Mutex<[PreferenceError]>([])
+        let observation = suite.observeFailures { failure in failures.withLock { $0.append(failure) } }
+        defer { observation.cancel() }
+        let early = failures.withLock { $0 }
+        #expect(early.contains { $0.message.contains(rawKey.base64EncodedString()) }, "\(early)")
+        #expect(early.contains { $0.code == .corruptFile && $0.message.contains(prefix + "binary") }, "\(early)")
+
+        for _ in 1...3 {
+            try suite.update { tx in tx["count"] = PlistValue((tx.values["count"]?.get(Int.self) ?? 0) + 1) }
+        }
+        #expect(suite.integer(forKey: "count") == 3)
+        #expect(!suite.storedValues.keys.contains { $0.contains("\u{FFFD}") })
+        #expect(failures.withLock { $0 }.filter { $0.message.contains(rawKey.base64EncodedString()) }.count == 1)
+        let left = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only", "-w", "json"]).output
+        #expect(left.contains(rawKey.base64EncodedString()), "\(left)")
     }
 
     @Test func writesMadeOfflineSurviveARestartAndMergePerKeyWhenTheClusterReturns() async throws {

@@ -218,9 +218,10 @@ final class EtcdBackend: SuiteBackend {
     // MARK: Writing
 
     /// Writes what `plan` makes of the values read. An `update` whose comparison fails runs again
-    /// on what the writer that came first left, at once for the first few attempts, then after
-    /// pauses growing to 100 ms; past `client.timeout` since `start` it fails, saying which keys it
-    /// kept comparing (another writer kept changing them).
+    /// on what the writer that came first left: at once for the first 8 attempts, then after
+    /// random pauses of up to 1, 2, 4 … 50 ms (contending writers fall out of step); past ten
+    /// request timeouts since `start` it fails, saying which keys it kept comparing. Contention
+    /// alone does not get there: every failed comparison is another writer's success.
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         var loaded = known.withLock({ $0.mustResync }) ? try resync() : Loaded()
         var notices: [PreferenceError] = []
@@ -236,11 +237,11 @@ final class EtcdBackend: SuiteBackend {
             loaded = reread
             attempts += 1
             let waited = ContinuousClock.now - start
-            if waited > .nanoseconds(client.timeout.nanoseconds) {
+            if waited > .nanoseconds(client.timeout.nanoseconds) * 10 {
                 let keys = (plan.reads.map { Array($0) } ?? Array(plan.stored().storage.keys)).map(\.string).sorted()
                 throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(waited): each time, another writer had changed what it read first (\(plan.reads == nil ? "the whole suite" : "keys " + keys.prefix(20).joined(separator: ", "))). Its values are not written; try again, or read fewer keys in the update.", path: address)
             }
-            if attempts > 3 { Thread.sleep(forTimeInterval: min(0.001 * Double(1 << min(attempts - 3, 7)), 0.1)) }
+            if attempts > 8 { Thread.sleep(forTimeInterval: .random(in: 0...min(0.001 * Double(1 << min(attempts - 8, 6)), 0.05))) }
         }
     }
 

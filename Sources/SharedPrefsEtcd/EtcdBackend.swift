@@ -121,6 +121,8 @@ final class EtcdBackend: SuiteBackend {
                 do {
                     try await follow(from: from, sink)
                     delay = .milliseconds(100)
+                } catch EtcdClient.Failure.etcd(let refusal) {
+                    sink(.failed(refusal.preferenceError(doing: "watch", address: address, endpoints: client.endpoints)))
                 } catch {
                     if Task.isCancelled { return }
                     sink(.failed(PreferenceError(code: .clusterUnreachable, message: "The watch of \(address) broke (\(error)); it resumes from revision \(from) on the next endpoint that answers, so no change is missed.", path: address)))
@@ -407,6 +409,8 @@ final class EtcdBackend: SuiteBackend {
         case EtcdClient.Failure.unreachable(let why):
             let then = doing == "write" ? "; the values stay pending and are written when it answers" : " (etcdctl --endpoints \(client.endpoints.joined(separator: ",")) endpoint health)"
             return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(address): no endpoint answered (\(why)). Check that the cluster is running and reachable\(then).", path: address)
+        case EtcdClient.Failure.etcd(let error):
+            return error.preferenceError(doing: doing, address: address, endpoints: client.endpoints)
         case EtcdClient.Failure.refused(let status, let body):
             return PreferenceError(code: .ioFailure, message: "etcd refused to \(doing) \(address) (HTTP \(status): \(body.prefix(300))).", path: address)
         default:

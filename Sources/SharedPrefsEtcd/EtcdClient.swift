@@ -47,11 +47,21 @@ struct EtcdClient: Sendable {
     }
 
     /// How a request failed.
-    enum Failure: Error {
+    enum Failure: Error, CustomStringConvertible {
         /// No endpoint answered, or the answer was lost: a write may or may not have been applied.
         case unreachable(String)
-        /// The cluster answered with an error (HTTP status and body).
+        /// etcd refused the request, with its gRPC code and message.
+        case etcd(GatewayError)
+        /// The cluster answered with something else than etcd's error (HTTP status and body).
         case refused(Int, String)
+
+        var description: String {
+            switch self {
+            case .unreachable(let why): why
+            case .etcd(let error): "\(error)"
+            case .refused(let status, let body): "HTTP \(status): \(body.prefix(300))"
+            }
+        }
     }
 
     /// POSTs `body` to `path` on one endpoint after another until one answers.
@@ -74,11 +84,13 @@ struct EtcdClient: Sendable {
                 let response = try http.execute(request: request, deadline: .now() + timeout).wait()
                 let bytes = response.body.map { Data($0.readableBytesView) } ?? Data()
                 guard response.status == .ok else {
+                    let error = try? JSONDecoder().decode(GatewayError.self, from: bytes)
                     // 503 and friends: this member cannot serve now (no leader, stopping); try the next.
-                    if response.status.code >= 500 {
-                        failures.append("\(endpoint): HTTP \(response.status.code) \(String(decoding: bytes, as: UTF8.self).prefix(200))")
+                    if response.status.code >= 500 || error?.memberCannotServe == true {
+                        failures.append("\(endpoint): \(error.map { "\($0)" } ?? "HTTP \(response.status.code) \(String(decoding: bytes, as: UTF8.self).prefix(200))")")
                         continue
                     }
+                    if let error { throw Failure.etcd(error) }
                     throw Failure.refused(Int(response.status.code), String(decoding: bytes, as: UTF8.self))
                 }
                 preferred.value = index
@@ -159,7 +171,12 @@ extension EtcdClient {
         /// message that no newline follows.
         func hand(_ line: Data) throws -> Bool {
             let message = try JSONDecoder().decode(WatchResponse.self, from: line)
-            guard let result = message.result else { throw Failure.refused(0, "watch error from \(endpoint): \(message.error ?? [:])") }
+            guard let result = message.result else {
+                let error = message.error ?? GatewayError(code: 2, message: "a watch message with neither a result nor an error")
+                // A member that lost its leader ends its watches so: the next one may serve.
+                if error.memberCannotServe { throw Failure.unreachable("\(endpoint) ended the watch: \(error)") }
+                throw Failure.etcd(error)
+            }
             progress.withLock { $0.begun = true }
             return try body(result, endpoint)
         }
@@ -315,7 +332,7 @@ struct WatchRequest: Codable, Sendable {
     var create_request: Create
 }
 
-struct WatchResponse: Codable, Sendable {
+struct WatchResponse: Decodable, Sendable {
     struct Result: Codable, Sendable {
         struct Event: Codable, Sendable {
             var type: String?
@@ -329,7 +346,60 @@ struct WatchResponse: Codable, Sendable {
         var events: [Event]?
     }
     var result: Result?
-    var error: [String: String]?
+    var error: GatewayError?
+}
+
+/// An error etcd's gateway sent: `{"error": "…", "code": 11, "message": "…"}` answering a request,
+/// and `{"error": {"grpc_code": 14, "http_code": 503, "message": "…", "http_status": "…"}}` ending a watch.
+struct GatewayError: Decodable, Sendable, CustomStringConvertible {
+    /// The gRPC status code (11: out of range, 14: unavailable, …).
+    var code: Int
+    var message: String
+
+    init(code: Int, message: String) { (self.code, self.message) = (code, message) }
+
+    private enum Keys: String, CodingKey { case error, code, grpc_code, message }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        if let nested = try? container.nestedContainer(keyedBy: Keys.self, forKey: .error) {
+            code = try nested.decodeIfPresent(Int.self, forKey: .grpc_code) ?? nested.decodeIfPresent(Int.self, forKey: .code) ?? 2
+            message = try nested.decodeIfPresent(String.self, forKey: .message) ?? ""
+        } else {
+            code = try container.decodeIfPresent(Int.self, forKey: .code) ?? container.decodeIfPresent(Int.self, forKey: .grpc_code) ?? 2
+            message = try container.decodeIfPresent(String.self, forKey: .message) ?? container.decodeIfPresent(String.self, forKey: .error) ?? ""
+        }
+    }
+
+    /// The name of the gRPC code.
+    var name: String {
+        let names = [
+            0: "OK", 1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 6: "ALREADY_EXISTS",
+            7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE",
+            12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED",
+        ]
+        return names[code] ?? "code \(code)"
+    }
+
+    /// Unavailable or timed out (no leader, a member stopping): another member may serve.
+    var memberCannotServe: Bool { code == 14 || code == 4 }
+
+    var description: String { "\(message.isEmpty ? "no message" : message) (gRPC \(code) \(name))" }
+
+    /// What a suite's caller is told: etcd's code and message, and what to do.
+    func preferenceError(doing: String, address: String, endpoints: [String]) -> PreferenceError {
+        let (kind, advice): (PreferenceError.Code, String) =
+            switch code {
+            case 11: (.resynchronized, "The revision asked for was compacted away: read the suite again (a new PreferenceSuite, or prefs-watch read), which reads the prefix in full.")
+            case 16: (.permissionDenied, "The cluster requires authentication: give the suite credentials it accepts (EtcdOptions.tls with a client certificate of a user with a role on the prefix).")
+            case 7: (.permissionDenied, "The user has no permission on the prefix: grant its role readwrite on it (etcdctl role grant-permission --prefix).")
+            case 8: (.ioFailure, "The cluster is out of space or the request is too large: compact and defragment it, or raise its --quota-backend-bytes or --max-request-bytes.")
+            case 3: (.unsupportedOperation, "etcd finds the request malformed (a key too long, or more operations in one transaction than its --max-txn-ops): split the update.")
+            case 14, 4: (.clusterUnreachable, "No member could serve it (no leader, or one stopping): check that a majority of the cluster runs (etcdctl --endpoints \(endpoints.joined(separator: ",")) endpoint health).")
+            default: (.ioFailure, "Check the cluster's health (etcdctl --endpoints \(endpoints.joined(separator: ",")) endpoint health) and its log.")
+            }
+        return PreferenceError(code: kind, message: "etcd refused to \(doing) \(address): \(self). \(advice)", path: address)
+    }
 }
 
 extension Data {

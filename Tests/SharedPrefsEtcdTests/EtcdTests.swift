@@ -7,7 +7,7 @@
 import Foundation
 import Observation
 import SharedPrefs
-import SharedPrefsEtcd
+@testable import SharedPrefsEtcd
 import SharedPrefsObservation
 import Synchronization
 import Testing
@@ -465,6 +465,51 @@ struct EtcdSuiteTests {
         #expect(failures.withLock { $0 }.filter { $0.message.contains(rawKey.base64EncodedString()) }.count == 1)
         let left = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only", "-w", "json"]).output
         #expect(left.contains(rawKey.base64EncodedString()), "\(left)")
+    }
+
+    /// A member whose peers stopped loses its leader and ends the watch with an error whose
+    /// gRPC code is a number: the failure says what etcd said, not that its JSON did not decode.
+    @Test func aWatchEndedByEtcdSaysWhatEtcdSaid() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: [cluster.clientURLs[0]], prefix: prefix, options: noCache)
+        suite.set(1, forKey: "a")
+        try await suite.flush()
+        let failures = suite.failures()
+        cluster.kill(1)
+        cluster.kill(2)
+        var said: PreferenceError? = nil
+        for await failure in failures where failure.message.contains("no leader") {
+            said = failure
+            break
+        }
+        let failure = try #require(said)
+        #expect(failure.code == .clusterUnreachable && failure.message.contains("gRPC 14 UNAVAILABLE"), "\(failure)")
+        #expect(!failure.message.contains("DecodingError") && !failure.message.contains("typeMismatch"), "\(failure)")
+    }
+
+    /// A request for a revision etcd compacted away: its code and message, and what to do.
+    @Test func aRequestForACompactedRevisionSaysSoAndWhatToDo() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        for n in 1...3 {
+            suite.set(n, forKey: "a")
+            try await suite.flush()
+        }
+        let revision = try cluster.revision()
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "compact", "\(revision)"]).status == 0)
+        let client = try EtcdClient(endpoints: cluster.clientURLs, options: noCache)
+        do {
+            _ = try client.post("/v3/kv/range", RangeRequest(key: Data((prefix + "a").utf8), revision: Int64String(revision - 1)), as: RangeResponse.self)
+            Issue.record("a range at a compacted revision was answered")
+        } catch .etcd(let refusal) {
+            let error = refusal.preferenceError(doing: "read", address: "etcd prefix \(prefix)", endpoints: client.endpoints)
+            #expect(refusal.code == 11 && error.code == .resynchronized, "\(error)")
+            #expect(error.message.contains("compacted") && error.message.contains("read the suite again"), "\(error)")
+        } catch {
+            Issue.record("not etcd's refusal: \(error)")
+        }
     }
 
     @Test func writesMadeOfflineSurviveARestartAndMergePerKeyWhenTheClusterReturns() async throws {

@@ -64,46 +64,69 @@ struct EtcdClient: Sendable {
         }
     }
 
-    /// POSTs `body` to `path` on one endpoint after another until one answers.
+    /// POSTs `body` to `path` on one endpoint after another until one answers, within `timeout`.
+    ///
+    /// Every request asks for a leader (`Grpc-Metadata-hasleader`, as clientv3's
+    /// `WithRequireLeader`): a member that has none refuses at once (no leader: 503), and the next
+    /// is tried. A request a member forwarded to a leader that just died is lost without an
+    /// answer: so each round gives an endpoint half a second at first, then twice as long each
+    /// round (a slow but healthy cluster still answers), with 50 ms between rounds, until
+    /// `timeout` has passed. A failover thus takes about the election, not the whole timeout.
     ///
     /// A request that must not be applied twice (a compare-and-swap whose success the caller
-    /// resolves itself) passes `failover: false`: when its first endpoint does not answer, or
-    /// answers 5xx (etcd's "leader changed" or "request timed out" may come after the request was
-    /// applied), it fails with ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
+    /// resolves itself) passes `failover: false`: it is sent once, to one endpoint, with the whole
+    /// timeout; when that endpoint does not answer, or answers 5xx (etcd's "leader changed" or
+    /// "request timed out" may come after the request was applied), it fails with
+    /// ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
     func post<Response: Decodable>(_ path: String, _ body: some Encodable, as: Response.Type, failover: Bool = true) throws(Failure) -> Response {
         let payload: Data
         do { payload = try JSONEncoder().encode(body) } catch { throw .refused(0, "\(error)") }
         var failures: [String] = []
-        let start = preferred.value
-        for offset in 0..<(failover ? endpoints.count : 1) {
-            let index = (start + offset) % endpoints.count
-            let endpoint = endpoints[index]
-            do {
-                var request = try HTTPClient.Request(url: endpoint + path, method: .POST, body: .byteBuffer(ByteBuffer(bytes: payload)))
-                request.headers.add(name: "Content-Type", value: "application/json")
-                let response = try http.execute(request: request, deadline: .now() + timeout).wait()
-                let bytes = response.body.map { Data($0.readableBytesView) } ?? Data()
-                guard response.status == .ok else {
-                    let error = try? JSONDecoder().decode(GatewayError.self, from: bytes)
-                    // 503 and friends: this member cannot serve now (no leader, stopping); try the next.
-                    if response.status.code >= 500 || error?.memberCannotServe == true {
-                        failures.append("\(endpoint): \(error.map { "\($0)" } ?? "HTTP \(response.status.code) \(String(decoding: bytes, as: UTF8.self).prefix(200))")")
-                        continue
+        let deadline = NIODeadline.now() + timeout
+        var attempt = failover ? min(timeout, .milliseconds(500)) : timeout
+        while true {
+            let start = preferred.value
+            // Whether every endpoint refused the connection: nobody listens, no election runs.
+            var allRefused = true
+            for offset in 0..<(failover ? endpoints.count : 1) {
+                let index = (start + offset) % endpoints.count
+                let endpoint = endpoints[index]
+                do {
+                    var request = try HTTPClient.Request(url: endpoint + path, method: .POST, body: .byteBuffer(ByteBuffer(bytes: payload)))
+                    request.headers.add(name: "Content-Type", value: "application/json")
+                    request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
+                    let response = try http.execute(request: request, deadline: min(deadline, .now() + attempt)).wait()
+                    let bytes = response.body.map { Data($0.readableBytesView) } ?? Data()
+                    guard response.status == .ok else {
+                        let error = try? JSONDecoder().decode(GatewayError.self, from: bytes)
+                        // 503 and friends: this member cannot serve now (no leader, stopping); try the next.
+                        if response.status.code >= 500 || error?.memberCannotServe == true {
+                            allRefused = false
+                            failures.append("\(endpoint): \(error.map { "\($0)" } ?? "HTTP \(response.status.code) \(String(decoding: bytes, as: UTF8.self).prefix(200))")")
+                            preferred.move(past: index, of: endpoints.count)
+                            continue
+                        }
+                        if let error { throw Failure.etcd(error) }
+                        throw Failure.refused(Int(response.status.code), String(decoding: bytes, as: UTF8.self))
                     }
-                    if let error { throw Failure.etcd(error) }
-                    throw Failure.refused(Int(response.status.code), String(decoding: bytes, as: UTF8.self))
+                    preferred.value = index
+                    do { return try JSONDecoder().decode(Response.self, from: bytes) } catch {
+                        throw Failure.refused(Int(response.status.code), "unreadable answer from \(endpoint): \(error)")
+                    }
+                } catch let failure as Failure {
+                    throw failure
+                } catch {
+                    failures.append("\(endpoint): \(error)")
+                    preferred.move(past: index, of: endpoints.count)
+                    if (error as? IOError)?.errnoCode != ECONNREFUSED { allRefused = false }
                 }
-                preferred.value = index
-                do { return try JSONDecoder().decode(Response.self, from: bytes) } catch {
-                    throw Failure.refused(Int(response.status.code), "unreadable answer from \(endpoint): \(error)")
-                }
-            } catch let failure as Failure {
-                throw failure
-            } catch {
-                failures.append("\(endpoint): \(error)")
             }
+            guard failover, !allRefused, NIODeadline.now() + .milliseconds(50) < deadline else { break }
+            Thread.sleep(forTimeInterval: 0.05)
+            // Half a second an attempt while an election may run (etcd's take 1–3 s); then longer.
+            if NIODeadline.now() > deadline - timeout + .seconds(3) { attempt = min(attempt * 2, timeout) }
         }
-        throw .unreachable(failures.joined(separator: "; "))
+        throw .unreachable(failures.suffix(endpoints.count * 2).joined(separator: "; "))
     }
 }
 

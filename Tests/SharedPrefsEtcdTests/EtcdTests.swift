@@ -195,8 +195,8 @@ final class EtcdCluster {
     }
 
     /// The index of the member that leads now.
-    func leader() throws -> Int? {
-        let out = try etcdctl(["--endpoints", endpoints, "endpoint", "status", "-w", "json"]).output
+    func leader(among urls: [String]? = nil) throws -> Int? {
+        let out = try etcdctl(["--endpoints", (urls ?? clientURLs).joined(separator: ","), "endpoint", "status", "-w", "json"]).output
         guard let statuses = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]] else { return nil }
         for status in statuses {
             guard let endpoint = status["Endpoint"] as? String, let body = status["Status"] as? [String: Any],
@@ -465,6 +465,30 @@ struct EtcdSuiteTests {
         #expect(failures.withLock { $0 }.filter { $0.message.contains(rawKey.base64EncodedString()) }.count == 1)
         let left = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only", "-w", "json"]).output
         #expect(left.contains(rawKey.base64EncodedString()), "\(left)")
+    }
+
+    /// A writer that flushes every 10 ms while the leader is killed: every value lands, the last
+    /// one stays. It prints how long its slowest write took beside how long the election took
+    /// (the time is the benchmark's to judge, not this test's).
+    @Test func aWriterAcrossALeaderKillLosesNothing() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let writer = try Child(["pulse", cluster.endpoints, prefix, "300"], cacheHome: cluster.cacheHome)
+        #expect(await writer.nextLine() == "ready")
+        let leader = try #require(try cluster.leader())
+        let killed = ContinuousClock.now
+        cluster.kill(leader)
+        let survivors = cluster.clientURLs.enumerated().filter { $0.offset != leader }.map(\.element)
+        var elected: Duration? = nil
+        while elected == nil {
+            if let next = try? cluster.leader(among: survivors), next != leader { elected = ContinuousClock.now - killed }
+        }
+        let longest = await writer.nextLine() ?? ""
+        #expect(await writer.nextLine() == "done")
+        #expect(await writer.exitStatus() == 0)
+        print("failover: election \(elected!), writer's \(longest)")
+        let check = try PreferenceSuite(etcd: survivors, prefix: prefix, options: noCache)
+        #expect(check.integer(forKey: "pulse") == 300)
     }
 
     /// A member whose peers stopped loses its leader and ends the watch with an error whose

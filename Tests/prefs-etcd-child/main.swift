@@ -12,6 +12,9 @@
 //                                                         sets each (an integer where it parses, "-"
 //                                                         removes), and exits: the exit flush writes
 //                                                         them, or queues them offline
+//   prefs-etcd-child pulse <endpoints> <prefix> <n>       sets "pulse" to 1…n, flushing each, prints
+//                                                         "ready" after the first, then "longest <s>"
+//                                                         (the longest time one took) and "done"
 //   prefs-etcd-child session <endpoints> <prefix>         prints "ready", then changes and failures as
 //                                                         observe does, while it takes commands from
 //                                                         standard input until its end: "set <key>=<value>...",
@@ -84,6 +87,24 @@ do {
         for key in rest { say("\(key) \(text(suite.value(forKey: key)))") }
     case "set":
         assign(rest, in: suite)
+    case "pulse":
+        var longest: Duration = .zero
+        for n in 1...(Int(rest.first ?? "") ?? 1) {
+            let start = ContinuousClock.now
+            suite.set(n, forKey: "pulse")
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                // A failed flush leaves the value pending: flush again until it is written.
+                while (try? await suite.flush()) == nil { try? await Task.sleep(for: .milliseconds(10)) }
+                done.signal()
+            }
+            done.wait()
+            longest = max(longest, ContinuousClock.now - start)
+            if n == 1 { say("ready") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        say("longest \(longest.components.seconds).\(String(format: "%03d", longest.components.attoseconds / 1_000_000_000_000_000))")
+        say("done")
     case "session":
         let token = suite.observe(.all) { change in say("change \(change.key) \(text(change.oldValue)) \(text(change.newValue))") }
         let failures = suite.failures()

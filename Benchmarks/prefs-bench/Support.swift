@@ -196,3 +196,55 @@ func residentBytes() -> Int {
 
 /// Sleeps between changes, so latency is measured, not throughput. (A benchmark, not a test.)
 func gap(_ milliseconds: Double) { usleep(useconds_t(milliseconds * 1000)) }
+
+#if Etcd
+/// Three etcd members on loopback with their data in `directory`, for row 10 when no endpoints
+/// are given (`prefs-bench --etcd`); stopped by ``stop()``.
+final class LocalEtcdCluster {
+    let endpoints: String
+    private var members: [Process] = []
+
+    init(in directory: URL) throws {
+        let base = 20_000 + Int(getpid() % 2_000) * 10
+        let client = (0..<3).map { "http://127.0.0.1:\(base + $0)" }
+        let peer = (0..<3).map { "http://127.0.0.1:\(base + 5 + $0)" }
+        endpoints = client.joined(separator: ",")
+        let cluster = (0..<3).map { "m\($0)=\(peer[$0])" }.joined(separator: ",")
+        for i in 0..<3 {
+            let member = Process()
+            member.executableURL = URL(filePath: "/usr/bin/etcd")
+            member.arguments = [
+                "--name", "m\(i)", "--data-dir", directory.appending(path: "etcd-m\(i)").path,
+                "--listen-client-urls", client[i], "--advertise-client-urls", client[i],
+                "--listen-peer-urls", peer[i], "--initial-advertise-peer-urls", peer[i],
+                "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token", "prefs-bench-\(getpid())",
+            ]
+            member.standardOutput = FileHandle.nullDevice
+            member.standardError = FileHandle.nullDevice
+            try member.run()
+            members.append(member)
+        }
+        for _ in 0..<100 {
+            let health = Process()
+            health.executableURL = URL(filePath: "/usr/bin/etcdctl")
+            health.arguments = ["--endpoints", endpoints, "--dial-timeout", "1s", "endpoint", "health"]
+            health.environment = ["ETCDCTL_API": "3"]
+            health.standardOutput = FileHandle.nullDevice
+            health.standardError = FileHandle.nullDevice
+            try health.run()
+            health.waitUntilExit()
+            if health.terminationStatus == 0 { return }
+            gap(200)
+        }
+        stop()
+        throw CocoaError(.featureUnsupported, userInfo: [NSDebugDescriptionErrorKey: "the local etcd cluster at \(endpoints) did not become healthy in 20 s (is etcd-server installed?)"])
+    }
+
+    func stop() {
+        for member in members where member.isRunning {
+            member.terminate()
+            member.waitUntilExit()
+        }
+    }
+}
+#endif

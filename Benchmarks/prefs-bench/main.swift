@@ -4,7 +4,8 @@
 //
 //   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,…]
 //   swift run -c release prefs-bench --check PATH      the targets, met or not, of a run's JSON
-//   swift run -c release --traits Etcd prefs-bench --etcd ENDPOINTS     row 10 only: an etcd suite
+//   swift run -c release --traits Etcd prefs-bench --etcd [ENDPOINTS]   row 10 only: an etcd suite (on a
+//                                                                        3-member cluster of its own without ENDPOINTS)
 import Foundation
 import SharedPrefs
 
@@ -47,8 +48,8 @@ while let option = arguments.first {
     case "--json" where !arguments.isEmpty: jsonPath = arguments.removeFirst()
     case "--plot" where !arguments.isEmpty: plotPath = arguments.removeFirst()
     case "--only" where !arguments.isEmpty: only = Set(arguments.removeFirst().split(separator: ",").compactMap { Int($0) })
-    case "--etcd" where !arguments.isEmpty:
-        etcdEndpoints = arguments.removeFirst()
+    case "--etcd":
+        etcdEndpoints = arguments.first.map { $0.hasPrefix("-") ? "" : arguments.removeFirst() } ?? ""
         #if !Etcd
         FileHandle.standardError.write(Data("prefs-bench: --etcd needs the Etcd trait: swift run -c release --traits Etcd prefs-bench --etcd ENDPOINTS\n".utf8))
         exit(64)
@@ -81,7 +82,19 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (15, "suites per process", { try $0.suitesPerProcess() }),
 ]
 #if Etcd
-if let etcdEndpoints { steps.append((10, "etcd", { try $0.etcd(etcdEndpoints) })) }
+var ownCluster: LocalEtcdCluster? = nil
+if let given = etcdEndpoints {
+    let endpoints: String
+    if given.isEmpty {
+        ownCluster = try LocalEtcdCluster(in: directory)
+        endpoints = ownCluster!.endpoints
+    } else {
+        endpoints = given
+    }
+    steps.append((10, "etcd", { try $0.etcd(endpoints) }))
+    steps.append((10, "etcd fan-out", { try $0.etcdFanOut(endpoints, observers: quick ? 8 : 64) }))
+}
+defer { ownCluster?.stop() }
 #endif
 for (number, name, step) in steps where selected?.contains(number) ?? true {
     FileHandle.standardError.write(Data("prefs-bench: \(number). \(name)…\n".utf8))

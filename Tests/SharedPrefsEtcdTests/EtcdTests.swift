@@ -467,6 +467,29 @@ struct EtcdSuiteTests {
         #expect(left.contains(rawKey.base64EncodedString()), "\(left)")
     }
 
+    /// An update whose comparison fails every time (another client changes what it read during
+    /// each attempt) does not retry for ever: past ten request timeouts it fails, saying so.
+    @Test func anUpdateThatNeverGetsThroughFailsSayingWhatItKeptComparing() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: .milliseconds(300), offlineCache: .none))
+        suite.set(0, forKey: "count")
+        try await suite.flush()
+        let attempts = Mutex(0)
+        let error = #expect(throws: PreferenceError.self) {
+            try suite.update { tx in
+                let n = attempts.withLock { n in
+                    n += 1
+                    return n
+                }
+                try cluster.putRaw(Data((prefix + "count").utf8), Data(PropertyListFormat.binary.encode(.integer(Int64(-n)))))
+                tx["count"] = PlistValue((tx["count"]?.get(Int.self) ?? 0) + 1)
+            }
+        }
+        #expect(error?.code == .lockTimedOut && error?.message.contains("keys count") == true, "\(String(describing: error))")
+        #expect(attempts.withLock { $0 } > 8)
+    }
+
     /// A writer that flushes every 10 ms while the leader is killed: every value lands, the last
     /// one stays. It prints how long its slowest write took beside how long the election took
     /// (the time is the benchmark's to judge, not this test's).

@@ -20,7 +20,7 @@
 /// (``PreferenceSuite/standard`` unless told otherwise), and in any other suite when first used
 /// with it (unless one was registered there already), so untyped reads (`string(forKey:)`,
 /// `dictionaryRepresentation()`) see it too, as sindresorhus/Defaults registers its keys' defaults.
-/// Keys compare by name.
+/// Keys compare by name and suite.
 public struct PreferenceKey<Value: PreferenceValue> {
     /// The key in the suite. Keys may contain dots (`window.width`); prefixes are plain string prefixes.
     public let name: String
@@ -72,16 +72,32 @@ public struct PreferenceKey<Value: PreferenceValue> {
 
     /// Creates a key whose default is computed at each read that needs it (a date, say). Such a
     /// default is never registered.
-    public init(_ name: String, default makeDefault: @escaping @Sendable () -> Value, suite: PreferenceSuite? = nil) {
+    ///
+    /// ```swift
+    /// let lastSeen = PreferenceKey<Date>("lastSeen", suite: shared) { Date() }
+    /// ```
+    public init(_ name: String, suite: PreferenceSuite? = nil, default makeDefault: @escaping @Sendable () -> Value) {
         self.name = name
         self.suite = suite
         self.makeDefault = .dynamic(makeDefault)
     }
 }
 
+/// Keys are equal when they have the same name and were made with the same suite (or none), as
+/// Defaults' keys are equal with the same name and suite.
 extension PreferenceKey: Equatable, Hashable {
-    public static func == (lhs: PreferenceKey, rhs: PreferenceKey) -> Bool { lhs.name.isExactly(rhs.name) }
+    public static func == (lhs: PreferenceKey, rhs: PreferenceKey) -> Bool { lhs.name.isExactly(rhs.name) && lhs.suite === rhs.suite }
     public func hash(into hasher: inout Hasher) { hasher.combine(PlistKey(name)) }
+}
+
+extension PreferenceKey {
+    /// Whether the key reads as its default in its suite (the one it was made with, else
+    /// ``PreferenceSuite/standard``): Defaults' `key.isDefaultValue`.
+    public var isDefaultValue: Bool { (suite ?? .standard).isDefaultValue(self) }
+
+    /// Removes the key's value from its suite (the one it was made with, else
+    /// ``PreferenceSuite/standard``), so that it reads as its default: Defaults' `key.reset()`.
+    public func reset() { (suite ?? .standard).reset(self) }
 }
 
 extension PreferenceKey where Value: ExpressibleByNilLiteral {

@@ -2026,109 +2026,222 @@ struct DefaultsBridgePortedTests {
     }
 }
 
-// Defaults' DefaultsValidationTests, ported. Not ported: testKeyNameValidation (Defaults refuses
-// `.` and `@` in names because KVO does; keys here may hold dots, and there is no KVO) and
-// testIsDefaultValueNonEquatable (Defaults' internal `_isDefaultValue`). Keys here are not tied to
-// a suite, so "same name, other suite" keys are equal.
+// Defaults' DefaultsValidationTests, ported: `suite_` is an in-memory suite, keys are made with
+// `suite: suite_`, `Defaults[key]` and `suite_[key]` are `suite_[key]`. Not ported:
+// testKeyNameValidation (Defaults refuses `.` and `@` in names because KVO does; keys here may
+// hold dots, and there is no KVO) and testIsDefaultValueNonEquatable (Defaults' internal
+// `_isDefaultValue`).
 
-@Suite("Defaults' validation tests, ported")
-struct DefaultsValidationPortedTests {
-    let suite = PreferenceSuite.inMemory()
+private let suite_ = PreferenceSuite.inMemory(name: "validation")
+
+@Suite("Defaults' validation tests, ported", .serialized)
+final class DefaultsValidationPortedTests {
+    init() {
+        suite_.removeAll()
+    }
+
+    deinit {
+        suite_.removeAll()
+    }
 
     @Test func keyEquality() {
-        let key1 = PreferenceKey<String>("testKey", default: "value")
-        let key2 = PreferenceKey<String>("testKey", default: "value")
-        let key3 = PreferenceKey<String>("differentKey", default: "value")
-        #expect(key1 == key2 && key1 != key3)
+        let key1 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
+        let key2 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
+        let key3 = PreferenceKey<String>("differentKey", default: "value", suite: suite_)
+
+        let customSuite = PreferenceSuite.inMemory(name: "customSuite")
+        let key4 = PreferenceKey<String>("testKey", default: "value", suite: customSuite)
+
+        // Same name and suite should be equal
+        #expect(key1 == key2)
+
+        // Different names should not be equal
+        #expect(key1 != key3)
+
+        // Same name but different suite should not be equal
+        #expect(key1 != key4)
+
+        customSuite.removeAll()
     }
 
     @Test func keyHashability() {
-        let key1 = PreferenceKey<String>("testKey", default: "value")
-        let key2 = PreferenceKey<String>("testKey", default: "value")
-        let key3 = PreferenceKey<String>("differentKey", default: "value")
+        let key1 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
+        let key2 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
+        let key3 = PreferenceKey<String>("differentKey", default: "value", suite: suite_)
+
         var hashSet = Set<PreferenceKey<String>>()
         hashSet.insert(key1)
-        hashSet.insert(key2)
+        hashSet.insert(key2)  // Should not increase count due to equality
         hashSet.insert(key3)
-        #expect(hashSet.count == 2 && hashSet.contains(key1) && hashSet.contains(key2) && hashSet.contains(key3))
+
+        #expect(hashSet.count == 2)
+        #expect(hashSet.contains(key1))
+        #expect(hashSet.contains(key2))
+        #expect(hashSet.contains(key3))
     }
 
     @Test func isDefaultValue() {
-        let key = PreferenceKey<String>("defaultValueTest", default: "defaultValue")
-        #expect(suite.isDefaultValue(key))
-        suite[key] = "newValue"
-        #expect(!suite.isDefaultValue(key))
-        suite.reset(key)
-        #expect(suite.isDefaultValue(key))
-        suite[key] = "defaultValue"
-        #expect(suite.isDefaultValue(key))
+        let key = PreferenceKey<String>("defaultValueTest", default: "defaultValue", suite: suite_)
+
+        // Initially should be default value
+        #expect(key.isDefaultValue)
+
+        // After setting a different value
+        suite_[key] = "newValue"
+        #expect(!key.isDefaultValue)
+
+        // After resetting
+        key.reset()
+        #expect(key.isDefaultValue)
+
+        // After setting the same value as default
+        suite_[key] = "defaultValue"
+        #expect(key.isDefaultValue)
     }
 
     @Test func optionalKeyDefaultBehavior() {
-        let optionalKey = PreferenceKey<String?>("optionalTest")
-        #expect(suite[optionalKey] == nil)
-        suite[optionalKey] = "test"
-        #expect(suite[optionalKey] == "test")
-        suite[optionalKey] = nil
-        #expect(suite[optionalKey] == nil)
+        let optionalKey = PreferenceKey<String?>("optionalTest", suite: suite_)
+
+        // Should start as nil
+        #expect(suite_[optionalKey] == nil)
+
+        // Set a value
+        suite_[optionalKey] = "test"
+        #expect(suite_[optionalKey] == "test")
+
+        // Set back to nil
+        suite_[optionalKey] = nil
+        #expect(suite_[optionalKey] == nil)
     }
 
     @Test func dynamicDefaultValue() {
+        // A `Lock` where Defaults captures a `var`: the default closure is `@Sendable` here.
         let dynamicValue = Lock("initial")
-        let dynamicKey = PreferenceKey<String>("dynamicTest") { dynamicValue.withLock { $0 } }
-        #expect(suite[dynamicKey] == "initial")
+        let dynamicKey = PreferenceKey<String>("dynamicTest", suite: suite_) {
+            dynamicValue.withLock { $0 }
+        }
+
+        // Should return the dynamic value
+        #expect(suite_[dynamicKey] == "initial")
+
+        // Change the dynamic value
         dynamicValue.withLock { $0 = "changed" }
-        suite.reset(dynamicKey)
-        #expect(suite[dynamicKey] == "changed")
-        suite[dynamicKey] = "specific"
-        #expect(suite[dynamicKey] == "specific")
-        suite.reset(dynamicKey)
-        #expect(suite[dynamicKey] == "changed")
+
+        // Reset to get the new dynamic value
+        dynamicKey.reset()
+        #expect(suite_[dynamicKey] == "changed")
+
+        // Set a specific value
+        suite_[dynamicKey] = "specific"
+        #expect(suite_[dynamicKey] == "specific")
+
+        // Reset should go back to dynamic value
+        dynamicKey.reset()
+        #expect(suite_[dynamicKey] == "changed")
     }
 
     @Test func dynamicOptionalDefaultValue() {
         let shouldReturnNil = Lock(false)
-        let dynamicOptionalKey = PreferenceKey<String?>("dynamicOptionalTest") { shouldReturnNil.withLock { $0 } ? nil : "dynamic" }
-        #expect(suite[dynamicOptionalKey] == "dynamic")
+        let dynamicOptionalKey = PreferenceKey<String?>("dynamicOptionalTest", suite: suite_) {
+            shouldReturnNil.withLock { $0 } ? nil : "dynamic"
+        }
+
+        // Should return the dynamic value
+        #expect(suite_[dynamicOptionalKey] == "dynamic")
+
+        // Change to return nil
         shouldReturnNil.withLock { $0 = true }
-        suite.reset(dynamicOptionalKey)
-        #expect(suite[dynamicOptionalKey] == nil)
-        suite[dynamicOptionalKey] = "specific"
-        #expect(suite[dynamicOptionalKey] == "specific")
-        suite.reset(dynamicOptionalKey)
-        #expect(suite[dynamicOptionalKey] == nil)
+        dynamicOptionalKey.reset()
+        #expect(suite_[dynamicOptionalKey] == nil)
+
+        // Set a specific value
+        suite_[dynamicOptionalKey] = "specific"
+        #expect(suite_[dynamicOptionalKey] == "specific")
+
+        // Reset should go back to dynamic value (nil)
+        dynamicOptionalKey.reset()
+        #expect(suite_[dynamicOptionalKey] == nil)
     }
 
     @Test func userDefaultsSubscript() {
-        let key = PreferenceKey<Int>("subscriptTest", default: 42)
-        #expect(suite[key] == 42)
-        suite[key] = 100
-        #expect(suite[key] == 100)
-        suite.removeObject(forKey: key.name)
-        #expect(suite[key] == 42)
+        let key = PreferenceKey<Int>("subscriptTest", default: 42, suite: suite_)
+
+        // Test UserDefaults subscript directly
+        #expect(suite_[key] == 42)
+
+        suite_[key] = 100
+        #expect(suite_[key] == 100)
+        #expect(suite_[key] == 100)
+
+        // Reset using UserDefaults
+        suite_.removeObject(forKey: key.name)
+        #expect(suite_[key] == 42)  // Should return default
     }
 
     @Test func removeAllBehavior() {
-        let key1 = PreferenceKey<String>("removeAll1", default: "default1")
-        let key2 = PreferenceKey<Int>("removeAll2", default: 42)
-        suite[key1] = "changed1"
-        suite[key2] = 100
-        #expect(suite[key1] == "changed1" && suite[key2] == 100)
-        suite.removeAll()
-        #expect(suite[key1] == "default1" && suite[key2] == 42)
+        let key1 = PreferenceKey<String>("removeAll1", default: "default1", suite: suite_)
+        let key2 = PreferenceKey<Int>("removeAll2", default: 42, suite: suite_)
+
+        // Set some values
+        suite_[key1] = "changed1"
+        suite_[key2] = 100
+
+        #expect(suite_[key1] == "changed1")
+        #expect(suite_[key2] == 100)
+
+        // Remove all
+        suite_.removeAll()
+
+        // Should return to defaults
+        #expect(suite_[key1] == "default1")
+        #expect(suite_[key2] == 42)
+    }
+
+    @Test func userDefaultsRemoveAll() {
+        let key1 = PreferenceKey<String>("userDefaultsRemoveAll1", default: "default1", suite: suite_)
+        let key2 = PreferenceKey<Int>("userDefaultsRemoveAll2", default: 42, suite: suite_)
+
+        // Set some values
+        suite_[key1] = "changed1"
+        suite_[key2] = 100
+
+        #expect(suite_[key1] == "changed1")
+        #expect(suite_[key2] == 100)
+
+        // Remove all using UserDefaults method
+        suite_.removeAll()
+
+        // Should return to defaults
+        #expect(suite_[key1] == "default1")
+        #expect(suite_[key2] == 42)
     }
 
     @Test func keyRegistersDefaultValues() {
-        #expect(suite.object(forKey: "registrationTest") == nil)
-        let key = PreferenceKey<String>("registrationTest", default: "registeredDefault", suite: suite)
-        #expect(suite.string(forKey: "registrationTest") == "registeredDefault")
-        #expect(suite[key] == "registeredDefault")
+        let keyName = "registrationTest"
+
+        // Verify key doesn't exist before
+        #expect(suite_.object(forKey: keyName) == nil)
+
+        // Create key with default value
+        let key = PreferenceKey<String>(keyName, default: "registeredDefault", suite: suite_)
+
+        // Should now be registered in UserDefaults
+        #expect(suite_.string(forKey: keyName) == "registeredDefault")
+        #expect(suite_[key] == "registeredDefault")
     }
 
     @Test func optionalKeyDoesNotRegisterNil() {
-        #expect(suite.object(forKey: "optionalRegistrationTest") == nil)
-        let key = PreferenceKey<String?>("optionalRegistrationTest")
-        #expect(suite[key] == nil && suite.object(forKey: "optionalRegistrationTest") == nil)
+        let keyName = "optionalRegistrationTest"
+
+        // Verify key doesn't exist before
+        #expect(suite_.object(forKey: keyName) == nil)
+
+        // Create optional key
+        let key = PreferenceKey<String?>(keyName, suite: suite_)
+
+        // Should still not exist in UserDefaults (nil is not registered)
+        #expect(suite_.object(forKey: keyName) == nil)
+        #expect(suite_[key] == nil)
     }
 }
 

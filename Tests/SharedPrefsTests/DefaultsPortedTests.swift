@@ -1458,13 +1458,16 @@ struct DefaultsCollectionCustomElementPortedTests {
     }
 }
 
-// Defaults' DefaultsAnySerializableTests, ported: `Defaults.AnySerializable` is `PlistValue` here,
-// with the same `get(_:)`, `set(value:)` and literals. Not ported: the Combine variants, and the
-// NSColor/UIColor and CGFloat values (not property-list values on Linux). Assigning `nil` to a
+// Defaults' DefaultsAnySerializableTests, ported as written: `Defaults.AnySerializable` is
+// `PlistValue` here, with the same init, `get()`, `set(_:)`, `set(_:type:)` and literals, and
+// `Defaults[key]` is `suite_[key]`. Its Combine observations are `observe(key)` with the same
+// expected changes, reset included, and a last change that shows none came between. Not ported:
+// the NSColor/UIColor and CGFloat values (not property-list values on Linux). Assigning `nil` to a
 // non-optional key is `reset(key)` here.
 
-private enum Mime: String, PreferenceValue {
+private enum mime: String, PreferenceValue {
     case JSON = "application/json"
+    case STREAM = "application/octet-stream"
 }
 
 private struct CodableUnicorn: PreferenceValue, Codable {
@@ -1495,199 +1498,353 @@ extension PreferenceKey where Value == [PlistValue] {
 
 @Suite("Defaults' AnySerializable tests, ported")
 struct DefaultsAnySerializablePortedTests {
-    let suite = PreferenceSuite.inMemory()
+    let suite_ = PreferenceSuite.inMemory()
 
     @Test func readMeExample() {
-        suite[.magic]["unicorn"] = "🦄"
-        suite[.magic]["number"] = 3
-        suite[.magic]["boolean"] = true
-        suite[.magic]["enum"] = PlistValue(Mime.JSON)
-        #expect(suite[.magic]["unicorn"]?.get(String.self) == "🦄")
-        #expect(suite[.magic]["number"]?.get(Int.self) == 3)
-        #expect(suite[.magic]["boolean"]?.get(Bool.self) == true)
-        #expect(suite[.magic]["enum"]?.get(Mime.self) == Mime.JSON)
-    }
-
-    @Test func key() {
-        let any = PreferenceKey<PlistValue>("independentAnyKey", default: 121_314)
-        #expect(suite[any].get(Int.self) == 121_314)
-        suite[any] = PlistValue(Int8.max)
-        #expect(suite[any].get(Int8.self) == Int8.max)
-        suite[any] = PlistValue(Int16.max)
-        #expect(suite[any].get(Int16.self) == Int16.max)
-        suite[any] = PlistValue(Int32.max)
-        #expect(suite[any].get(Int32.self) == Int32.max)
-        suite[any] = PlistValue(Int64.max)
-        #expect(suite[any].get(Int64.self) == Int64.max)
-        suite[any] = PlistValue(UInt.max)
-        #expect(suite[any].get(UInt.self) == UInt.max)
-        suite[any] = PlistValue(UInt8.max)
-        #expect(suite[any].get(UInt8.self) == UInt8.max)
-        suite[any] = PlistValue(UInt16.max)
-        #expect(suite[any].get(UInt16.self) == UInt16.max)
-        suite[any] = PlistValue(UInt32.max)
-        #expect(suite[any].get(UInt32.self) == UInt32.max)
-        suite[any] = PlistValue(UInt64.max)
-        #expect(suite[any].get(UInt64.self) == UInt64.max)
-        suite[any] = 12_131.4
-        #expect(suite[any].get(Double.self) == 12_131.4)
-        suite[any] = true
-        #expect(suite[any].get(Bool.self) == true)
-        suite[any] = "121314"
-        #expect(suite[any].get(String.self) == "121314")
-        let float: Float = 12_131.4
-        suite[any] = PlistValue(float)
-        #expect(suite[any].get(Float.self) == float)
-        let date = Date()
-        suite[any] = PlistValue(date)
-        #expect(suite[any].get(Date.self) == date)
-        let data = "121314".data(using: .utf8)
-        suite[any] = PlistValue(data)
-        #expect(suite[any].get(Data.self) == data)
-        suite[any] = [1, 2, 3]
-        #expect(suite[any].get([Int].self) == [1, 2, 3])
-        suite[any] = ["unicorn": "🦄", "boolean": true, "number": 3]
-        let dictionary = suite[any].get([String: PlistValue].self)
-        #expect(dictionary?["unicorn"]?.get(String.self) == "🦄" && dictionary?["boolean"]?.get(Bool.self) == true && dictionary?["number"]?.get(Int.self) == 3)
-        suite[any].set(value: Set([1]))
-        #expect(suite[any].get(Set<Int>.self)?.first == 1)
-        suite[any].set(value: URL(string: "https://example.com")!)
-        #expect(suite[any].get(URL.self) == URL(string: "https://example.com")!)
-        suite[any].set(value: CodableUnicorn(is_missing: false))
-        #expect(suite[any].get(CodableUnicorn.self)?.is_missing == false)
-        suite[any].set(value: BridgedUnicorn(is_missing: true))
-        #expect(suite[any].get(BridgedUnicorn.self)?.is_missing == true)
-        suite.reset(any)
-        #expect(suite[any] == 121_314)
-    }
-
-    @Test func optionalKey() {
-        let key = PreferenceKey<PlistValue?>("independentOptionalAnyKey")
-        #expect(suite[key] == nil)
-        suite[key] = 12_131.4
-        #expect(suite[key]?.get(Double.self) == 12_131.4)
-        suite[key] = nil
-        #expect(suite[key] == nil)
-    }
-
-    @Test func arrayKey() {
-        let key = PreferenceKey<[PlistValue]>("independentArrayAnyKey", default: [123, 456])
-        #expect(suite[key][0].get(Int.self) == 123 && suite[key][1].get(Int.self) == 456)
-        suite[key][0] = 12_131.4
-        #expect(suite[key][0].get(Double.self) == 12_131.4)
-    }
-
-    @Test func setKey() {
-        let key = PreferenceKey<Set<PlistValue>>("independentArrayAnyKey", default: [123])
-        #expect(suite[key].first?.get(Int.self) == 123)
-        suite[key].insert(12_131.4)
-        #expect(suite[key].contains(12_131.4))
-        let values: [PlistValue] = [
-            PlistValue(Date()), PlistValue("Hello World!".data(using: .utf8)), PlistValue(Int.max), PlistValue(Int8.max),
-            PlistValue(Int16.max), PlistValue(Int32.max), PlistValue(Int64.max), PlistValue(UInt.max), PlistValue(UInt8.max),
-            PlistValue(UInt16.max), PlistValue(UInt32.max), PlistValue(UInt64.max), false, PlistValue(Float(1_213.14)),
-            "Hello World!", [1, 2, 3, 4], ["Hello": "World!"], PlistValue(BridgedUnicorn(is_missing: true)),
-        ]
-        for value in values {
-            suite[key].insert(value)
-            #expect(suite[key].contains(value), "\(value)")
+        let any = PreferenceKey<PlistValue>("anyKey", default: PlistValue(mime.JSON), suite: suite_)
+        if let mimeType: mime = suite_[any].get() {
+            #expect(mimeType == mime.JSON)
+        }
+        suite_[any].set(mime.STREAM)
+        if let mimeType: mime = suite_[any].get() {
+            #expect(mimeType == mime.STREAM)
+        }
+        suite_[any].set(mime.JSON)
+        if let mimeType: mime = suite_[any].get() {
+            #expect(mimeType == mime.JSON)
+        }
+        suite_[.magic]["unicorn"] = "🦄"
+        suite_[.magic]["number"] = 3
+        suite_[.magic]["boolean"] = true
+        suite_[.magic]["enum"] = PlistValue(mime.JSON)
+        #expect(suite_[.magic]["unicorn"] == "🦄")
+        #expect(suite_[.magic]["number"] == 3)
+        if let bool: Bool = suite_[.magic]["unicorn"]?.get() {
+            #expect(bool)
+        }
+        #expect(suite_[.magic]["enum"]?.get() == mime.JSON)
+        suite_[.magic]["enum"]?.set(mime.STREAM)
+        if let value: String = suite_[.magic]["unicorn"]?.get() {
+            #expect(value == "🦄")
+        }
+        if let mimeType: mime = suite_[.magic]["enum"]?.get() {
+            #expect(mimeType == mime.STREAM)
+        }
+        suite_[any].set(mime.JSON)
+        if let mimeType: mime = suite_[any].get() {
+            #expect(mime.JSON == mimeType)
+        }
+        suite_[any].set(mime.STREAM)
+        if let mimeType: mime = suite_[any].get() {
+            #expect(mime.STREAM == mimeType)
         }
     }
 
+    @Test func key() {
+        // Test Int
+        let any = PreferenceKey<PlistValue>("independentAnyKey", default: 121_314, suite: suite_)
+        #expect(suite_[any] == 121_314)
+        // Test Int8
+        let int8 = Int8.max
+        suite_[any].set(int8)
+        #expect(suite_[any].get() == int8)
+        // Test Int16
+        let int16 = Int16.max
+        suite_[any].set(int16)
+        #expect(suite_[any].get() == int16)
+        // Test Int32
+        let int32 = Int32.max
+        suite_[any].set(int32)
+        #expect(suite_[any].get() == int32)
+        // Test Int64
+        let int64 = Int64.max
+        suite_[any].set(int64)
+        #expect(suite_[any].get() == int64)
+        // Test UInt
+        let uint = UInt.max
+        suite_[any].set(uint)
+        #expect(suite_[any].get() == uint)
+        // Test UInt8
+        let uint8 = UInt8.max
+        suite_[any].set(uint8)
+        #expect(suite_[any].get() == uint8)
+        // Test UInt16
+        let uint16 = UInt16.max
+        suite_[any].set(uint16)
+        #expect(suite_[any].get() == uint16)
+        // Test UInt32
+        let uint32 = UInt32.max
+        suite_[any].set(uint32)
+        #expect(suite_[any].get() == uint32)
+        // Test UInt64
+        let uint64 = UInt64.max
+        suite_[any].set(uint64)
+        #expect(suite_[any].get() == uint64)
+        // Test Double
+        suite_[any] = 12_131.4
+        #expect(suite_[any] == 12_131.4)
+        // Test Bool
+        suite_[any] = true
+        #expect(suite_[any].get(Bool.self)!)
+        // Test String
+        suite_[any] = "121314"
+        #expect(suite_[any] == "121314")
+        // Test Float
+        suite_[any].set(12_131.456, type: Float.self)
+        #expect(suite_[any].get(Float.self) == 12_131.456)
+        // Test Date
+        let date = Date()
+        suite_[any].set(date)
+        #expect(suite_[any].get(Date.self) == date)
+        // Test Data
+        let data = "121314".data(using: .utf8)
+        suite_[any].set(data)
+        #expect(suite_[any].get(Data.self) == data)
+        // Test Array
+        suite_[any] = [1, 2, 3]
+        if let array: [Int] = suite_[any].get() {
+            #expect(array[0] == 1)
+            #expect(array[1] == 2)
+            #expect(array[2] == 3)
+        }
+        // Test Dictionary
+        suite_[any] = ["unicorn": "🦄", "boolean": true, "number": 3]
+        if let dictionary = suite_[any].get([String: PlistValue].self) {
+            #expect(dictionary["unicorn"] == "🦄")
+            #expect(dictionary["boolean"]?.get(Bool.self) == true)
+            #expect(dictionary["number"] == 3)
+        }
+        // Test Set
+        suite_[any].set(Set([1]))
+        #expect(suite_[any].get(Set<Int>.self)?.first == 1)
+        // Test URL
+        suite_[any].set(URL(string: "https://example.com")!)
+        #expect(suite_[any].get()! == URL(string: "https://example.com")!)
+        // (NSColor and UIColor: not on Linux.)
+        // Test Codable type
+        suite_[any].set(CodableUnicorn(is_missing: false))
+        #expect(suite_[any].get(CodableUnicorn.self)!.is_missing == false)
+        // Test Custom type
+        suite_[any].set(BridgedUnicorn(is_missing: true))
+        #expect(suite_[any].get(BridgedUnicorn.self)!.is_missing)
+        // Test nil
+        suite_.reset(any)
+        #expect(suite_[any] == 121_314)
+    }
+
+    @Test func optionalKey() {
+        let key = PreferenceKey<PlistValue?>("independentOptionalAnyKey", suite: suite_)
+        #expect(suite_[key] == nil)
+        suite_[key] = 12_131.4
+        #expect(suite_[key] == 12_131.4)
+        suite_[key]?.set(mime.JSON)
+        #expect(suite_[key]?.get(mime.self) == mime.JSON)
+        suite_[key] = nil
+        #expect(suite_[key] == nil)
+    }
+
+    @Test func arrayKey() {
+        let key = PreferenceKey<[PlistValue]>("independentArrayAnyKey", default: [123, 456], suite: suite_)
+        #expect(suite_[key][0] == 123)
+        #expect(suite_[key][1] == 456)
+        suite_[key][0] = 12_131.4
+        #expect(suite_[key][0] == 12_131.4)
+    }
+
+    @Test func setKey() {
+        let key = PreferenceKey<Set<PlistValue>>("independentArrayAnyKey", default: [123], suite: suite_)
+        #expect(suite_[key].first == 123)
+        suite_[key].insert(12_131.4)
+        #expect(suite_[key].contains(12_131.4))
+        let date = PlistValue(Date())
+        suite_[key].insert(date)
+        #expect(suite_[key].contains(date))
+        let data = PlistValue("Hello World!".data(using: .utf8))
+        suite_[key].insert(data)
+        #expect(suite_[key].contains(data))
+        let int = PlistValue(Int.max)
+        suite_[key].insert(int)
+        #expect(suite_[key].contains(int))
+        let int8 = PlistValue(Int8.max)
+        suite_[key].insert(int8)
+        #expect(suite_[key].contains(int8))
+        let int16 = PlistValue(Int16.max)
+        suite_[key].insert(int16)
+        #expect(suite_[key].contains(int16))
+        let int32 = PlistValue(Int32.max)
+        suite_[key].insert(int32)
+        #expect(suite_[key].contains(int32))
+        let int64 = PlistValue(Int64.max)
+        suite_[key].insert(int64)
+        #expect(suite_[key].contains(int64))
+        let uint = PlistValue(UInt.max)
+        suite_[key].insert(uint)
+        #expect(suite_[key].contains(uint))
+        let uint8 = PlistValue(UInt8.max)
+        suite_[key].insert(uint8)
+        #expect(suite_[key].contains(uint8))
+        let uint16 = PlistValue(UInt16.max)
+        suite_[key].insert(uint16)
+        #expect(suite_[key].contains(uint16))
+        let uint32 = PlistValue(UInt32.max)
+        suite_[key].insert(uint32)
+        #expect(suite_[key].contains(uint32))
+        let uint64 = PlistValue(UInt64.max)
+        suite_[key].insert(uint64)
+        #expect(suite_[key].contains(uint64))
+
+        let bool: PlistValue = false
+        suite_[key].insert(bool)
+        #expect(suite_[key].contains(bool))
+
+        let float = PlistValue(Float(1213.14))
+        suite_[key].insert(float)
+        #expect(suite_[key].contains(float))
+
+        // (CGFloat: not a property-list value on Linux.)
+
+        let string = PlistValue("Hello World!")
+        suite_[key].insert(string)
+        #expect(suite_[key].contains(string))
+
+        let array: PlistValue = [1, 2, 3, 4]
+        suite_[key].insert(array)
+        #expect(suite_[key].contains(array))
+
+        let dictionary: PlistValue = ["Hello": "World!"]
+        suite_[key].insert(dictionary)
+        #expect(suite_[key].contains(dictionary))
+
+        let unicorn = PlistValue(BridgedUnicorn(is_missing: true))
+        suite_[key].insert(unicorn)
+        #expect(suite_[key].contains(unicorn))
+    }
+
     @Test func arrayOptionalKey() {
-        let key = PreferenceKey<[PlistValue]?>("testArrayOptionalAnyKey")
-        #expect(suite[key] == nil)
-        suite[key] = [123]
-        suite[key]?.append(456)
-        #expect(suite[key]?[0].get(Int.self) == 123 && suite[key]?[1].get(Int.self) == 456)
-        suite[key]![0] = 12_131.4
-        #expect(suite[key]?[0].get(Double.self) == 12_131.4)
+        let key = PreferenceKey<[PlistValue]?>("testArrayOptionalAnyKey", suite: suite_)
+        #expect(suite_[key] == nil)
+        suite_[key] = [123]
+        suite_[key]?.append(456)
+        #expect(suite_[key]![0] == 123)
+        #expect(suite_[key]![1] == 456)
+        suite_[key]![0] = 12_131.4
+        #expect(suite_[key]![0] == 12_131.4)
     }
 
     @Test func nestedArrayKey() {
-        let key = PreferenceKey<[[PlistValue]]>("testNestedArrayAnyKey", default: [[123]])
-        suite[key][0].append(456)
-        #expect(suite[key][0][0].get(Int.self) == 123 && suite[key][0][1].get(Int.self) == 456)
-        suite[key].append([12_131.4])
-        #expect(suite[key][1][0].get(Double.self) == 12_131.4)
+        let key = PreferenceKey<[[PlistValue]]>("testNestedArrayAnyKey", default: [[123]], suite: suite_)
+        suite_[key][0].append(456)
+        #expect(suite_[key][0][0] == 123)
+        #expect(suite_[key][0][1] == 456)
+        suite_[key].append([12_131.4])
+        #expect(suite_[key][1][0] == 12_131.4)
     }
 
     @Test func dictionaryKey() {
-        let key = PreferenceKey<[String: PlistValue]>("independentDictionaryAnyKey", default: ["unicorn": ""])
-        #expect(suite[key]["unicorn"]?.get(String.self) == "")
-        suite[key]["unicorn"] = "🦄"
-        #expect(suite[key]["unicorn"]?.get(String.self) == "🦄")
-        suite[key]["number"] = 3
-        suite[key]["boolean"] = true
-        #expect(suite[key]["number"]?.get(Int.self) == 3 && suite[key]["boolean"]?.get(Bool.self) == true)
-        suite[key]["set"] = PlistValue(Set([1]))
-        #expect(suite[key]["set"]?.get(Set<Int>.self)?.first == 1)
-        suite[key]["nil"] = nil
-        #expect(suite[key]["nil"] == nil)
+        let key = PreferenceKey<[String: PlistValue]>("independentDictionaryAnyKey", default: ["unicorn": ""], suite: suite_)
+        #expect(suite_[key]["unicorn"] == "")
+        suite_[key]["unicorn"] = "🦄"
+        #expect(suite_[key]["unicorn"] == "🦄")
+        suite_[key]["number"] = 3
+        suite_[key]["boolean"] = true
+        #expect(suite_[key]["number"] == 3)
+        if let bool: Bool = suite_[.magic]["unicorn"]?.get() {
+            #expect(bool)
+        }
+        suite_[key]["set"] = PlistValue(Set([1]))
+        #expect(suite_[key]["set"]!.get(Set<Int>.self)!.first == 1)
+        suite_[key]["nil"] = nil
+        #expect(suite_[key]["nil"] == nil)
     }
 
     @Test func dictionaryOptionalKey() {
-        let key = PreferenceKey<[String: PlistValue]?>("independentDictionaryOptionalAnyKey")
-        #expect(suite[key] == nil)
-        suite[key] = ["unicorn": "🦄"]
-        #expect(suite[key]?["unicorn"]?.get(String.self) == "🦄")
-        suite[key]?["number"] = 3
-        suite[key]?["boolean"] = true
-        #expect(suite[key]?["number"]?.get(Int.self) == 3 && suite[key]?["boolean"]?.get(Bool.self) == true)
+        let key = PreferenceKey<[String: PlistValue]?>("independentDictionaryOptionalAnyKey", suite: suite_)
+        #expect(suite_[key] == nil)
+        suite_[key] = ["unicorn": "🦄"]
+        #expect(suite_[key]?["unicorn"] == "🦄")
+        suite_[key]?["number"] = 3
+        suite_[key]?["boolean"] = true
+        #expect(suite_[key]?["number"] == 3)
+        #expect(suite_[key]?["boolean"] == true)
     }
 
     @Test func dictionaryArrayKey() {
-        let key = PreferenceKey<[String: [PlistValue]]>("independentDictionaryArrayAnyKey", default: ["number": [1]])
-        #expect(suite[key]["number"]?[0].get(Int.self) == 1)
-        suite[key]["number"]?.append(2)
-        suite[key]["unicorn"] = ["No.1 🦄"]
-        suite[key]["unicorn"]?.append("No.2 🦄")
-        suite[key]["unicorn"]?.append("No.3 🦄")
-        suite[key]["boolean"] = [true]
-        suite[key]["boolean"]?.append(false)
-        #expect(suite[key]["number"]?[1].get(Int.self) == 2)
-        #expect(suite[key]["unicorn"]?.map { $0.get(String.self) } == ["No.1 🦄", "No.2 🦄", "No.3 🦄"])
-        #expect(suite[key]["boolean"]?.map { $0.get(Bool.self) } == [true, false])
+        let key = PreferenceKey<[String: [PlistValue]]>("independentDictionaryArrayAnyKey", default: ["number": [1]], suite: suite_)
+        #expect(suite_[key]["number"]?[0] == 1)
+        suite_[key]["number"]?.append(2)
+        suite_[key]["unicorn"] = ["No.1 🦄"]
+        suite_[key]["unicorn"]?.append("No.2 🦄")
+        suite_[key]["unicorn"]?.append("No.3 🦄")
+        suite_[key]["boolean"] = [true]
+        suite_[key]["boolean"]?.append(false)
+        #expect(suite_[key]["number"]?[1] == 2)
+        #expect(suite_[key]["unicorn"]?[0] == "No.1 🦄")
+        #expect(suite_[key]["unicorn"]?[1] == "No.2 🦄")
+        #expect(suite_[key]["unicorn"]?[2] == "No.3 🦄")
+        #expect(suite_[key]["boolean"]?[1].get(Bool.self) == false)
     }
 
     @Test func type() {
-        #expect(suite[.anyKey].get(String.self) == "🦄")
-        suite[.anyKey] = 123
-        #expect(suite[.anyKey].get(Int.self) == 123)
+        #expect(suite_[.anyKey] == "🦄")
+        suite_[.anyKey] = 123
+        #expect(suite_[.anyKey] == 123)
     }
 
     @Test func arrayType() {
-        #expect(suite[.anyArrayKey][0].get(String.self) == "No.1 🦄" && suite[.anyArrayKey][1].get(String.self) == "No.2 🦄")
-        suite[.anyArrayKey].append(123)
-        #expect(suite[.anyArrayKey][2].get(Int.self) == 123)
+        #expect(suite_[.anyArrayKey][0] == "No.1 🦄")
+        #expect(suite_[.anyArrayKey][1] == "No.2 🦄")
+        suite_[.anyArrayKey].append(123)
+        #expect(suite_[.anyArrayKey][2] == 123)
     }
 
     @Test func dictionaryType() {
-        #expect(suite[.anyDictionaryKey]["unicorn"]?.get(String.self) == "🦄")
-        suite[.anyDictionaryKey]["number"] = 3
-        #expect(suite[.anyDictionaryKey]["number"]?.get(Int.self) == 3)
-        suite[.anyDictionaryKey]["boolean"] = true
-        #expect(suite[.anyDictionaryKey]["boolean"]?.get(Bool.self) == true)
-        suite[.anyDictionaryKey]["array"] = [1, 2]
-        #expect(suite[.anyDictionaryKey]["array"]?.get([Int].self) == [1, 2])
+        #expect(suite_[.anyDictionaryKey]["unicorn"] == "🦄")
+        suite_[.anyDictionaryKey]["number"] = 3
+        #expect(suite_[.anyDictionaryKey]["number"] == 3)
+        suite_[.anyDictionaryKey]["boolean"] = true
+        #expect(suite_[.anyDictionaryKey]["boolean"]!.get(Bool.self)!)
+        suite_[.anyDictionaryKey]["array"] = [1, 2]
+        if let array = suite_[.anyDictionaryKey]["array"]?.get([Int].self) {
+            #expect(array[0] == 1)
+            #expect(array[1] == 2)
+        }
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<PlistValue>("observeAnyKey", default: 123)
-        let heard = Recorder<String>()
-        let observation = suite.observe(key) { heard.record("\($0.oldValue.get(Int.self) ?? -1) \($0.newValue.get(String.self) ?? "-")") }
+    @Test func observeKeyCombine() async throws {
+        let key = PreferenceKey<PlistValue>("observeAnyKeyCombine", default: 123, suite: suite_)
+        let changes = Recorder<[PlistValue]>()
+        let observation = suite_.observe(key) { changes.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key] = "🦄"
-        #expect(try await heard.wait(for: 1) == ["123 🦄"])
+
+        let expectedValue: [[PlistValue]] = [[123, "🦄"], ["🦄", 123]]
+
+        suite_[key] = "🦄"
+        suite_.reset(key)
+        suite_[key] = "end"
+
+        #expect(try await changes.wait(for: 3) == expectedValue + [[123, "end"]])
     }
 
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<PlistValue?>("observeAnyOptionalKey")
-        let heard = Recorder<String>()
-        let observation = suite.observe(key) { heard.record("\($0.oldValue == nil) \($0.newValue?.get(String.self) ?? "-")") }
+    @Test func observeOptionalKeyCombine() async throws {
+        let key = PreferenceKey<PlistValue?>("observeAnyOptionalKeyCombine", suite: suite_)
+        let changes = Recorder<[PlistValue?]>()
+        let observation = suite_.observe(key) { changes.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key] = "🦄"
-        #expect(try await heard.wait(for: 1) == ["true 🦄"])
+
+        let expectedValue: [[PlistValue?]] = [[nil, 123], [123, "🦄"], ["🦄", nil]]
+
+        suite_[key] = 123
+        suite_[key] = "🦄"
+        suite_.reset(key)
+        suite_[key] = "end"
+
+        #expect(try await changes.wait(for: 4) == expectedValue + [[nil, "end"]])
+    }
+
+    @Test func wrongCast() {
+        let value = PlistValue(false)
+        #expect(value.get(Bool.self) == false)
+        #expect(value.get(String.self) == nil)
     }
 }
 

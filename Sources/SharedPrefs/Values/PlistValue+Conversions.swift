@@ -86,6 +86,11 @@ extension PlistValue {
         if let stored = value.plistValue { self = stored }
     }
 
+    /// ``set(_:)`` with the type named, for a literal: `value.set(12.5, type: Float.self)`.
+    public mutating func set<Value: PreferenceValue>(_ value: Value, type: Value.Type) {
+        set(value)
+    }
+
     /// ``set(_:)``, labelled.
     public mutating func set<Value: PreferenceValue>(value: Value) {
         set(value)

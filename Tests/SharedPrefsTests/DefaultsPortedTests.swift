@@ -555,6 +555,22 @@ struct DefaultsCodablePortedTests {
         #expect(suite[.codableDictionary]["0"]?.isUnicorn == false)
     }
 
+    /// A documented difference: Defaults stores a `Codable & RawRepresentable` type as JSON
+    /// (`"\"x\""`); here it is its raw value (`x`), readable by any property-list tool.
+    @Test func codableAndRawRepresentable() {
+        struct Unicorn: Codable, RawRepresentable, PreferenceValue {
+            var rawValue: String
+        }
+
+        let fixture = Unicorn(rawValue: "x")
+
+        let key = PreferenceKey<Unicorn?>("independentKey_codableAndRawRepresentable", suite: suite)
+        suite[key] = fixture
+        #expect(suite[key]?.rawValue == fixture.rawValue)
+        #expect(suite.string(forKey: key.name) != #""\#(fixture.rawValue)""#)
+        #expect(suite.string(forKey: key.name) == fixture.rawValue)
+    }
+
     @Test func observeKey() async throws {
         let key = PreferenceKey<Unicorn>("observeCodableKey", default: fixtureCodable)
         let heard = Recorder<[Bool]>()

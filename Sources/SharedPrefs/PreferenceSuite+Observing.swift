@@ -207,8 +207,8 @@ extension PreferenceSuite {
     /// Calls `handler` with every failure nobody was waiting for: ``failures()`` without Swift
     /// concurrency. It is called first, at once, with the failures found in the stored values that
     /// still stand (a corrupt file, a value or key that cannot be read), however long ago they were
-    /// found: a suite opened over them reports them to whoever subscribes later. The handler runs on the thread that met the failure (the watcher thread, a
-    /// background write): return at once.
+    /// found: a suite opened over them reports them to whoever subscribes later. The handler runs
+    /// on the thread that met the failure (the watcher thread, a background write): return at once.
     /// - Returns: A token; the observation ends when it is cancelled or released.
     public func observeFailures(_ handler: @escaping @Sendable (PreferenceError) -> Void) -> PreferenceObservation {
         let store = self.store

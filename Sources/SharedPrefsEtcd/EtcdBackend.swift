@@ -235,7 +235,7 @@ final class EtcdBackend: SuiteBackend {
                 try putPlain(plan.operations, notices: &notices)
                 return Committed(wrote: true, notices: notices)
             }
-            guard let reread = try attemptTransaction(plan, notices: &notices) else { return Committed(wrote: true, notices: notices) }
+            guard let reread = try attemptTransaction(plan, attempt: attempts, notices: &notices) else { return Committed(wrote: true, notices: notices) }
             loaded = reread
             attempts += 1
             let waited = ContinuousClock.now - start
@@ -274,8 +274,11 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// One compare-and-swap attempt of an `update`: `nil` when it was applied, else what another
-    /// writer that came first changed, for the body to run again on.
-    private func attemptTransaction(_ plan: WritePlan, notices: inout [PreferenceError]) throws -> Loaded? {
+    /// writer that came first changed, for the body to run again on. The first attempt waits half
+    /// a second for its answer (a member that forwarded it to a leader that just died never
+    /// answers), each later one twice as long, up to the request timeout; an answer not come in
+    /// time is resolved by the fence, so the attempt is applied once or not at all.
+    private func attemptTransaction(_ plan: WritePlan, attempt: Int, notices: inout [PreferenceError]) throws -> Loaded? {
         let token = Data(UUID().uuidString.utf8)
         var compared = Set(plan.operations.keys)
         var compares: [Compare] = []
@@ -305,7 +308,7 @@ final class EtcdBackend: SuiteBackend {
         let txn = TxnRequest(compare: compares, success: success, failure: failure)
         let response: TxnResponse
         do {
-            response = try client.post("/v3/kv/txn", txn, as: TxnResponse.self, failover: false)
+            response = try client.post("/v3/kv/txn", txn, as: TxnResponse.self, failover: false, once: .milliseconds(500 << min(attempt, 6)))
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
             if let applied = try resolve(token: token, after: tokenRevision, why: why) {

@@ -74,16 +74,16 @@ struct EtcdClient: Sendable {
     /// `timeout` has passed. A failover thus takes about the election, not the whole timeout.
     ///
     /// A request that must not be applied twice (a compare-and-swap whose success the caller
-    /// resolves itself) passes `failover: false`: it is sent once, to one endpoint, with the whole
-    /// timeout; when that endpoint does not answer, or answers 5xx (etcd's "leader changed" or
-    /// "request timed out" may come after the request was applied), it fails with
-    /// ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
-    func post<Response: Decodable>(_ path: String, _ body: some Encodable, as: Response.Type, failover: Bool = true) throws(Failure) -> Response {
+    /// resolves itself) passes `failover: false`: it is sent once, to one endpoint, for `once`
+    /// (the whole timeout by default); when that endpoint does not answer in time, or answers 5xx
+    /// (etcd's "leader changed" or "request timed out" may come after the request was applied),
+    /// it fails with ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
+    func post<Response: Decodable>(_ path: String, _ body: some Encodable, as: Response.Type, failover: Bool = true, once: TimeAmount? = nil) throws(Failure) -> Response {
         let payload: Data
         do { payload = try JSONEncoder().encode(body) } catch { throw .refused(0, "\(error)") }
         var failures: [String] = []
         let deadline = NIODeadline.now() + timeout
-        var attempt = failover ? min(timeout, .milliseconds(500)) : timeout
+        var attempt = failover ? min(timeout, .milliseconds(500)) : min(timeout, once ?? timeout)
         while true {
             let start = preferred.value
             // Whether every endpoint refused the connection: nobody listens, no election runs.

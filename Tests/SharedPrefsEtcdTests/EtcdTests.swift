@@ -490,13 +490,14 @@ struct EtcdSuiteTests {
         #expect(attempts.withLock { $0 } > 8)
     }
 
-    /// A writer that flushes every 10 ms while the leader is killed: every value lands, the last
-    /// one stays. It prints how long its slowest write took beside how long the election took
-    /// (the time is the benchmark's to judge, not this test's).
-    @Test func aWriterAcrossALeaderKillLosesNothing() async throws {
+    /// A writer that flushes (or updates) every 10 ms while the leader is killed: every value
+    /// lands, the last one stays. It prints how long its slowest write took beside how long the
+    /// election took (the time is the benchmark's to judge, not this test's).
+    @Test(arguments: ["flush", "update"])
+    func aWriterAcrossALeaderKillLosesNothing(_ how: String) async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let writer = try Child(["pulse", cluster.endpoints, prefix, "300"], cacheHome: cluster.cacheHome)
+        let writer = try Child(["pulse", cluster.endpoints, prefix, "300", how], cacheHome: cluster.cacheHome)
         #expect(await writer.nextLine() == "ready")
         let leader = try #require(try cluster.leader())
         let killed = ContinuousClock.now
@@ -509,7 +510,7 @@ struct EtcdSuiteTests {
         let longest = await writer.nextLine() ?? ""
         #expect(await writer.nextLine() == "done")
         #expect(await writer.exitStatus() == 0)
-        print("failover: election \(elected!), writer's \(longest)")
+        print("failover (\(how)): election \(elected!), writer's \(longest)")
         let check = try PreferenceSuite(etcd: survivors, prefix: prefix, options: noCache)
         #expect(check.integer(forKey: "pulse") == 300)
     }

@@ -12,9 +12,11 @@
 //                                                         sets each (an integer where it parses, "-"
 //                                                         removes), and exits: the exit flush writes
 //                                                         them, or queues them offline
-//   prefs-etcd-child pulse <endpoints> <prefix> <n>       sets "pulse" to 1…n, flushing each, prints
-//                                                         "ready" after the first, then "longest <s>"
-//                                                         (the longest time one took) and "done"
+//   prefs-etcd-child pulse <endpoints> <prefix> <n> [update]
+//                                                         sets "pulse" to 1…n, flushing each (or in an
+//                                                         update each), prints "ready" after the first,
+//                                                         then "longest <s>" (the longest time one
+//                                                         took) and "done"
 //   prefs-etcd-child session <endpoints> <prefix>         prints "ready", then changes and failures as
 //                                                         observe does, while it takes commands from
 //                                                         standard input until its end: "set <key>=<value>...",
@@ -91,14 +93,19 @@ do {
         var longest: Duration = .zero
         for n in 1...(Int(rest.first ?? "") ?? 1) {
             let start = ContinuousClock.now
-            suite.set(n, forKey: "pulse")
-            let done = DispatchSemaphore(value: 0)
-            Task.detached {
-                // A failed flush leaves the value pending: flush again until it is written.
-                while (try? await suite.flush()) == nil { try? await Task.sleep(for: .milliseconds(10)) }
-                done.signal()
+            if rest.dropFirst().first == "update" {
+                // A failed update is tried again until it is applied.
+                while (try? suite.update({ $0["pulse"] = .integer(Int64(n)) })) == nil { Thread.sleep(forTimeInterval: 0.01) }
+            } else {
+                suite.set(n, forKey: "pulse")
+                let done = DispatchSemaphore(value: 0)
+                Task.detached {
+                    // A failed flush leaves the value pending: flush again until it is written.
+                    while (try? await suite.flush()) == nil { try? await Task.sleep(for: .milliseconds(10)) }
+                    done.signal()
+                }
+                done.wait()
             }
-            done.wait()
             longest = max(longest, ContinuousClock.now - start)
             if n == 1 { say("ready") }
             Thread.sleep(forTimeInterval: 0.01)

@@ -240,8 +240,8 @@ final class EtcdBackend: SuiteBackend {
             attempts += 1
             let waited = ContinuousClock.now - start
             if waited > .nanoseconds(client.timeout.nanoseconds) * 10 {
-                let keys = (plan.reads.map { Array($0) } ?? Array(plan.stored().storage.keys)).map(\.string).sorted()
-                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(waited): each time, another writer had changed what it read first (\(plan.reads == nil ? "the whole suite" : "keys " + keys.prefix(20).joined(separator: ", "))). Its values are not written; try again, or read fewer keys in the update.", path: address)
+                let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
+                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(waited): each time, another writer had changed what it read first (\(read)). Its values are not written; try again, or read fewer keys in the update.", path: address)
             }
             if attempts > 8 { Thread.sleep(forTimeInterval: .random(in: 0...min(0.001 * Double(1 << min(attempts - 8, 6)), 0.05))) }
         }

@@ -12,8 +12,8 @@ struct Window: Codable, Equatable, PreferenceValue {
     var scale: Double?
 }
 
-extension PreferenceKey where Value == Theme { static var testTheme: Self { .init("theme", default: .system) } }
-extension PreferenceKey where Value == Int { static var volume: Self { .init("volume", default: 5) } }
+extension PreferenceKey where Value == Theme { static let testTheme = PreferenceKey("theme", default: .system) }
+extension PreferenceKey where Value == Int { static let volume = PreferenceKey("volume", default: 5) }
 
 @Suite("Values and lookup order")
 struct ValueTests {

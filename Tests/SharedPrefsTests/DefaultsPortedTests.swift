@@ -5,237 +5,428 @@ import Testing
 
 @testable import SharedPrefs
 
-// sindresorhus/Defaults' Tests/DefaultsTests/DefaultsTests.swift, ported: `Defaults[key]` is
-// `suite[key]` on a suite of the test's own; `Defaults.observe` is `suite.observe(key)`;
-// `Defaults.observe(keys:)` is `suite.updates(_:)`. Not ported: the NSSecureCoding keys (no
-// NSSecureCoding values on Linux), the Combine publishers (no Combine on Linux), lifetime ties and
-// `preventPropagation` (no equivalent API).
+// sindresorhus/Defaults' Tests/DefaultsTests/DefaultsTests.swift (its Swift Testing version),
+// ported as written: `suite_` is an in-memory suite; `Defaults.Key(…, suite: suite_)` is
+// `PreferenceKey(…, suite: suite_)`; `Defaults[key]` and `suite_[key]` are `suite_[key]`, and
+// for a key of another suite that suite's subscript. Its Combine publishers are `observe(key)`,
+// `observe(.keys(…))` and `updates`, with the same expected changes, and a last change that shows
+// none came between, where upstream sleeps 100 ms and counts. Not ported: testValidKeyName
+// (Defaults refuses `.` and `@` for KVO; there is no KVO here) and the two
+// `withoutPropagation` tests (no such API).
+
+private let suite_ = PreferenceSuite.inMemory(name: "defaults-tests")
 
 private let fixtureURL = URL(string: "https://sindresorhus.com")!
+private let fixtureFileURL = URL(string: "file://~/icon.png")!
 private let fixtureURL2 = URL(string: "https://example.com")!
-
-private enum FixtureEnum: String, Codable {
-    case tenMinutes = "10 Minutes"
-    case halfHour = "30 Minutes"
-    case oneHour = "1 Hour"
-}
-
-// Defaults asks for `Defaults.Serializable`; the same declaration here.
-extension FixtureEnum: PreferenceValue {}
-
 private let fixtureDate = Date()
 
 extension PreferenceKey where Value == Bool {
-    fileprivate static let key = PreferenceKey("key", default: false)
+    fileprivate static let key = PreferenceKey("key", default: false, suite: suite_)
 }
 extension PreferenceKey where Value == URL {
-    fileprivate static let url = PreferenceKey("url", default: fixtureURL)
-}
-extension PreferenceKey where Value == FixtureEnum {
-    fileprivate static let `enum` = PreferenceKey("enum", default: .oneHour)
+    fileprivate static let url = PreferenceKey("url", default: fixtureURL, suite: suite_)
+    fileprivate static let file = PreferenceKey("fileURL", default: fixtureFileURL, suite: suite_)
 }
 extension PreferenceKey where Value == Data {
-    fileprivate static let data = PreferenceKey("data", default: Data([]))
+    fileprivate static let data = PreferenceKey("data", default: Data([]), suite: suite_)
 }
 extension PreferenceKey where Value == Date {
-    fileprivate static let date = PreferenceKey("date", default: fixtureDate)
+    fileprivate static let date = PreferenceKey("date", default: fixtureDate, suite: suite_)
+    fileprivate static let defaultDynamicDate = PreferenceKey("defaultDynamicOptionalDate", suite: suite_) { Date(timeIntervalSince1970: 0) }
+}
+extension PreferenceKey where Value == UUID? {
+    fileprivate static let uuid = PreferenceKey("uuid", suite: suite_)
+}
+extension PreferenceKey where Value == Date? {
+    fileprivate static let defaultDynamicOptionalDate = PreferenceKey("defaultDynamicOptionalDate", suite: suite_) { Date(timeIntervalSince1970: 1) }
 }
 
-@Suite("Defaults' own tests, ported")
-struct DefaultsPortedTests {
-    let suite = PreferenceSuite.inMemory()
+@Suite("Defaults' own tests, ported", .serialized)
+final class DefaultsPortedTests {
+    init() {
+        suite_.removeAll()
+    }
+
+    deinit {
+        suite_.removeAll()
+    }
 
     @Test func key() {
-        let key = PreferenceKey<Bool>("independentKey", default: false)
-        #expect(!suite[key])
-        suite[key] = true
-        #expect(suite[key])
+        let key = PreferenceKey<Bool>("independentKey", default: false, suite: suite_)
+        #expect(!suite_[key])
+        suite_[key] = true
+        #expect(suite_[key])
     }
 
     @Test func optionalKey() {
-        let key = PreferenceKey<Bool?>("independentOptionalKey")
-        #expect(suite[key] == nil)
-        suite[key] = true
-        #expect(suite[key]!)
-        suite[key] = nil
-        #expect(suite[key] == nil)
-        suite[key] = false
-        #expect(suite[key] == false)
+        let key = PreferenceKey<Bool?>("independentOptionalKey", suite: suite_)
+        let url = PreferenceKey<URL?>("independentOptionalURLKey", suite: suite_)
+        #expect(suite_[key] == nil)
+        #expect(suite_[url] == nil)
+        suite_[key] = true
+        suite_[url] = fixtureURL
+        #expect(suite_[key] == true)
+        #expect(suite_[url] == fixtureURL)
+        suite_[key] = nil
+        suite_[url] = nil
+        #expect(suite_[key] == nil)
+        #expect(suite_[url] == nil)
+        suite_[key] = false
+        suite_[url] = fixtureURL2
+        #expect(suite_[key] == false)
+        #expect(suite_[url] == fixtureURL2)
+    }
+
+    @Test func initializeDynamicDateKey() {
+        _ = PreferenceKey<Date>("independentInitializeDynamicDateKey", suite: suite_) {
+            Issue.record("Init dynamic key should not trigger getter")
+            return Date()
+        }
+        _ = PreferenceKey<Date?>("independentInitializeDynamicOptionalDateKey", suite: suite_) {
+            Issue.record("Init dynamic optional key should not trigger getter")
+            return Date()
+        }
     }
 
     @Test func keyRegistersDefault() {
         let keyName = "registersDefault"
-        #expect(!suite.bool(forKey: keyName))
-        _ = PreferenceKey<Bool>(keyName, default: true, suite: suite)
-        #expect(suite.bool(forKey: keyName))
+        #expect(!suite_.bool(forKey: keyName))
+        _ = PreferenceKey<Bool>(keyName, default: true, suite: suite_)
+        #expect(suite_.bool(forKey: keyName))
 
-        // Test that it works with multiple keys with `Defaults`.
         let keyName2 = "registersDefault2"
-        _ = PreferenceKey<String>(keyName2, default: keyName2, suite: suite)
-        #expect(suite.string(forKey: keyName2) == keyName2)
+        _ = PreferenceKey<String>(keyName2, default: keyName2, suite: suite_)
+        #expect(suite_.string(forKey: keyName2) == keyName2)
     }
 
-    /// A key made without a suite registers in the standard one, as `Defaults.Key(…)` does,
-    /// without opening it: before it is opened and after (a process of its own, rooted in a
-    /// temporary directory).
-    @Test func keyWithoutSuiteRegistersDefaultInTheStandardSuite() async throws {
-        let directory = try TemporaryDirectory()
-        let result = try await run(childExecutable, ["standard-key", "quality"], environment: ["SHAREDPREFS_ROOT": directory.url.path])
-        #expect(result.status == 0 && result.output.contains("7 later 0"), "\(result.output)")
+    @Test func keyWithUserDefaultSubscript() {
+        let key = PreferenceKey<Bool>("keyWithUserDeaultSubscript", default: false, suite: suite_)
+        #expect(!suite_[key])
+        suite_[key] = true
+        #expect(suite_[key])
     }
 
     @Test func keys() {
-        #expect(!suite[.key])
-        suite[.key] = true
-        #expect(suite[.key])
+        #expect(!suite_[.key])
+        suite_[.key] = true
+        #expect(suite_[.key])
     }
 
     @Test func urlType() {
-        #expect(suite[.url] == fixtureURL)
+        #expect(suite_[.url] == fixtureURL)
         let newUrl = URL(string: "https://twitter.com")!
-        suite[.url] = newUrl
-        #expect(suite[.url] == newUrl)
-    }
-
-    @Test func enumType() {
-        #expect(suite[.enum] == FixtureEnum.oneHour)
+        suite_[.url] = newUrl
+        #expect(suite_[.url] == newUrl)
     }
 
     @Test func dataType() {
-        #expect(suite[.data] == Data([]))
-        suite[.data] = Data([0xFF])
-        #expect(suite[.data] == Data([0xFF]))
+        #expect(suite_[.data] == Data([]))
+        let newData = Data([0xFF])
+        suite_[.data] = newData
+        #expect(suite_[.data] == newData)
     }
 
     @Test func dateType() {
-        #expect(suite[.date] == fixtureDate)
+        #expect(suite_[.date] == fixtureDate)
         let newDate = Date()
-        suite[.date] = newDate
-        #expect(suite[.date] == newDate)
+        suite_[.date] = newDate
+        #expect(suite_[.date] == newDate)
+    }
+
+    @Test func dynamicDateType() {
+        #expect(suite_[.defaultDynamicDate] == Date(timeIntervalSince1970: 0))
+        let next = Date(timeIntervalSince1970: 1)
+        suite_[.defaultDynamicDate] = next
+        #expect(suite_[.defaultDynamicDate] == next)
+        #expect(suite_.object(forKey: PreferenceKey<Date>.defaultDynamicDate.name) as! Date == next)
+        PreferenceKey<Date>.defaultDynamicDate.reset()
+        #expect(suite_[.defaultDynamicDate] == Date(timeIntervalSince1970: 0))
+    }
+
+    @Test func dynamicOptionalDateType() {
+        #expect(suite_[.defaultDynamicOptionalDate] == Date(timeIntervalSince1970: 1))
+        let next = Date(timeIntervalSince1970: 2)
+        suite_[.defaultDynamicOptionalDate] = next
+        #expect(suite_[.defaultDynamicOptionalDate] == next)
+        #expect(suite_.object(forKey: PreferenceKey<Date?>.defaultDynamicOptionalDate.name) as! Date == next)
+        suite_[.defaultDynamicOptionalDate] = nil
+        #expect(suite_[.defaultDynamicOptionalDate] == Date(timeIntervalSince1970: 1))
+        #expect(suite_.object(forKey: PreferenceKey<Date?>.defaultDynamicOptionalDate.name) == nil)
+    }
+
+    @Test func fileURLType() {
+        #expect(suite_[.file] == fixtureFileURL)
+    }
+
+    @Test func uuidType() {
+        let fixture = UUID()
+        suite_[.uuid] = fixture
+        #expect(suite_[.uuid] == fixture)
     }
 
     @Test func removeAll() {
-        let key = PreferenceKey<Bool>("removeAll", default: false)
-        let key2 = PreferenceKey<Bool>("removeAll2", default: false)
-        suite[key] = true
-        suite[key2] = true
-        #expect(suite[key] && suite[key2])
-        suite.removeAll()
-        #expect(!suite[key] && !suite[key2])
+        let key = PreferenceKey<Bool>("removeAll", default: false, suite: suite_)
+        let key2 = PreferenceKey<Bool>("removeAll2", default: false, suite: suite_)
+        suite_[key] = true
+        suite_[key2] = true
+        #expect(suite_[key])
+        #expect(suite_[key2])
+        suite_.removeAll()
+        #expect(!suite_[key])
+        #expect(!suite_[key2])
     }
 
     @Test func customSuite() {
         let customSuite = PreferenceSuite.inMemory(name: "com.sindresorhus.customSuite")
-        let key = PreferenceKey<Bool>("customSuite", default: false)
-        #expect(!customSuite[key] && !suite[key])
+        let key = PreferenceKey<Bool>("customSuite", default: false, suite: customSuite)
+        #expect(!customSuite[key])
+        #expect(!customSuite[key])
         customSuite[key] = true
-        #expect(customSuite[key] && !suite[key])
+        #expect(customSuite[key])
+        #expect(customSuite[key])
+        #expect(!suite_[key])  // and not in another suite
+        customSuite.removeAll()
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<Bool>("observeKey", default: false)
-        let heard = Recorder<String>()
-        let observation = suite.observe(key) { heard.record("\($0.oldValue) -> \($0.newValue)") }
+    @Test func isDefaultValue() {
+        let key = PreferenceKey<Bool>("isDefaultValue", default: false, suite: suite_)
+        #expect(key.isDefaultValue)
+        suite_[key].toggle()
+        #expect(!key.isDefaultValue)
+    }
+
+    @Test func observeKeyCombine() async throws {
+        let key = PreferenceKey<Bool>("observeKey", default: false, suite: suite_)
+        let results = Recorder<[Bool]>()
+        let observation = suite_.observe(key) { results.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key] = true
-        #expect(try await heard.wait(for: 1) == ["false -> true"])
+
+        suite_[key] = true
+        suite_.reset(key)
+        suite_[key] = true  // the last change: nothing came between
+
+        let expectedValues = [[false, true], [true, false]]
+        #expect(try await results.wait(for: 3) == expectedValues + [[false, true]])
     }
 
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<Bool?>("observeOptionalKey")
-        let heard = Recorder<String>()
-        let observation = suite.observe(key) { heard.record("\(String(describing: $0.oldValue)) -> \(String(describing: $0.newValue))") }
+    @Test func observeOptionalKeyCombine() async throws {
+        let key = PreferenceKey<Bool?>("observeOptionalKey", suite: suite_)
+        let results = Recorder<[Bool?]>()
+        let observation = suite_.observe(key) { results.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key] = true
-        #expect(try await heard.wait(for: 1) == ["nil -> Optional(true)"])
+
+        suite_[key] = true
+        suite_[key] = false
+        suite_.reset(key)
+        suite_[key] = true
+
+        let expectedValues: [[Bool?]] = [[nil, true], [true, false], [false, nil]]
+        #expect(try await results.wait(for: 4) == expectedValues + [[nil, true]])
     }
 
-    @Test func observeMultipleKeys() async throws {
-        let key1 = PreferenceKey<String>("observeKey1", default: "x")
-        let key2 = PreferenceKey<Bool>("observeKey2", default: true)
-        let counted = Recorder<Int>()
-        let updates = suite.updates([key1, key2], initial: false)  // observing from here on
-        let task = Task {
-            var count = 0
-            for await _ in updates {
-                count += 1
-                counted.record(count)
-                if count == 2 { break }
-            }
-        }
-        suite[key1] = "y"
-        _ = try await counted.wait(for: 1)
-        suite[key2] = false
-        #expect(try await counted.wait(for: 2) == [1, 2])
-        await task.value
-    }
-
-    @Test func observeKeyURL() async throws {
-        let key = PreferenceKey<URL>("observeKeyURL", default: fixtureURL)
-        let heard = Recorder<[URL]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+    @Test func dynamicOptionalDateTypeCombine() async throws {
+        let first = Date(timeIntervalSince1970: 0)
+        let second = Date(timeIntervalSince1970: 1)
+        let third = Date(timeIntervalSince1970: 2)
+        let key = PreferenceKey<Date?>("combineDynamicOptionalDateKey", suite: suite_) { first }
+        let results = Recorder<[Date?]>()
+        let observation = suite_.observe(key) { results.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
-        suite[key] = fixtureURL2
-        #expect(try await heard.wait(for: 1) == [[fixtureURL, fixtureURL2]])
+
+        suite_[key] = second
+        suite_[key] = third
+        suite_.reset(key)
+        suite_[key] = second
+
+        let expectedValues: [[Date?]] = [[first, second], [second, third], [third, first]]
+        #expect(try await results.wait(for: 4) == expectedValues + [[first, second]])
     }
 
-    @Test func observeKeyEnum() async throws {
-        let key = PreferenceKey<FixtureEnum>("observeKeyEnum", default: .oneHour)
-        let heard = Recorder<String>()
-        let observation = suite.observe(key) { heard.record("\($0.oldValue) -> \($0.newValue)") }
+    @Test func observeMultipleKeysCombine() async throws {
+        let key1 = PreferenceKey<String>("observeKey1", default: "x", suite: suite_)
+        let key2 = PreferenceKey<Bool>("observeKey2", default: true, suite: suite_)
+        let count = Recorder<String>()
+        let observation = suite_.observe(.keys([key1.name, key2.name])) { count.record($0.key) }
         defer { observation.cancel() }
-        suite[key] = .tenMinutes
-        #expect(try await heard.wait(for: 1) == ["oneHour -> tenMinutes"])
+
+        suite_[key1] = "y"
+        suite_[key2] = false
+        suite_[key1] = "z"
+
+        #expect(try await count.wait(for: 3) == [key1.name, key2.name, key1.name])
     }
 
-    /// Defaults' `.initial`: the current value first.
-    @Test func observeKeyWithInitialValue() async throws {
-        let key = PreferenceKey<Int>("observeInitial", default: 3)
-        let heard = Recorder<String>()
-        let observation = suite.observe(key, options: .initial) { heard.record("\($0.oldValue) -> \($0.newValue)") }
+    @Test func observeMultipleOptionalKeysCombine() async throws {
+        let key1 = PreferenceKey<String?>("observeOptionalKey1", suite: suite_)
+        let key2 = PreferenceKey<Bool?>("observeOptionalKey2", suite: suite_)
+        let count = Recorder<String>()
+        let observation = suite_.observe(.keys([key1.name, key2.name])) { count.record($0.key) }
         defer { observation.cancel() }
-        suite[key] = 4
-        #expect(try await heard.wait(for: 2) == ["3 -> 3", "3 -> 4"])
+
+        suite_[key1] = "x"
+        suite_[key2] = false
+        suite_[key1] = "y"
+
+        #expect(try await count.wait(for: 3) == [key1.name, key2.name, key1.name])
+    }
+
+    @Test func receiveValueBeforeSubscriptionCombine() async throws {
+        let key = PreferenceKey<String>("receiveValueBeforeSubscription", default: "hello", suite: suite_)
+        let values = Recorder<String>()
+        let observation = suite_.observe(key, options: .initial) { values.record($0.newValue) }
+        defer { observation.cancel() }
+
+        suite_[key] = "world"
+        suite_[key] = "end"
+
+        #expect(try await values.wait(for: 3) == ["hello", "world", "end"])
     }
 
     @Test func resetKey() {
-        let key1 = PreferenceKey<String>("key1", default: "foo1")
-        let key2 = PreferenceKey<Int>("key2", default: 0)
-        suite[key1] = "bar1"
-        suite[key2] = 1
-        suite.reset(key1)
-        #expect(suite[key1] == "foo1" && suite[key2] == 1)
+        let defaultFixture1 = "foo1"
+        let defaultFixture2 = 0
+        let newFixture1 = "bar1"
+        let newFixture2 = 1
+        let key1 = PreferenceKey<String>("key1", default: defaultFixture1, suite: suite_)
+        let key2 = PreferenceKey<Int>("key2", default: defaultFixture2, suite: suite_)
+        suite_[key1] = newFixture1
+        suite_[key2] = newFixture2
+        suite_.reset(key1)
+        #expect(suite_[key1] == defaultFixture1)
+        #expect(suite_[key2] == newFixture2)
     }
 
     @Test func resetMultipleKeys() {
-        let key1 = PreferenceKey<String>("akey1", default: "foo1")
-        let key2 = PreferenceKey<Int>("akey2", default: 0)
-        let key3 = PreferenceKey<String>("akey3", default: "foo3")
-        suite[key1] = "bar1"
-        suite[key2] = 1
-        suite[key3] = "bar3"
-        suite.reset(key1, key2)
-        #expect(suite[key1] == "foo1" && suite[key2] == 0 && suite[key3] == "bar3")
-    }
-
-    @Test func resetOptionalKey() {
-        let key1 = PreferenceKey<String?>("optionalKey1")
-        let key2 = PreferenceKey<String?>("optionalKey2")
-        suite[key1] = "bar1"
-        suite[key2] = "bar2"
-        suite.reset(key1)
-        #expect(suite[key1] == nil && suite[key2] == "bar2")
+        let defaultFxiture1 = "foo1"
+        let defaultFixture2 = 0
+        let defaultFixture3 = "foo3"
+        let newFixture1 = "bar1"
+        let newFixture2 = 1
+        let newFixture3 = "bar3"
+        let key1 = PreferenceKey<String>("akey1", default: defaultFxiture1, suite: suite_)
+        let key2 = PreferenceKey<Int>("akey2", default: defaultFixture2, suite: suite_)
+        let key3 = PreferenceKey<String>("akey3", default: defaultFixture3, suite: suite_)
+        suite_[key1] = newFixture1
+        suite_[key2] = newFixture2
+        suite_[key3] = newFixture3
+        suite_.reset(key1, key2)
+        #expect(suite_[key1] == defaultFxiture1)
+        #expect(suite_[key2] == defaultFixture2)
+        #expect(suite_[key3] == newFixture3)
     }
 
     @Test func resetMultipleOptionalKeys() {
-        let key1 = PreferenceKey<String?>("aoptionalKey1")
-        let key2 = PreferenceKey<Int?>("aoptionalKey2")
-        let key3 = PreferenceKey<String?>("aoptionalKey3")
-        suite[key1] = "bar1"
-        suite[key2] = 1
-        suite[key3] = "bar3"
-        suite.reset(key1, key2)
-        #expect(suite[key1] == nil && suite[key2] == nil && suite[key3] == "bar3")
+        let newFixture1 = "bar1"
+        let newFixture2 = 1
+        let newFixture3 = "bar3"
+        let key1 = PreferenceKey<String?>("aoptionalKey1", suite: suite_)
+        let key2 = PreferenceKey<Int?>("aoptionalKey2", suite: suite_)
+        let key3 = PreferenceKey<String?>("aoptionalKey3", suite: suite_)
+        suite_[key1] = newFixture1
+        suite_[key2] = newFixture2
+        suite_[key3] = newFixture3
+        suite_.reset(key1, key2)
+        #expect(suite_[key1] == nil)
+        #expect(suite_[key2] == nil)
+        #expect(suite_[key3] == newFixture3)
+    }
+
+    @Test func immediatelyFinishingPublisherCombine() async throws {
+        let key = PreferenceKey<Bool>("observeKey", default: false, suite: suite_)
+        var received = false
+        for await _ in suite_.values(for: key, initial: true) {
+            received = true
+            break
+        }
+        #expect(received)
+    }
+
+    @Test func immediatelyFinishingMultiplePublisherCombine() async throws {
+        let key1 = PreferenceKey<Bool>("observeKey1", default: false, suite: suite_)
+        let key2 = PreferenceKey<String>("observeKey2", default: "🦄", suite: suite_)
+        var received = false
+        for await _ in suite_.updates([key1, key2], initial: true) {
+            received = true
+            break
+        }
+        #expect(received)
+    }
+
+    @Test func keyEquatable() {
+        #expect(PreferenceKey<Bool>("equatableKeyTest", default: false, suite: suite_) == PreferenceKey<Bool>("equatableKeyTest", default: false, suite: suite_))
+    }
+
+    @Test func keyHashable() {
+        _ = Set([PreferenceKey<Bool>("hashableKeyTest", default: false, suite: suite_)])
+    }
+
+    /// Created before the set, so that it sees it: upstream sleeps 100 ms for the same.
+    @Test func updates() async {
+        let key = PreferenceKey<Bool>("updatesKey", default: false, suite: suite_)
+        let updates = suite_.updates(key, initial: false)
+
+        suite_[key] = true
+
+        guard let result = await updates.first(where: { $0 }) else {
+            Issue.record("Failed to get result")
+            return
+        }
+
+        #expect(result)
+    }
+
+    /// `updates([keys])` yields once for the changes a consumer did not take yet (documented), so
+    /// each set here waits for its yield, where upstream sleeps 100 ms before setting both.
+    @Test func updatesMultipleKeys() async throws {
+        let key1 = PreferenceKey<Bool>("updatesMultipleKey1", default: false, suite: suite_)
+        let key2 = PreferenceKey<Bool>("updatesMultipleKey2", default: false, suite: suite_)
+        let counter = Recorder<Int>()
+        let updates = suite_.updates([key1, key2], initial: false)
+        let waiter = Task {
+            var count = 0
+            for await _ in updates {
+                count += 1
+                counter.record(count)
+                if count == 2 {
+                    break
+                }
+            }
+        }
+
+        suite_[key1] = true
+        _ = try await counter.wait(for: 1)
+        suite_[key2] = true
+
+        await waiter.value
+        #expect(counter.items == [1, 2])
+    }
+
+    @Test func updatesMultipleKeysVariadic() async {
+        let key1 = PreferenceKey<Bool>("updatesMultipleKeyVariadic1", default: false, suite: suite_)
+        let key2 = PreferenceKey<Bool>("updatesMultipleKeyVariadic2", default: false, suite: suite_)
+        let updates = suite_.updates(key1, key2, initial: false)
+
+        suite_[key1] = true
+        suite_[key2] = true
+
+        var count = 0
+        for await (_, _) in updates {
+            count += 1
+            if count == 2 {
+                break
+            }
+        }
+        #expect(count == 2)
+    }
+
+    /// Not upstream: a key made without a suite registers in the standard one, as
+    /// `Defaults.Key(…)` does, without opening it, before it is opened and after (a process of
+    /// its own, rooted in a temporary directory).
+    @Test func keyWithoutSuiteRegistersDefaultInTheStandardSuite() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(childExecutable, ["standard-key", "quality"], environment: ["SHAREDPREFS_ROOT": directory.url.path])
+        #expect(result.status == 0 && result.output.contains("7 later 0"), "\(result.output)")
     }
 }
 
@@ -609,7 +800,7 @@ struct DefaultsCodablePortedTests {
 }
 
 // Defaults' DefaultsEnumTests, ported (not: the Combine variants). Its `FixtureEnum` is named
-// `EnumFixture` here, beside DefaultsTests' own.
+// `EnumFixture` here.
 
 private enum EnumFixture: String, PreferenceValue {
     case tenMinutes = "10 Minutes"
@@ -2199,28 +2390,28 @@ struct DefaultsBridgePortedTests {
     }
 }
 
-// Defaults' DefaultsValidationTests, ported: `suite_` is an in-memory suite, keys are made with
-// `suite: suite_`, `Defaults[key]` and `suite_[key]` are `suite_[key]`. Not ported:
+// Defaults' DefaultsValidationTests, ported: its `suite_` is an in-memory suite here, keys are made with
+// `suite:` it, and `Defaults[key]` and `suite_[key]` are its subscript. Not ported:
 // testKeyNameValidation (Defaults refuses `.` and `@` in names because KVO does; keys here may
 // hold dots, and there is no KVO) and testIsDefaultValueNonEquatable (Defaults' internal
 // `_isDefaultValue`).
 
-private let suite_ = PreferenceSuite.inMemory(name: "validation")
+private let validationSuite_ = PreferenceSuite.inMemory(name: "validation")
 
 @Suite("Defaults' validation tests, ported", .serialized)
 final class DefaultsValidationPortedTests {
     init() {
-        suite_.removeAll()
+        validationSuite_.removeAll()
     }
 
     deinit {
-        suite_.removeAll()
+        validationSuite_.removeAll()
     }
 
     @Test func keyEquality() {
-        let key1 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
-        let key2 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
-        let key3 = PreferenceKey<String>("differentKey", default: "value", suite: suite_)
+        let key1 = PreferenceKey<String>("testKey", default: "value", suite: validationSuite_)
+        let key2 = PreferenceKey<String>("testKey", default: "value", suite: validationSuite_)
+        let key3 = PreferenceKey<String>("differentKey", default: "value", suite: validationSuite_)
 
         let customSuite = PreferenceSuite.inMemory(name: "customSuite")
         let key4 = PreferenceKey<String>("testKey", default: "value", suite: customSuite)
@@ -2238,9 +2429,9 @@ final class DefaultsValidationPortedTests {
     }
 
     @Test func keyHashability() {
-        let key1 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
-        let key2 = PreferenceKey<String>("testKey", default: "value", suite: suite_)
-        let key3 = PreferenceKey<String>("differentKey", default: "value", suite: suite_)
+        let key1 = PreferenceKey<String>("testKey", default: "value", suite: validationSuite_)
+        let key2 = PreferenceKey<String>("testKey", default: "value", suite: validationSuite_)
+        let key3 = PreferenceKey<String>("differentKey", default: "value", suite: validationSuite_)
 
         var hashSet = Set<PreferenceKey<String>>()
         hashSet.insert(key1)
@@ -2254,13 +2445,13 @@ final class DefaultsValidationPortedTests {
     }
 
     @Test func isDefaultValue() {
-        let key = PreferenceKey<String>("defaultValueTest", default: "defaultValue", suite: suite_)
+        let key = PreferenceKey<String>("defaultValueTest", default: "defaultValue", suite: validationSuite_)
 
         // Initially should be default value
         #expect(key.isDefaultValue)
 
         // After setting a different value
-        suite_[key] = "newValue"
+        validationSuite_[key] = "newValue"
         #expect(!key.isDefaultValue)
 
         // After resetting
@@ -2268,153 +2459,153 @@ final class DefaultsValidationPortedTests {
         #expect(key.isDefaultValue)
 
         // After setting the same value as default
-        suite_[key] = "defaultValue"
+        validationSuite_[key] = "defaultValue"
         #expect(key.isDefaultValue)
     }
 
     @Test func optionalKeyDefaultBehavior() {
-        let optionalKey = PreferenceKey<String?>("optionalTest", suite: suite_)
+        let optionalKey = PreferenceKey<String?>("optionalTest", suite: validationSuite_)
 
         // Should start as nil
-        #expect(suite_[optionalKey] == nil)
+        #expect(validationSuite_[optionalKey] == nil)
 
         // Set a value
-        suite_[optionalKey] = "test"
-        #expect(suite_[optionalKey] == "test")
+        validationSuite_[optionalKey] = "test"
+        #expect(validationSuite_[optionalKey] == "test")
 
         // Set back to nil
-        suite_[optionalKey] = nil
-        #expect(suite_[optionalKey] == nil)
+        validationSuite_[optionalKey] = nil
+        #expect(validationSuite_[optionalKey] == nil)
     }
 
     @Test func dynamicDefaultValue() {
         // A `Lock` where Defaults captures a `var`: the default closure is `@Sendable` here.
         let dynamicValue = Lock("initial")
-        let dynamicKey = PreferenceKey<String>("dynamicTest", suite: suite_) {
+        let dynamicKey = PreferenceKey<String>("dynamicTest", suite: validationSuite_) {
             dynamicValue.withLock { $0 }
         }
 
         // Should return the dynamic value
-        #expect(suite_[dynamicKey] == "initial")
+        #expect(validationSuite_[dynamicKey] == "initial")
 
         // Change the dynamic value
         dynamicValue.withLock { $0 = "changed" }
 
         // Reset to get the new dynamic value
         dynamicKey.reset()
-        #expect(suite_[dynamicKey] == "changed")
+        #expect(validationSuite_[dynamicKey] == "changed")
 
         // Set a specific value
-        suite_[dynamicKey] = "specific"
-        #expect(suite_[dynamicKey] == "specific")
+        validationSuite_[dynamicKey] = "specific"
+        #expect(validationSuite_[dynamicKey] == "specific")
 
         // Reset should go back to dynamic value
         dynamicKey.reset()
-        #expect(suite_[dynamicKey] == "changed")
+        #expect(validationSuite_[dynamicKey] == "changed")
     }
 
     @Test func dynamicOptionalDefaultValue() {
         let shouldReturnNil = Lock(false)
-        let dynamicOptionalKey = PreferenceKey<String?>("dynamicOptionalTest", suite: suite_) {
+        let dynamicOptionalKey = PreferenceKey<String?>("dynamicOptionalTest", suite: validationSuite_) {
             shouldReturnNil.withLock { $0 } ? nil : "dynamic"
         }
 
         // Should return the dynamic value
-        #expect(suite_[dynamicOptionalKey] == "dynamic")
+        #expect(validationSuite_[dynamicOptionalKey] == "dynamic")
 
         // Change to return nil
         shouldReturnNil.withLock { $0 = true }
         dynamicOptionalKey.reset()
-        #expect(suite_[dynamicOptionalKey] == nil)
+        #expect(validationSuite_[dynamicOptionalKey] == nil)
 
         // Set a specific value
-        suite_[dynamicOptionalKey] = "specific"
-        #expect(suite_[dynamicOptionalKey] == "specific")
+        validationSuite_[dynamicOptionalKey] = "specific"
+        #expect(validationSuite_[dynamicOptionalKey] == "specific")
 
         // Reset should go back to dynamic value (nil)
         dynamicOptionalKey.reset()
-        #expect(suite_[dynamicOptionalKey] == nil)
+        #expect(validationSuite_[dynamicOptionalKey] == nil)
     }
 
     @Test func userDefaultsSubscript() {
-        let key = PreferenceKey<Int>("subscriptTest", default: 42, suite: suite_)
+        let key = PreferenceKey<Int>("subscriptTest", default: 42, suite: validationSuite_)
 
         // Test UserDefaults subscript directly
-        #expect(suite_[key] == 42)
+        #expect(validationSuite_[key] == 42)
 
-        suite_[key] = 100
-        #expect(suite_[key] == 100)
-        #expect(suite_[key] == 100)
+        validationSuite_[key] = 100
+        #expect(validationSuite_[key] == 100)
+        #expect(validationSuite_[key] == 100)
 
         // Reset using UserDefaults
-        suite_.removeObject(forKey: key.name)
-        #expect(suite_[key] == 42)  // Should return default
+        validationSuite_.removeObject(forKey: key.name)
+        #expect(validationSuite_[key] == 42)  // Should return default
     }
 
     @Test func removeAllBehavior() {
-        let key1 = PreferenceKey<String>("removeAll1", default: "default1", suite: suite_)
-        let key2 = PreferenceKey<Int>("removeAll2", default: 42, suite: suite_)
+        let key1 = PreferenceKey<String>("removeAll1", default: "default1", suite: validationSuite_)
+        let key2 = PreferenceKey<Int>("removeAll2", default: 42, suite: validationSuite_)
 
         // Set some values
-        suite_[key1] = "changed1"
-        suite_[key2] = 100
+        validationSuite_[key1] = "changed1"
+        validationSuite_[key2] = 100
 
-        #expect(suite_[key1] == "changed1")
-        #expect(suite_[key2] == 100)
+        #expect(validationSuite_[key1] == "changed1")
+        #expect(validationSuite_[key2] == 100)
 
         // Remove all
-        suite_.removeAll()
+        validationSuite_.removeAll()
 
         // Should return to defaults
-        #expect(suite_[key1] == "default1")
-        #expect(suite_[key2] == 42)
+        #expect(validationSuite_[key1] == "default1")
+        #expect(validationSuite_[key2] == 42)
     }
 
     @Test func userDefaultsRemoveAll() {
-        let key1 = PreferenceKey<String>("userDefaultsRemoveAll1", default: "default1", suite: suite_)
-        let key2 = PreferenceKey<Int>("userDefaultsRemoveAll2", default: 42, suite: suite_)
+        let key1 = PreferenceKey<String>("userDefaultsRemoveAll1", default: "default1", suite: validationSuite_)
+        let key2 = PreferenceKey<Int>("userDefaultsRemoveAll2", default: 42, suite: validationSuite_)
 
         // Set some values
-        suite_[key1] = "changed1"
-        suite_[key2] = 100
+        validationSuite_[key1] = "changed1"
+        validationSuite_[key2] = 100
 
-        #expect(suite_[key1] == "changed1")
-        #expect(suite_[key2] == 100)
+        #expect(validationSuite_[key1] == "changed1")
+        #expect(validationSuite_[key2] == 100)
 
         // Remove all using UserDefaults method
-        suite_.removeAll()
+        validationSuite_.removeAll()
 
         // Should return to defaults
-        #expect(suite_[key1] == "default1")
-        #expect(suite_[key2] == 42)
+        #expect(validationSuite_[key1] == "default1")
+        #expect(validationSuite_[key2] == 42)
     }
 
     @Test func keyRegistersDefaultValues() {
         let keyName = "registrationTest"
 
         // Verify key doesn't exist before
-        #expect(suite_.object(forKey: keyName) == nil)
+        #expect(validationSuite_.object(forKey: keyName) == nil)
 
         // Create key with default value
-        let key = PreferenceKey<String>(keyName, default: "registeredDefault", suite: suite_)
+        let key = PreferenceKey<String>(keyName, default: "registeredDefault", suite: validationSuite_)
 
         // Should now be registered in UserDefaults
-        #expect(suite_.string(forKey: keyName) == "registeredDefault")
-        #expect(suite_[key] == "registeredDefault")
+        #expect(validationSuite_.string(forKey: keyName) == "registeredDefault")
+        #expect(validationSuite_[key] == "registeredDefault")
     }
 
     @Test func optionalKeyDoesNotRegisterNil() {
         let keyName = "optionalRegistrationTest"
 
         // Verify key doesn't exist before
-        #expect(suite_.object(forKey: keyName) == nil)
+        #expect(validationSuite_.object(forKey: keyName) == nil)
 
         // Create optional key
-        let key = PreferenceKey<String?>(keyName, suite: suite_)
+        let key = PreferenceKey<String?>(keyName, suite: validationSuite_)
 
         // Should still not exist in UserDefaults (nil is not registered)
-        #expect(suite_.object(forKey: keyName) == nil)
-        #expect(suite_[key] == nil)
+        #expect(validationSuite_.object(forKey: keyName) == nil)
+        #expect(validationSuite_[key] == nil)
     }
 }
 

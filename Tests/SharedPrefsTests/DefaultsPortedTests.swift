@@ -638,7 +638,7 @@ struct DefaultsCollectionPortedTests {
     }
 }
 
-// Defaults' DefaultsCodableTests, ported (not: the Combine variants, and the NSSecureCoding one).
+// Defaults' DefaultsCodableTests, ported from its current file (not: the two NSSecureCoding tests).
 
 private struct Unicorn: Codable, PreferenceValue, Equatable {
     var isUnicorn: Bool
@@ -762,44 +762,9 @@ struct DefaultsCodablePortedTests {
         #expect(suite.string(forKey: key.name) == fixture.rawValue)
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<Unicorn>("observeCodableKey", default: fixtureCodable)
-        let heard = Recorder<[Bool]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue.isUnicorn, $0.newValue.isUnicorn]) }
-        defer { observation.cancel() }
-        suite[key] = Unicorn(isUnicorn: false)
-        #expect(try await heard.wait(for: 1) == [[true, false]])
-    }
-
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<Unicorn?>("observeCodableOptionalKey")
-        let heard = Recorder<[Bool?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue?.isUnicorn, $0.newValue?.isUnicorn]) }
-        defer { observation.cancel() }
-        suite[key] = fixtureCodable
-        #expect(try await heard.wait(for: 1) == [[nil, true]])
-    }
-
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[Unicorn]>("observeCodableArrayKey", default: [fixtureCodable])
-        let heard = Recorder<[Bool]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0].isUnicorn, $0.newValue[0].isUnicorn]) }
-        defer { observation.cancel() }
-        suite[key][0] = Unicorn(isUnicorn: false)
-        #expect(try await heard.wait(for: 1) == [[true, false]])
-    }
-
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: Unicorn]>("observeCodableDictionaryKey", default: ["0": fixtureCodable])
-        let heard = Recorder<[Bool?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue["0"]?.isUnicorn, $0.newValue["0"]?.isUnicorn]) }
-        defer { observation.cancel() }
-        suite[key]["0"] = Unicorn(isUnicorn: false)
-        #expect(try await heard.wait(for: 1) == [[true, false]])
-    }
 }
 
-// Defaults' DefaultsEnumTests, ported (not: the Combine variants). Its `FixtureEnum` is named
+// Defaults' DefaultsEnumTests, ported from its current file. Its `FixtureEnum` is named
 // `EnumFixture` here.
 
 private enum EnumFixture: String, PreferenceValue {
@@ -908,41 +873,6 @@ struct DefaultsEnumPortedTests {
         #expect(suite[.enumDictionary]["0"] == .halfHour)
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<EnumFixture>("observeEnumKey", default: .tenMinutes)
-        let heard = Recorder<[EnumFixture]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = .halfHour
-        #expect(try await heard.wait(for: 1) == [[.tenMinutes, .halfHour]])
-    }
-
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<EnumFixture?>("observeEnumOptionalKey")
-        let heard = Recorder<[EnumFixture?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = .tenMinutes
-        #expect(try await heard.wait(for: 1) == [[nil, .tenMinutes]])
-    }
-
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[EnumFixture]>("observeEnumArrayKey", default: [.tenMinutes])
-        let heard = Recorder<[[EnumFixture]]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key].append(.halfHour)
-        #expect(try await heard.wait(for: 1) == [[[.tenMinutes], [.tenMinutes, .halfHour]]])
-    }
-
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: EnumFixture]>("observeEnumDictionaryKey", default: ["0": .tenMinutes])
-        let heard = Recorder<[[String: EnumFixture]]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key]["1"] = .halfHour
-        #expect(try await heard.wait(for: 1) == [[["0": .tenMinutes], ["0": .tenMinutes, "1": .halfHour]]])
-    }
 }
 
 // Defaults' DefaultsCollectionTests, ported (not: the Combine variants). `Defaults.CollectionSerializable`

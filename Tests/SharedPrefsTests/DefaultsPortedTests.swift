@@ -875,7 +875,7 @@ struct DefaultsEnumPortedTests {
 
 }
 
-// Defaults' DefaultsCollectionTests, ported (not: the Combine variants). `Defaults.CollectionSerializable`
+// Defaults' DefaultsCollectionTests, ported from its current file. `Defaults.CollectionSerializable`
 // is `PreferenceCollection` here.
 
 struct Bag<Element: PreferenceValue>: Collection {
@@ -999,45 +999,10 @@ struct DefaultsCollectionTypePortedTests {
         #expect(suite[.collectionDictionary]["0"]?[0] == "123" && suite[.collectionDictionary]["1"]?[0] == fixtureCollection[0])
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<Bag<String>>("observeCollectionKey", default: .init(items: fixtureCollection))
-        let heard = Recorder<[String]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[0]]) }
-        defer { observation.cancel() }
-        suite[key].insert(element: "Grape", at: 0)
-        #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
-    }
-
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<Bag<String>?>("observeCollectionOptionalKey")
-        let heard = Recorder<[String?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue?[0], $0.newValue?[0]]) }
-        defer { observation.cancel() }
-        suite[key] = .init(items: fixtureCollection)
-        #expect(try await heard.wait(for: 1) == [[nil, fixtureCollection[0]]])
-    }
-
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[Bag<String>]>("observeCollectionArrayKey", default: [.init(items: fixtureCollection)])
-        let heard = Recorder<[String]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0][0], $0.newValue[0][0]]) }
-        defer { observation.cancel() }
-        suite[key][0].insert(element: "Grape", at: 0)
-        #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
-    }
-
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: Bag<String>]>("observeCollectionDictionaryKey", default: ["0": .init(items: fixtureCollection)])
-        let heard = Recorder<[String?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue["0"]?[0], $0.newValue["0"]?[0]]) }
-        defer { observation.cancel() }
-        suite[key]["0"]?.insert(element: "Grape", at: 0)
-        #expect(try await heard.wait(for: 1) == [[fixtureCollection[0], "Grape"]])
-    }
 }
 
-// Defaults' DefaultsSetAlgebraTests and DefaultsSetAlgebraCustomElementTests, ported (not: the
-// Combine variants). `SetAlgebraSerializable` is `PreferenceSetAlgebra` here. The two files are
+// Defaults' DefaultsSetAlgebraTests and DefaultsSetAlgebraCustomElementTests, ported from their
+// current files. `SetAlgebraSerializable` is `PreferenceSetAlgebra` here. The two files are
 // the same checks with another element type, so they run one generic set of checks.
 
 struct DefaultsSetAlgebra<Element: PreferenceValue & Hashable>: SetAlgebra {
@@ -1182,41 +1147,6 @@ struct SetAlgebraChecks<Element: PreferenceValue & Hashable & Sendable> {
         #expect(suite[dictionary]["0"] == .init([e0, e1]) && suite[dictionary]["1"] == .init([e2, e3]))
     }
 
-    func observeKey() async throws {
-        let key = PreferenceKey<Algebra>("observeSetAlgebraKey", default: .init([e0]))
-        let heard = Recorder<[Algebra]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key].insert(e1)
-        #expect(try await heard.wait(for: 1) == [[.init([e0]), .init([e0, e1])]])
-    }
-
-    func observeOptionalKey() async throws {
-        let key = PreferenceKey<Algebra?>("observeSetAlgebraOptionalKey")
-        let heard = Recorder<[Algebra?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = .init([e0])
-        #expect(try await heard.wait(for: 1) == [[nil, .init([e0])]])
-    }
-
-    func observeArrayKey() async throws {
-        let key = PreferenceKey<[Algebra]>("observeSetAlgebraArrayKey", default: [.init([e0])])
-        let heard = Recorder<[Algebra]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[1]]) }
-        defer { observation.cancel() }
-        suite[key].append(.init([e0]))
-        #expect(try await heard.wait(for: 1) == [[.init([e0]), .init([e0])]])
-    }
-
-    func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: Algebra]>("observeSetAlgebraDictionaryKey", default: ["0": .init([e0])])
-        let heard = Recorder<[Algebra?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue["0"], $0.newValue["1"]]) }
-        defer { observation.cancel() }
-        suite[key]["1"] = .init([e0])
-        #expect(try await heard.wait(for: 1) == [[.init([e0]), .init([e0])]])
-    }
 }
 
 @Suite("Defaults' set-algebra tests, ported")
@@ -1234,10 +1164,6 @@ struct DefaultsSetAlgebraPortedTests {
     @Test func type() { checks.type() }
     @Test func arrayType() { checks.arrayType() }
     @Test func dictionaryType() { checks.dictionaryType() }
-    @Test func observeKey() async throws { try await checks.observeKey() }
-    @Test func observeOptionalKey() async throws { try await checks.observeOptionalKey() }
-    @Test func observeArrayKey() async throws { try await checks.observeArrayKey() }
-    @Test func observeDictionaryKey() async throws { try await checks.observeDictionaryKey() }
 }
 
 /// DefaultsSetAlgebraCustomElementTests' element: its `ItemBridge` (a dictionary of two strings)
@@ -1270,13 +1196,9 @@ struct DefaultsSetAlgebraCustomElementPortedTests {
     @Test func type() { checks.type() }
     @Test func arrayType() { checks.arrayType() }
     @Test func dictionaryType() { checks.dictionaryType() }
-    @Test func observeKey() async throws { try await checks.observeKey() }
-    @Test func observeOptionalKey() async throws { try await checks.observeOptionalKey() }
-    @Test func observeArrayKey() async throws { try await checks.observeArrayKey() }
-    @Test func observeDictionaryKey() async throws { try await checks.observeDictionaryKey() }
 }
 
-// Defaults' DefaultsCodableEnumTests, ported (not: the Combine variants). A type both
+// Defaults' DefaultsCodableEnumTests, ported from its current file. A type both
 // RawRepresentable and Codable stores its raw value here; Defaults stores JSON unless the type
 // declares `PreferRawRepresentable`.
 
@@ -1398,44 +1320,9 @@ struct DefaultsCodableEnumPortedTests {
         #expect(suite.integer(forKey: "testFixtureCodableEnumPreferRawRepresentable") == 10)
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<FixtureCodableEnum>("observeCodableEnumKey", default: .tenMinutes)
-        let heard = Recorder<[FixtureCodableEnum]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = .halfHour
-        #expect(try await heard.wait(for: 1) == [[.tenMinutes, .halfHour]])
-    }
-
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<FixtureCodableEnum?>("observeCodableEnumOptionalKey")
-        let heard = Recorder<[FixtureCodableEnum?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = .halfHour
-        #expect(try await heard.wait(for: 1) == [[nil, .halfHour]])
-    }
-
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[FixtureCodableEnum]>("observeCodableEnumArrayKey", default: [.tenMinutes])
-        let heard = Recorder<[[FixtureCodableEnum]]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key].append(.halfHour)
-        #expect(try await heard.wait(for: 1) == [[[.tenMinutes], [.tenMinutes, .halfHour]]])
-    }
-
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: FixtureCodableEnum]>("observeCodableEnumDictionaryKey", default: ["0": .tenMinutes])
-        let heard = Recorder<[[String: FixtureCodableEnum]]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key]["1"] = .halfHour
-        #expect(try await heard.wait(for: 1) == [[["0": .tenMinutes], ["0": .tenMinutes, "1": .halfHour]]])
-    }
 }
 
-// Defaults' DefaultsCollectionCustomElementTests, ported (not: the Combine variants). Its
+// Defaults' DefaultsCollectionCustomElementTests, ported from its current file. Its
 // `ItemBridge` (a dictionary of two strings) is the `PreferenceValue` conformance here.
 
 private struct Item: Equatable {
@@ -1558,41 +1445,6 @@ struct DefaultsCollectionCustomElementPortedTests {
         #expect(suite[.collectionCustomElementDictionary]["0"]?.items == [a, b] && suite[.collectionCustomElementDictionary]["1"]?[0] == c)
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<Bag<Item>>("observeCollectionCustomElementKey", default: .init(items: [a]))
-        let heard = Recorder<[Item]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[0]]) }
-        defer { observation.cancel() }
-        suite[key].insert(element: b, at: 0)
-        #expect(try await heard.wait(for: 1) == [[a, b]])
-    }
-
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<Bag<Item>?>("observeCollectionCustomElementOptionalKey")
-        let heard = Recorder<[Item?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue?[0], $0.newValue?[0]]) }
-        defer { observation.cancel() }
-        suite[key] = .init(items: [a])
-        #expect(try await heard.wait(for: 1) == [[nil, a]])
-    }
-
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[Bag<Item>]>("observeCollectionCustomElementArrayKey", default: [.init(items: [a])])
-        let heard = Recorder<[Item]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0][0], $0.newValue[0][0]]) }
-        defer { observation.cancel() }
-        suite[key][0].insert(element: b, at: 0)
-        #expect(try await heard.wait(for: 1) == [[a, b]])
-    }
-
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: Bag<Item>]>("observeCollectionCustomElementDictionaryKey", default: ["0": .init(items: [a])])
-        let heard = Recorder<[Item?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue["0"]?[0], $0.newValue["0"]?[0]]) }
-        defer { observation.cancel() }
-        suite[key]["0"]?.insert(element: b, at: 0)
-        #expect(try await heard.wait(for: 1) == [[a, b]])
-    }
 }
 
 // Defaults' DefaultsAnySerializableTests, ported as written: `Defaults.AnySerializable` is
@@ -1985,7 +1837,7 @@ struct DefaultsAnySerializablePortedTests {
     }
 }
 
-// Defaults' DefaultsCustomBridgeTests, ported (not: the Combine variants). Its `User` bridge is
+// Defaults' DefaultsCustomBridgeTests, ported from its current file. Its `User` bridge is
 // the `User` conformance above (the same fields and fixture); its `PlainHourMinuteTimeRange`
 // bridge, an array of two times, is the conformance below.
 
@@ -2129,41 +1981,6 @@ struct DefaultsCustomBridgePortedTests {
         #expect(suite[.customBridgeDictionary]["0"] == newUser)
     }
 
-    @Test func observeKey() async throws {
-        let key = PreferenceKey<User>("observeCustomBridgeKey", default: fixtureCustomBridge)
-        let heard = Recorder<[User]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = newUser
-        #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
-    }
-
-    @Test func observeOptionalKey() async throws {
-        let key = PreferenceKey<User?>("observeCustomBridgeOptionalKey")
-        let heard = Recorder<[User?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = fixtureCustomBridge
-        #expect(try await heard.wait(for: 1) == [[nil, fixtureCustomBridge]])
-    }
-
-    @Test func observeArrayKey() async throws {
-        let key = PreferenceKey<[User]>("observeCustomBridgeArrayKey", default: [fixtureCustomBridge])
-        let heard = Recorder<[User]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue[0], $0.newValue[0]]) }
-        defer { observation.cancel() }
-        suite[key][0] = newUser
-        #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
-    }
-
-    @Test func observeDictionaryKey() async throws {
-        let key = PreferenceKey<[String: User]>("observeCustomBridgeDictionaryKey", default: ["0": fixtureCustomBridge])
-        let heard = Recorder<[User?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue["0"], $0.newValue["0"]]) }
-        defer { observation.cancel() }
-        suite[key]["0"] = newUser
-        #expect(try await heard.wait(for: 1) == [[fixtureCustomBridge, newUser]])
-    }
 }
 
 // Defaults' DefaultsBridgeTests, ported. Not ported: testSerializableTypeConversions and

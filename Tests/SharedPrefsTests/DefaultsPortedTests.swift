@@ -430,8 +430,8 @@ final class DefaultsPortedTests {
     }
 }
 
-// Defaults' DefaultsDictionaryTests, DefaultsArrayTests and DefaultsSetTests, ported (their
-// Combine variants are not: no Combine on Linux).
+// Defaults' DefaultsDictionaryTests, DefaultsArrayTests and DefaultsSetTests, ported from their
+// current files; DefaultsArrayTests' Combine observations as `observe(key)`.
 
 private let fixtureDictionary = ["0": "Hank"]
 private let fixtureArray = ["Hank", "Chen"]
@@ -515,31 +515,14 @@ struct DefaultsCollectionPortedTests {
         #expect(suite[.dictionary]["0"] == "Chen")
     }
 
-    @Test func dictionaryObserveKey() async throws {
-        let key = PreferenceKey<[String: String]>("observeDictionaryKey", default: fixtureDictionary)
-        let heard = Recorder<[[String: String]]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key]["1"] = "John"
-        #expect(try await heard.wait(for: 1) == [[fixtureDictionary, ["0": "Hank", "1": "John"]]])
-    }
-
-    @Test func dictionaryObserveOptionalKey() async throws {
-        let key = PreferenceKey<[String: String]?>("observeDictionaryOptionalKey")
-        let heard = Recorder<[[String: String]?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
-        defer { observation.cancel() }
-        suite[key] = fixtureDictionary
-        #expect(try await heard.wait(for: 1) == [[nil, fixtureDictionary]])
-    }
-
-    // MARK: DefaultsArrayTests
+    // MARK: DefaultsArrayTests (its current file, as written)
 
     @Test func arrayKey() {
         let key = PreferenceKey<[String]>("independentArrayStringKey", default: fixtureArray)
         #expect(suite[key][0] == fixtureArray[0])
-        suite[key][0] = "John"
-        #expect(suite[key][0] == "John")
+        let newValue = "John"
+        suite[key][0] = newValue
+        #expect(suite[key][0] == newValue)
     }
 
     @Test func arrayOptionalKey() {
@@ -549,55 +532,86 @@ struct DefaultsCollectionPortedTests {
         #expect(suite[key]?[0] == fixtureArray[0])
         suite[key] = nil
         #expect(suite[key] == nil)
-        suite[key] = ["John", "Chen"]
-        #expect(suite[key]?[0] == "John")
-    }
-
-    @Test func arrayCustomBridgeKey() {
-        let key = PreferenceKey<[User]>("independentArrayCustomBridgeKey", default: [User(username: "hank121314", password: "123456")])
-        #expect(suite[key][0].password == "123456")
-        suite[key][0] = User(username: "hank121314", password: "7891011")
-        #expect(suite[key][0].password == "7891011")
+        let newValue = ["John", "Chen"]
+        suite[key] = newValue
+        #expect(suite[key]?[0] == newValue[0])
     }
 
     @Test func arrayNestedKey() {
-        let key = PreferenceKey<[[User]]>("independentArrayNestedKey", default: [[fixtureCustomBridge], [fixtureCustomBridge]])
-        #expect(suite[key][0][0].username == fixtureCustomBridge.username)
-        suite[key][0][0] = User(username: "John", password: "7891011")
-        #expect(suite[key][0][0] == User(username: "John", password: "7891011"))
-        #expect(suite[key][1][0] == fixtureCustomBridge)
+        let defaultValue = ["Hank", "Chen"]
+        let key = PreferenceKey<[[String]]>("independentArrayNestedKey", default: [defaultValue])
+        #expect(suite[key][0][0] == "Hank")
+        let newValue = ["Sindre", "Sorhus"]
+        suite[key][0] = newValue
+        suite[key].append(defaultValue)
+        #expect(suite[key][0][0] == newValue[0])
+        #expect(suite[key][0][1] == newValue[1])
+        #expect(suite[key][1][0] == defaultValue[0])
+        #expect(suite[key][1][1] == defaultValue[1])
     }
 
     @Test func arrayDictionaryKey() {
-        let key = PreferenceKey<[[String: User]]>("independentArrayDictionaryKey", default: [["0": fixtureCustomBridge], ["0": fixtureCustomBridge]])
-        #expect(suite[key][0]["0"]?.username == fixtureCustomBridge.username)
-        suite[key][0]["0"] = User(username: "John", password: "7891011")
-        #expect(suite[key][0]["0"] == User(username: "John", password: "7891011"))
-        #expect(suite[key][1]["0"] == fixtureCustomBridge)
+        let defaultValue = ["0": "HankChen"]
+        let key = PreferenceKey<[[String: String]]>("independentArrayDictionaryKey", default: [defaultValue])
+        #expect(suite[key][0]["0"] == defaultValue["0"])
+        let newValue = ["0": "SindreSorhus"]
+        suite[key][0] = newValue
+        suite[key].append(defaultValue)
+        #expect(suite[key][0]["0"] == newValue["0"])
+        #expect(suite[key][1]["0"] == defaultValue["0"])
+    }
+
+    @Test func arrayNestedDictionaryKey() {
+        let defaultValue = ["0": [["0": 0]]]
+        let key = PreferenceKey<[[String: [[String: Int]]]]>("independentArrayNestedDictionaryKey", default: [defaultValue])
+        #expect(suite[key][0]["0"]?[0]["0"] == 0)
+        let newValue = 1
+        suite[key][0]["0"]?[0]["0"] = newValue
+        suite[key].append(defaultValue)
+        #expect(suite[key][1]["0"]?[0]["0"] == 0)
+        #expect(suite[key][0]["0"]?[0]["0"] == newValue)
     }
 
     @Test func arrayType() {
         #expect(suite[.array][0] == fixtureArray[0])
-        suite[.array][0] = "Hank121314"
-        #expect(suite[.array][0] == "Hank121314")
+        let newName = "Hank121314"
+        suite[.array][0] = newName
+        #expect(suite[.array][0] == newName)
     }
 
-    @Test func arrayObserveKey() async throws {
-        let key = PreferenceKey<[String]>("observeArrayKey", default: fixtureArray)
-        let heard = Recorder<[[String]]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+    /// Its Combine observation: every expected change, the reset included, then one more change
+    /// that shows none came between.
+    @Test func arrayObserveKeyCombine() async throws {
+        let key = PreferenceKey<[String]>("observeArrayKeyCombine", default: fixtureArray)
+        let newName = "Chen"
+        let changes = Recorder<[String]>()
+        let observation = suite.observe(key) { changes.record([$0.oldValue[0], $0.newValue[0]]) }
         defer { observation.cancel() }
-        suite[key][1] = "John"
-        #expect(try await heard.wait(for: 1) == [[fixtureArray, [fixtureArray[0], "John"]]])
+
+        let expectedValues = [[fixtureArray[0], newName], [newName, fixtureArray[0]]]
+
+        suite[key][0] = newName
+        suite.reset(key)
+        suite[key][0] = "end"
+
+        #expect(try await changes.wait(for: 3) == expectedValues + [[fixtureArray[0], "end"]])
     }
 
-    @Test func arrayObserveOptionalKey() async throws {
-        let key = PreferenceKey<[String]?>("observeArrayOptionalKey")
-        let heard = Recorder<[[String]?]>()
-        let observation = suite.observe(key) { heard.record([$0.oldValue, $0.newValue]) }
+    @Test func arrayObserveOptionalKeyCombine() async throws {
+        let key = PreferenceKey<[String]?>("observeArrayOptionalKeyCombine")
+        let newName = ["Chen"]
+        let changes = Recorder<[[String]?]>()
+        let observation = suite.observe(key) { changes.record([$0.oldValue, $0.newValue]) }
         defer { observation.cancel() }
+
+        let expectedValues: [[[String]?]] = [[nil, fixtureArray], [fixtureArray, newName], [newName, nil]]
+
         suite[key] = fixtureArray
-        #expect(try await heard.wait(for: 1) == [[nil, fixtureArray]])
+        suite[key] = newName
+        suite.reset(key)
+        suite[key] = ["end"]
+
+        #expect(try await changes.wait(for: 4) == expectedValues + [[nil, ["end"]]])
     }
 
     // MARK: DefaultsSetTests

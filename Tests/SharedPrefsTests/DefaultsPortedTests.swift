@@ -1160,7 +1160,6 @@ struct SetAlgebraChecks<Element: PreferenceValue & Hashable & Sendable> {
         suite[dictionary]["1"]?.insert(e3)
         #expect(suite[dictionary]["0"] == .init([e0, e1]) && suite[dictionary]["1"] == .init([e2, e3]))
     }
-
 }
 
 @Suite("Defaults' set-algebra tests, ported")

@@ -1962,13 +1962,13 @@ struct DefaultsCustomBridgePortedTests {
         #expect(suite[key]["0"] == [newUser, fixtureCustomBridge])
     }
 
-    /// Theirs checks the stored form: JSON text per time. Here each time is a nested dictionary,
-    /// which plistlib reads as one.
+    /// A documented difference: theirs checks the stored form, JSON text per time
+    /// (`{"hour":1,"minute":0}`); here each time is a nested dictionary, which any property-list
+    /// tool reads as one. The default is registered when the key is made, as theirs is.
     @Test func recursiveKey() {
         let range = PlainHourMinuteTimeRange(start: .init(hour: 1, minute: 0), end: .init(hour: 2, minute: 0))
-        let key = PreferenceKey<PlainHourMinuteTimeRange>("independentCustomBridgeRecursiveKey", default: range)
+        let key = PreferenceKey<PlainHourMinuteTimeRange>("independentCustomBridgeRecursiveKey", default: range, suite: suite)
         #expect(suite[key] == range)
-        _ = suite[key]
         #expect(suite.value(forKey: key.name) == [["hour": 1, "minute": 0], ["hour": 2, "minute": 0]])
         let next = PlainHourMinuteTimeRange(start: .init(hour: 3, minute: 58), end: .init(hour: 4, minute: 59))
         suite[key] = next
@@ -1993,7 +1993,6 @@ struct DefaultsCustomBridgePortedTests {
         suite[.customBridgeDictionary]["0"] = newUser
         #expect(suite[.customBridgeDictionary]["0"] == newUser)
     }
-
 }
 
 // Defaults' DefaultsBridgeTests, ported. Not ported: testSerializableTypeConversions and

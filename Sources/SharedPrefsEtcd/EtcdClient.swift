@@ -83,6 +83,7 @@ struct EtcdClient: Sendable {
         do { payload = try JSONEncoder().encode(body) } catch { throw .refused(0, "\(error)") }
         var failures: [String] = []
         let deadline = NIODeadline.now() + timeout
+        let electionWindow = NIODeadline.now() + .seconds(3)
         var attempt = failover ? min(timeout, .milliseconds(500)) : min(timeout, once ?? timeout)
         while true {
             let start = preferred.value
@@ -124,7 +125,7 @@ struct EtcdClient: Sendable {
             guard failover, !allRefused, NIODeadline.now() + .milliseconds(50) < deadline else { break }
             Thread.sleep(forTimeInterval: 0.05)
             // Half a second an attempt while an election may run (etcd's take 1–3 s); then longer.
-            if NIODeadline.now() > deadline - timeout + .seconds(3) { attempt = min(attempt * 2, timeout) }
+            if NIODeadline.now() > electionWindow { attempt = min(attempt * 2, timeout) }
         }
         throw .unreachable(failures.suffix(endpoints.count * 2).joined(separator: "; "))
     }

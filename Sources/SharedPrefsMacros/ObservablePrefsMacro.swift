@@ -49,7 +49,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
         // With `didSetRunsOnExternalChanges`, a property's didSet runs after the mutation, its
         // parameter the value the property read as before the change.
         let cases = persisted.map {
-            let didSet = $0.didSet.map { "\n_ = { (\($0.parameter)) in\n\($0.body)\n}(oldValue)" } ?? ""
+            let didSet = $0.didSet.map { applying($0, to: "oldValue") } ?? ""
             let oldValue = $0.didSet == nil ? "" : "\nlet oldValue = _$prefs.oldValue(change, default: _\($0.name), _PrefsStorage.codec(_\($0.name)))"
             return """
             case "\($0.key)":

@@ -14,9 +14,9 @@ public struct PrefsPropertyMacro: AccessorMacro, PeerMacro {
         // willSet and didSet run around a local set, as on a stored property; their bodies are
         // closures applied at once, so that a `return` in one ends only it.
         let observer = declaration.as(VariableDeclSyntax.self)?.bindings.first?.observers ?? [:]
-        let willSet = observer["willSet"].map { "\n_ = { (\($0.parameter)) in\n\($0.body)\n}(newValue)" } ?? ""
+        let willSet = observer["willSet"].map { applying($0, to: "newValue") } ?? ""
         let oldValue = observer["didSet"] == nil ? "" : "\nlet oldValue = _$prefs.value(\(key.debugDescription), default: _\(name), codec)"
-        let didSet = observer["didSet"].map { "\n_ = { (\($0.parameter)) in\n\($0.body)\n}(oldValue)" } ?? ""
+        let didSet = observer["didSet"].map { applying($0, to: "oldValue") } ?? ""
         return [
             """
             get {
@@ -118,15 +118,17 @@ public struct ObservableDefaultMacro: AccessorMacro, PeerMacro {
         return [
             """
             get {
-                _$observableDefault_\(name).start(\(key) as PreferenceKey<\(type)>, self, \\.\(name), _$observationRegistrar)
+                let key: PreferenceKey<\(type)> = \(key)
+                _$observableDefault_\(name).start(key, self, \\.\(name), _$observationRegistrar)
                 access(keyPath: \\.\(name))
-                return _ObservableDefaultStorage.value(\(key) as PreferenceKey<\(type)>)
+                return _ObservableDefaultStorage.value(key)
             }
             """,
             """
             set {
+                let key: PreferenceKey<\(type)> = \(key)
                 withMutation(keyPath: \\.\(name)) {
-                    _ObservableDefaultStorage.set(newValue, \(key) as PreferenceKey<\(type)>)
+                    _ObservableDefaultStorage.set(newValue, key)
                 }
             }
             """,
@@ -168,6 +170,12 @@ public struct MarkerMacro: PeerMacro {
     ) throws -> [DeclSyntax] {
         []
     }
+}
+
+/// An observer's body as a closure applied at once to `argument`, so that a `return` in it ends
+/// only it: `willSet` and `didSet` where the macros run them.
+func applying(_ observer: (parameter: String, body: String), to argument: String) -> String {
+    "\n_ = { (\(observer.parameter)) in\n\(observer.body)\n}(\(argument))"
 }
 
 extension PatternBindingSyntax {

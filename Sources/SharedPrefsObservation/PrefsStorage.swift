@@ -78,15 +78,13 @@ public final class _PrefsStorage: Sendable {
     /// Whether `change` changes what the property reads as (stored → registered → default).
     public func changesValue<Value>(_ change: PreferenceChange, default defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Bool {
         let suite = current.suite
-        func reading(_ stored: PlistValue?) -> PlistValue? {
-            codec.encode(suite.typedValue(forKey: change.key, default: defaultValue, stored: stored, decode: codec.decode))
-        }
-        return reading(change.oldValue) != reading(change.newValue)
+        return codec.encode(suite.reading(change.oldValue, change.key, defaultValue, codec))
+            != codec.encode(suite.reading(change.newValue, change.key, defaultValue, codec))
     }
 
     /// What the property read as before `change`: its `didSet`'s `oldValue`.
     public func oldValue<Value>(_ change: PreferenceChange, default defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Value {
-        current.suite.typedValue(forKey: change.key, default: defaultValue, stored: change.oldValue, decode: codec.decode)
+        current.suite.reading(change.oldValue, change.key, defaultValue, codec)
     }
 
     /// Persists a property through the suite's coalesced writer.
@@ -277,5 +275,12 @@ private final class MutationTarget<Object: Observable & AnyObject, Member>: Muta
     func mutate() {
         guard let object else { return }
         registrar.withMutation(of: object, keyPath: keyPath) {}
+    }
+}
+
+extension PreferenceSuite {
+    /// What a property of `key` reads as with `stored` stored there: stored → registered → default.
+    fileprivate func reading<Value>(_ stored: PlistValue?, _ key: String, _ defaultValue: Value, _ codec: _PrefsCodec<Value>) -> Value {
+        typedValue(forKey: key, default: defaultValue, stored: stored, decode: codec.decode)
     }
 }

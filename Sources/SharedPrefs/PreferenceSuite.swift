@@ -298,9 +298,13 @@ public final class PreferenceSuite: Sendable {
     // MARK: Writing
 
     /// Stores a value, visible in this process at once and persisted in the background.
-    /// `Optional.none` removes the key.
+    /// `Optional.none` removes the key. A value with no stored form (a `Codable` value that fails
+    /// to encode, a dictionary whose keys have no string form) is not stored: it is logged and
+    /// reported to ``failures()``, and the key keeps its value.
     public func set<Value: PreferenceValue>(_ value: Value, forKey key: String) {
-        store.apply(value.plistValue.map { .set($0) } ?? .remove, forKey: key)
+        if let stored = value.plistValue { return store.apply(.set(stored), forKey: key) }
+        if (value as? any OptionalPreferenceValue)?.isNone ?? false { return removeObject(forKey: key) }
+        refuse(value, forKey: key, because: "which has no stored form (a Codable value that failed to encode, or a dictionary whose key type is not UUID, LosslessStringConvertible or CodingKeyRepresentable). Make it encodable, or conform the key type to LosslessStringConvertible or CodingKeyRepresentable")
     }
 
     /// Stores a Foundation property-list value, like `UserDefaults.set(_:forKey:)`; `nil` removes
@@ -309,15 +313,19 @@ public final class PreferenceSuite: Sendable {
     public func set(_ value: Any?, forKey key: String) {
         guard let value else { return removeObject(forKey: key) }
         guard let plist = PlistValue(foundationValue: value) else {
-            let error = PreferenceError(
-                code: .unsupportedValue,
-                message: "Not stored: the value for key \"\(key)\" in suite \(name) is a \(type(of: value)), which a property list cannot hold. Conform the type to PreferenceValue (Codable or RawRepresentable) and use set(_:forKey:) with it.",
-                path: fileURL?.path)
-            logger.error("\(error)")
-            store.report(error)
-            return
+            return refuse(value, forKey: key, because: "which a property list cannot hold. Conform the type to PreferenceValue (Codable or RawRepresentable) and use set(_:forKey:) with it")
         }
         store.apply(.set(plist), forKey: key)
+    }
+
+    /// Logs and reports a value that is not stored.
+    private func refuse(_ value: Any, forKey key: String, because reason: String) {
+        let error = PreferenceError(
+            code: .unsupportedValue,
+            message: "Not stored: the value for key \"\(key)\" in suite \(name) is a \(type(of: value)), \(reason).",
+            path: fileURL?.path)
+        logger.error("\(error)")
+        store.report(error)
     }
 
     /// Removes a key; reads fall back to the registered default.

@@ -1213,7 +1213,9 @@ struct DefaultsSetAlgebraCustomElementPortedTests {
 
 // Defaults' DefaultsCodableEnumTests, ported from its current file. A type both
 // RawRepresentable and Codable stores its raw value here; Defaults stores JSON unless the type
-// declares `PreferRawRepresentable`.
+// declares `PreferRawRepresentable`. Its last test reads the default its key registered in
+// `suite_` from `UserDefaults.standard` (Apple's registration domain is one per process); here it
+// is read from the suite the key registered it in.
 
 private enum FixtureCodableEnum: String, Hashable, Codable, PreferenceValue {
     case tenMinutes = "10 Minutes"
@@ -1328,9 +1330,11 @@ struct DefaultsCodableEnumPortedTests {
     }
 
     @Test func fixtureCodableEnumPreferRawRepresentable() {
-        let key = PreferenceKey<FixtureCodableEnumPreferRawRepresentable>("testFixtureCodableEnumPreferRawRepresentable", default: .tenMinutes)
-        _ = suite[key]
-        #expect(suite.integer(forKey: "testFixtureCodableEnumPreferRawRepresentable") == 10)
+        let fixture: FixtureCodableEnumPreferRawRepresentable = .tenMinutes
+        let keyName = "testFixtureCodableEnumPreferRawRepresentable"
+        _ = PreferenceKey<FixtureCodableEnumPreferRawRepresentable>(keyName, default: fixture, suite: suite)
+        #expect(suite.integer(forKey: keyName) != 0)
+        #expect(suite.integer(forKey: keyName) == 10)
     }
 
 }
@@ -1995,7 +1999,7 @@ struct DefaultsCustomBridgePortedTests {
     }
 }
 
-// Defaults' DefaultsBridgeTests, ported. Not ported: testSerializableTypeConversions and
+// Defaults' DefaultsBridgeTests, ported from its current file. Not ported: testSerializableTypeConversions and
 // testNativeTypeSupportFlags, which test Defaults' internals (`toValue`, `toSerializable`,
 // `isNativelySupportedType`).
 
@@ -2023,6 +2027,29 @@ private enum TestEnum: String, Codable, PreferenceValue {
 private enum TestEnumCodable: String, Codable, PreferenceValue {
     case alpha = "alpha_value"
     case beta = "beta_value"
+}
+
+private enum Category: String, CodingKeyRepresentable {
+    case electronics
+    case books
+    case clothing
+}
+
+private enum Priority: Int, CodingKeyRepresentable {
+    case low = 1
+    case medium = 5
+    case high = 10
+}
+
+private struct BundleIdentifier: RawRepresentable, Hashable, Codable, CodingKeyRepresentable {
+    let rawValue: String
+    init(rawValue: String) { self.rawValue = rawValue }
+    init(_ value: String) { self.init(rawValue: value) }
+}
+
+private struct UserID: RawRepresentable, Hashable, Codable, CodingKeyRepresentable {
+    let rawValue: Int
+    init(rawValue: Int) { self.rawValue = rawValue }
 }
 
 @Suite("Defaults' bridge tests, ported")
@@ -2146,6 +2173,62 @@ struct DefaultsBridgePortedTests {
         suite.set("invalid_json_data", forKey: "invalidData")
         let result = suite[key]
         #expect(result.name == "fallback" && result.value == -1)
+    }
+
+    @Test func enumStringKeys() {
+        let key = PreferenceKey<[Category: String]>("categoryDict", default: [:])
+        suite[key] = [.electronics: "Laptop", .books: "Guide"]
+        #expect(suite[key][.electronics] == "Laptop")
+        #expect(suite[key][.books] == "Guide")
+        #expect(suite.value(forKey: "categoryDict") == ["electronics": "Laptop", "books": "Guide"])
+    }
+
+    @Test func enumIntKeys() {
+        enum Temperature: Int, Codable, Hashable, CodingKeyRepresentable {
+            case freezing = -10
+            case zero = 0
+            case boiling = 100
+        }
+
+        let key = PreferenceKey<[Temperature: String]>("tempDict", default: [:])
+        suite[key] = [.freezing: "Cold", .zero: "Freezing", .boiling: "Hot"]
+        #expect(suite[key][.freezing] == "Cold")
+        #expect(suite[key][.zero] == "Freezing")
+        #expect(suite[key][.boiling] == "Hot")
+        #expect(suite.value(forKey: "tempDict") == ["-10": "Cold", "0": "Freezing", "100": "Hot"])
+    }
+
+    @Test func rawRepresentableKeys() {
+        let key = PreferenceKey<[BundleIdentifier: String]>("bundleDict", default: [:])
+        suite[key] = [BundleIdentifier("com.app"): "App"]
+        #expect(suite[key][BundleIdentifier("com.app")] == "App")
+        let users = PreferenceKey<[UserID: String]>("userDict", default: [:])
+        suite[users] = [UserID(rawValue: 7): "seven"]
+        #expect(suite[users][UserID(rawValue: 7)] == "seven")
+    }
+
+    @Test func nestedDictionaries() {
+        let key = PreferenceKey<[Category: [Priority: String]]>("nestedDict", default: [:])
+        suite[key] = [.electronics: [.high: "Urgent", .low: "Later"]]
+        #expect(suite[key][.electronics]?[.high] == "Urgent")
+        #expect(suite[key][.electronics]?[.low] == "Later")
+    }
+
+    @Test func dictionaryPersistence() {
+        let key1 = PreferenceKey<[Category: String]>("persistDict", default: [:])
+        suite[key1] = [.books: "Novel"]
+        let key2 = PreferenceKey<[Category: String]>("persistDict", default: [:])
+        #expect(suite[key2][.books] == "Novel")
+    }
+
+    @Test func dictionaryRemoval() {
+        let key = PreferenceKey<[Priority: String]>("removeDict", default: [:])
+        suite[key] = [.low: "A", .high: "B"]
+        var updated = suite[key]
+        updated[.low] = nil
+        suite[key] = updated
+        #expect(suite[key][.low] == nil)
+        #expect(suite[key][.high] == "B")
     }
 }
 

@@ -136,6 +136,42 @@ struct ValueTests {
         #expect(try await failures.wait(for: 1)[0].code == .unsupportedValue)
     }
 
+    @Test func aTypedValueWithNoStoredFormIsReportedAndLeavesTheKeyAlone() async throws {
+        struct Point: Hashable { var x = 0 }
+        struct Refuses: Codable, PreferenceValue {
+            init() {}
+            init(from decoder: any Decoder) throws { self.init() }
+            func encode(to encoder: any Encoder) throws { throw EncodingError.invalidValue(0, .init(codingPath: [], debugDescription: "no")) }
+        }
+        let suite = PreferenceSuite.inMemory()
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        let points = PreferenceKey<[Point: Int]>("points", default: [:])
+        suite.set(["kept": 1], forKey: "points")
+        suite[points] = [Point(): 1]
+        suite.set(Refuses(), forKey: "refused")
+        let reports = try await failures.wait(for: 2)
+        #expect(reports.map(\.code) == [.unsupportedValue, .unsupportedValue])
+        #expect(reports[0].message.contains("points") && reports[0].message.contains("CodingKeyRepresentable"))
+        #expect(suite.value(forKey: "points") == ["kept": 1] && suite.value(forKey: "refused") == nil)
+        // nil at any depth of an optional still removes.
+        suite.set(Optional<Optional<Int>>.some(nil), forKey: "points")
+        #expect(suite.storedValues["points"] == nil)
+    }
+
+    @Test func dictionaryKeysAreStoredAsStringsAndAKeyThatDoesNotConvertBackReadsTheDefault() {
+        enum Side: String, CodingKeyRepresentable { case left, right }
+        let suite = PreferenceSuite.inMemory()
+        suite[PreferenceKey<[Int: Bool]>("ints", default: [:])] = [3: true]
+        suite[PreferenceKey<[UUID: Int]>("ids", default: [:])] = [UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!: 1]
+        suite[PreferenceKey<[Side: Int]>("sides", default: [:])] = [.left: 1]
+        #expect(suite.value(forKey: "ints") == ["3": true])
+        #expect(suite.value(forKey: "ids") == ["E621E1F8-C36C-495A-93FC-0C247A3E6E5F": 1])
+        #expect(suite.value(forKey: "sides") == ["left": 1])
+        suite.set(["up": 1], forKey: "otherSides")
+        #expect(suite[PreferenceKey<[Side: Int]>("otherSides", default: [.right: 9])] == [.right: 9])
+    }
+
     @Test func removeAllAndRemoveValuesWithPrefix() {
         let suite = PreferenceSuite.inMemory()
         for key in ["a.1", "a.2", "ab", "b"] { suite.set(1, forKey: key) }

@@ -4,8 +4,9 @@ import Foundation
 ///
 /// The property-list types conform already: `String`, every integer width, `Double`, `Float`,
 /// `Bool`, `Date`, `Data`, `URL` (stored as its absolute string), `UUID` (its string), arrays,
-/// sets (as arrays), ranges (as `[lower, upper]`) and dictionaries (keyed by any
-/// `LosslessStringConvertible`, stored by its `description`) of conforming types, `Optional`
+/// sets (as arrays), ranges (as `[lower, upper]`) and dictionaries (keyed by `UUID` or any
+/// `LosslessStringConvertible` or `CodingKeyRepresentable` type, stored as strings) of conforming
+/// types, `Optional`
 /// (where `nil` removes the key) and ``PlistValue``.
 ///
 /// Your own types conform by declaration alone:
@@ -18,7 +19,8 @@ import Foundation
 /// struct Window: Codable, PreferenceValue { var width = 800, height = 600 }
 /// ```
 public protocol PreferenceValue {
-    /// The stored form, or `nil` to remove the key (`Optional.none`, or a value that cannot be encoded).
+    /// The stored form; `nil` for `Optional.none` (which removes the key) and for a value that
+    /// cannot be encoded (which a suite does not store, and reports).
     var plistValue: PlistValue? { get }
     /// Decodes a stored value; `nil` when it has another type or is out of range.
     init?(plistValue: PlistValue)
@@ -141,12 +143,23 @@ extension Array: PreferenceValue where Element: PreferenceValue {
     }
 }
 
-/// A dictionary is stored as a property-list dictionary; keys other than strings (`Int`, `UUID`,
-/// any `LosslessStringConvertible`) by their `description`, as sindresorhus/Defaults stores them.
-extension Dictionary: PreferenceValue where Key: LosslessStringConvertible, Value: PreferenceValue {
+/// A dictionary is stored as a property-list dictionary, as sindresorhus/Defaults stores it.
+/// Its keys are stored as strings:
+/// - a `LosslessStringConvertible` key (`String`, `Int`, …) by its `description`, a `UUID` by its
+///   `uuidString`;
+/// - a `CodingKeyRepresentable` key (an enum with `String` or `Int` raw values that declares it,
+///   a `RawRepresentable` struct over `String` or `Int`) by its coding key's string.
+///
+/// A dictionary whose key type is neither has no stored form: a suite does not store it, and
+/// reports it (``PreferenceError/Code/unsupportedValue``). A stored dictionary with a key that does not convert back
+/// does not decode, so its key reads its default.
+extension Dictionary: PreferenceValue where Value: PreferenceValue {
     public var plistValue: PlistValue? {
         var items = PlistDictionary()
-        for (key, value) in self { if let stored = value.plistValue { items[key.description] = stored } }
+        for (key, value) in self {
+            guard let name = DictionaryKeyForm.string(for: key) else { return nil }
+            if let stored = value.plistValue { items[name] = stored }
+        }
         return .dictionary(items)
     }
     public init?(plistValue: PlistValue) {
@@ -154,10 +167,37 @@ extension Dictionary: PreferenceValue where Key: LosslessStringConvertible, Valu
         var result: [Key: Value] = [:]
         result.reserveCapacity(items.count)
         for (name, item) in items {
-            guard let key = Key(name), let value = Value(plistValue: item) else { return nil }
+            guard let key = DictionaryKeyForm.key(Key.self, from: name), let value = Value(plistValue: item) else { return nil }
             result[key] = value
         }
         self = result
+    }
+}
+
+/// How a dictionary key is stored: the string of a `LosslessStringConvertible` key or a `UUID`,
+/// else of a `CodingKeyRepresentable` key's coding key.
+private enum DictionaryKeyForm {
+    struct StringKey: CodingKey {
+        let stringValue: String
+        let intValue: Int?
+        init(stringValue: String) { (self.stringValue, intValue) = (stringValue, Int(stringValue)) }
+        init(intValue: Int) { (stringValue, self.intValue) = (String(intValue), intValue) }
+    }
+
+    static func string<Key>(for key: Key) -> String? {
+        if let key = key as? String { return key }
+        if let key = key as? UUID { return key.uuidString }
+        if let key = key as? any LosslessStringConvertible { return key.description }
+        if let key = key as? any CodingKeyRepresentable { return key.codingKey.stringValue }
+        return nil
+    }
+
+    static func key<Key>(_ type: Key.Type, from name: String) -> Key? {
+        if Key.self == String.self { return name as? Key }
+        if Key.self == UUID.self { return UUID(uuidString: name) as? Key }
+        if let type = Key.self as? any LosslessStringConvertible.Type { return type.init(name) as? Key }
+        if let type = Key.self as? any CodingKeyRepresentable.Type { return type.init(codingKey: StringKey(stringValue: name)) as? Key }
+        return nil
     }
 }
 
@@ -202,6 +242,19 @@ extension Optional: PreferenceValue where Wrapped: PreferenceValue {
     public init?(plistValue: PlistValue) {
         guard let value = Wrapped(plistValue: plistValue) else { return nil }
         self = .some(value)
+    }
+}
+
+/// An optional, whose `nil` (at any depth) removes a key rather than being a value that failed
+/// to encode.
+protocol OptionalPreferenceValue {
+    var isNone: Bool { get }
+}
+
+extension Optional: OptionalPreferenceValue where Wrapped: PreferenceValue {
+    var isNone: Bool {
+        guard let self else { return true }
+        return (self as? any OptionalPreferenceValue)?.isNone ?? false
     }
 }
 

@@ -115,6 +115,19 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                 }
                 """)
         }
+        if spelling == "ObservableCloud" {
+            members.append(
+                """
+                /// ObservableDefaults' `@ObservableCloud` members for an `init` of your own (`autoInit: false`),
+                /// written as its README writes it: `if !_developmentMode_ { _cloudObserver = CloudObservation(host: self, prefix: _prefix) }`.
+                var _developmentMode_: Bool { \(raw: options.inMemory) }
+                var _prefix: String { \(literal: options.prefix) }
+                var _cloudObserver: SharedPrefsObservation.CloudObservation? {
+                    get { nil }
+                    set { if newValue != nil { startObservingPrefs() } }
+                }
+                """)
+        }
         if options.autoInit {
             members.append(initializer(spelledAs: spelling, type: type))
         }

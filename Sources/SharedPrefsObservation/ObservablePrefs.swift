@@ -85,10 +85,12 @@ public macro ObservableDefaults(
 /// (`SharedPrefsEtcd`), with `init(suite:)`; without one it uses ``PreferenceSuite/standard``.
 /// `developmentMode: true` keeps values in memory, as ObservableDefaults does; `syncImmediately`
 /// is accepted and has no effect (every change is written at once and reaches every process).
+/// For an `init` of your own (`autoInit: false`) it also generates ObservableDefaults'
+/// `_developmentMode_`, `_prefix` and `_cloudObserver` (see ``CloudObservation``).
 @attached(
     member,
     names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
-    named(startObservingPrefs), named(init))
+    named(startObservingPrefs), named(_developmentMode_), named(_prefix), named(_cloudObserver), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
 public macro ObservableCloud(
@@ -96,6 +98,24 @@ public macro ObservableCloud(
     developmentMode: Bool = false, didSetRunsOnExternalChanges: Bool = false,
     defaultIsolationIsMainActor: Bool = false
 ) = #externalMacro(module: "SharedPrefsMacros", type: "ObservablePrefsMacro")
+
+/// ObservableDefaults' cloud observer, for an `@ObservableCloud(autoInit: false)` class whose own
+/// `init` starts it as ObservableDefaults' README does:
+///
+/// ```swift
+/// init() {
+///     if !_developmentMode_ {
+///         _cloudObserver = CloudObservation(host: self, prefix: _prefix)
+///     }
+/// }
+/// ```
+///
+/// Assigning one to `_cloudObserver` calls `startObservingPrefs()`; it holds nothing itself.
+public struct CloudObservation: Sendable {
+    /// The prefix it was made with (the instance's keys keep the prefix given to the macro).
+    public let prefix: String
+    public init(host: AnyObject, prefix: String) { self.prefix = prefix }
+}
 
 /// ObservableDefaults' `@CloudBacked`: ``PrefsBacked()``, optionally with a custom key.
 @attached(peer)
@@ -172,6 +192,15 @@ public protocol UserDefaultsPropertyListValue: PreferenceValue {}
 /// CodableUserDefaultsPropertyListValue` (as ObservableDefaults' own tests write it) compiles.
 public protocol CodableUserDefaultsPropertyListValue: Codable, PreferenceValue {}
 
+/// ObservableDefaults' marker for the types an `@ObservableCloud` property may have: here, as
+/// ``UserDefaultsPropertyListValue``, a ``PreferenceValue``.
+public protocol CloudPropertyListValue: PreferenceValue {}
+
+/// ObservableDefaults' marker for `Codable` types of `@ObservableCloud` properties (its README's
+/// `struct UserProfile: CodableCloudPropertyListValue`): a `Codable` ``PreferenceValue``, as
+/// ``CodableUserDefaultsPropertyListValue``.
+public protocol CodableCloudPropertyListValue: Codable, PreferenceValue {}
+
 /// ObservableDefaults' wrapper for an optional `Codable` value, so that its models compile
 /// unchanged. Plain optionals (`var user: User? = nil`) work here too, and are simpler.
 /// `.none` stores nothing (the key is removed).
@@ -205,6 +234,19 @@ extension Nullable: PreferenceValue {
     public init?(plistValue: PlistValue) {
         guard let value = try? PlistCoding.decode(T.self, from: plistValue) else { return nil }
         self = .some(value)
+    }
+}
+
+/// Encoded as its optional value, so that it is one of the `Codable` types
+/// (``CodableCloudPropertyListValue``, ``CodableUserDefaultsPropertyListValue``) as in ObservableDefaults.
+extension Nullable: Codable, CodableUserDefaultsPropertyListValue, CodableCloudPropertyListValue {
+    public init(from decoder: any Decoder) throws {
+        self = .from(value: try decoder.singleValueContainer().decode(T?.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
     }
 }
 

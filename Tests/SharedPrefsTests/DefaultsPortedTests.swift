@@ -2451,10 +2451,11 @@ final class DefaultsValidationPortedTests {
     }
 }
 
-// Defaults' DefaultsRangeTests, ported. Its private `Date` (a year, month and day with a bridge
-// to `[Int]`) is `RangeDay` here, beside Foundation's `Date`.
+// Defaults' DefaultsRangeTests (its class DefaultsClosedRangeTests), ported from its current file.
+// Its `CustomDate` bridge to `[Int]` is the `PreferenceValue` conformance below. Where it compares
+// the bounds of each range one by one, these compare the ranges (and arrays of them) whole.
 
-private struct RangeDay: PreferenceValue, Comparable {
+private struct CustomDate: PreferenceValue, Comparable {
     let year: Int
     let month: Int
     let day: Int
@@ -2464,17 +2465,17 @@ private struct RangeDay: PreferenceValue, Comparable {
         guard let object = [Int](plistValue: plistValue), object.count == 3 else { return nil }
         self.init(year: object[0], month: object[1], day: object[2])
     }
-    static func < (lhs: RangeDay, rhs: RangeDay) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
+    static func < (lhs: CustomDate, rhs: CustomDate) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
 }
 
 private let fixtureRange = 0..<10
 private let nextFixtureRange = 1..<20
-private let fixtureDateRange = RangeDay(year: 2022, month: 4, day: 0)..<RangeDay(year: 2022, month: 5, day: 0)
-private let nextFixtureDateRange = RangeDay(year: 2022, month: 6, day: 1)..<RangeDay(year: 2022, month: 7, day: 1)
+private let fixtureDateRange = CustomDate(year: 2022, month: 4, day: 0)..<CustomDate(year: 2022, month: 5, day: 0)
+private let nextFixtureDateRange = CustomDate(year: 2022, month: 6, day: 1)..<CustomDate(year: 2022, month: 7, day: 1)
 private let fixtureClosedRange = 0...10
 private let nextFixtureClosedRange = 1...20
-private let fixtureDateClosedRange = RangeDay(year: 2022, month: 4, day: 0)...RangeDay(year: 2022, month: 5, day: 0)
-private let nextFixtureDateClosedRange = RangeDay(year: 2022, month: 6, day: 1)...RangeDay(year: 2022, month: 7, day: 1)
+private let fixtureDateClosedRange = CustomDate(year: 2022, month: 4, day: 0)...CustomDate(year: 2022, month: 5, day: 0)
+private let nextFixtureDateClosedRange = CustomDate(year: 2022, month: 6, day: 1)...CustomDate(year: 2022, month: 7, day: 1)
 
 @Suite("Defaults' range tests, ported")
 struct DefaultsRangePortedTests {
@@ -2485,7 +2486,7 @@ struct DefaultsRangePortedTests {
         #expect(suite[key] == fixtureRange)
         suite[key] = nextFixtureRange
         #expect(suite[key] == nextFixtureRange)
-        let dateKey = PreferenceKey<Range<RangeDay>>("independentRangeDateKey", default: fixtureDateRange)
+        let dateKey = PreferenceKey<Range<CustomDate>>("independentRangeDateKey", default: fixtureDateRange)
         #expect(suite[dateKey] == fixtureDateRange)
         suite[dateKey] = nextFixtureDateRange
         #expect(suite[dateKey] == nextFixtureDateRange)
@@ -2493,7 +2494,7 @@ struct DefaultsRangePortedTests {
         #expect(suite[closedKey] == fixtureClosedRange)
         suite[closedKey] = nextFixtureClosedRange
         #expect(suite[closedKey] == nextFixtureClosedRange)
-        let closedDateKey = PreferenceKey<ClosedRange<RangeDay>>("independentClosedRangeDateKey", default: fixtureDateClosedRange)
+        let closedDateKey = PreferenceKey<ClosedRange<CustomDate>>("independentClosedRangeDateKey", default: fixtureDateClosedRange)
         #expect(suite[closedDateKey] == fixtureDateClosedRange)
         suite[closedDateKey] = nextFixtureDateClosedRange
         #expect(suite[closedDateKey] == nextFixtureDateClosedRange)
@@ -2504,7 +2505,7 @@ struct DefaultsRangePortedTests {
         #expect(suite[key] == nil)
         suite[key] = fixtureRange
         #expect(suite[key] == fixtureRange)
-        let dateKey = PreferenceKey<Range<RangeDay>?>("independentRangeDateOptionalKey")
+        let dateKey = PreferenceKey<Range<CustomDate>?>("independentRangeDateOptionalKey")
         #expect(suite[dateKey] == nil)
         suite[dateKey] = fixtureDateRange
         #expect(suite[dateKey] == fixtureDateRange)
@@ -2512,7 +2513,7 @@ struct DefaultsRangePortedTests {
         #expect(suite[closedKey] == nil)
         suite[closedKey] = fixtureClosedRange
         #expect(suite[closedKey] == fixtureClosedRange)
-        let closedDateKey = PreferenceKey<ClosedRange<RangeDay>?>("independentClosedRangeDateOptionalKey")
+        let closedDateKey = PreferenceKey<ClosedRange<CustomDate>?>("independentClosedRangeDateOptionalKey")
         #expect(suite[closedDateKey] == nil)
         suite[closedDateKey] = fixtureDateClosedRange
         #expect(suite[closedDateKey] == fixtureDateClosedRange)
@@ -2522,13 +2523,13 @@ struct DefaultsRangePortedTests {
         let key = PreferenceKey<[Range]>("independentRangeArrayKey", default: [fixtureRange])
         suite[key].append(nextFixtureRange)
         #expect(suite[key] == [fixtureRange, nextFixtureRange])
-        let dateKey = PreferenceKey<[Range<RangeDay>]>("independentRangeDateArrayKey", default: [fixtureDateRange])
+        let dateKey = PreferenceKey<[Range<CustomDate>]>("independentRangeDateArrayKey", default: [fixtureDateRange])
         suite[dateKey].append(nextFixtureDateRange)
         #expect(suite[dateKey] == [fixtureDateRange, nextFixtureDateRange])
         let closedKey = PreferenceKey<[ClosedRange]>("independentClosedRangeArrayKey", default: [fixtureClosedRange])
         suite[closedKey].append(nextFixtureClosedRange)
         #expect(suite[closedKey] == [fixtureClosedRange, nextFixtureClosedRange])
-        let closedDateKey = PreferenceKey<[ClosedRange<RangeDay>]>("independentClosedRangeDateArrayKey", default: [fixtureDateClosedRange])
+        let closedDateKey = PreferenceKey<[ClosedRange<CustomDate>]>("independentClosedRangeDateArrayKey", default: [fixtureDateClosedRange])
         suite[closedDateKey].append(nextFixtureDateClosedRange)
         #expect(suite[closedDateKey] == [fixtureDateClosedRange, nextFixtureDateClosedRange])
     }
@@ -2537,21 +2538,22 @@ struct DefaultsRangePortedTests {
         let key = PreferenceKey<[String: Range]>("independentRangeDictionaryKey", default: ["0": fixtureRange])
         suite[key]["1"] = nextFixtureRange
         #expect(suite[key] == ["0": fixtureRange, "1": nextFixtureRange])
-        let dateKey = PreferenceKey<[String: Range<RangeDay>]>("independentRangeDateDictionaryKey", default: ["0": fixtureDateRange])
+        let dateKey = PreferenceKey<[String: Range<CustomDate>]>("independentRangeDateDictionaryKey", default: ["0": fixtureDateRange])
         suite[dateKey]["1"] = nextFixtureDateRange
         #expect(suite[dateKey] == ["0": fixtureDateRange, "1": nextFixtureDateRange])
         let closedKey = PreferenceKey<[String: ClosedRange]>("independentClosedRangeDictionaryKey", default: ["0": fixtureClosedRange])
         suite[closedKey]["1"] = nextFixtureClosedRange
         #expect(suite[closedKey] == ["0": fixtureClosedRange, "1": nextFixtureClosedRange])
-        let closedDateKey = PreferenceKey<[String: ClosedRange<RangeDay>]>("independentClosedRangeDateDictionaryKey", default: ["0": fixtureDateClosedRange])
+        let closedDateKey = PreferenceKey<[String: ClosedRange<CustomDate>]>("independentClosedRangeDateDictionaryKey", default: ["0": fixtureDateClosedRange])
         suite[closedDateKey]["1"] = nextFixtureDateClosedRange
         #expect(suite[closedDateKey] == ["0": fixtureDateClosedRange, "1": nextFixtureDateClosedRange])
     }
 }
 
-// Defaults' DefaultsObservationAdvancedTests, ported. Theirs observe with `.initial` by default
-// and wait with sleeps; these ask for `.initial` and await each delivery. Not ported:
-// `withoutPropagation` and lifetime ties (no equivalent API here).
+// Defaults' DefaultsObservationAdvancedTests, ported from its current file. Theirs observe with
+// `.initial` by default and wait with sleeps; these ask for `.initial` and await each delivery.
+// Not ported: testObservationWithoutPropagation, testLifetimeTiedObservation and
+// testObservationLifetimeTieRemoval (no `withoutPropagation`, no lifetime ties here).
 
 @Suite("Defaults' observation tests, ported")
 struct DefaultsObservationPortedTests {
@@ -2673,30 +2675,23 @@ struct DefaultsObservationPortedTests {
         #expect(count.items == [1, 2, 3])
     }
 
+    /// Its `observe(keys: key1, key2, options: [])` is `observe(.keys([key1.name, key2.name]))`.
     @Test func compositeObservation() async throws {
         let key1 = PreferenceKey<String>("composite1", default: "start1")
         let key2 = PreferenceKey<Int>("composite2", default: 0)
-        let stream = suite.updates([key1, key2], initial: false)
-        let count = Recorder<Int>()
-        let task = Task {
-            var updates = 0
-            for await _ in stream {
-                updates += 1
-                count.record(updates)
-                if updates >= 2 { break }
-            }
-        }
+        let updates = Recorder<String>()
+        let observation = suite.observe(.keys([key1.name, key2.name])) { updates.record($0.key) }
+        defer { observation.cancel() }
         suite[key1] = "changed"
-        _ = try await count.wait(for: 1)
+        _ = try await updates.wait(for: 1)
         suite[key2] = 42
-        await task.value
-        #expect(count.items == [1, 2])
+        #expect(try await updates.wait(for: 2) == ["composite1", "composite2"])
     }
 }
 
-// Defaults' DefaultsStressTests, ported (its `autoreleasepool` has no meaning on Linux and is
-// left out; the large values are also written to a suite file and read back by a second suite
-// object, which theirs cannot do).
+// Defaults' DefaultsStressTests, ported from its current file (its `autoreleasepool` has no
+// meaning on Linux and is left out), and one test of our own: the large values written to a suite
+// file and read back.
 
 @Suite("Defaults' stress tests, ported")
 struct DefaultsStressPortedTests {
@@ -2729,6 +2724,32 @@ struct DefaultsStressPortedTests {
         #expect(suite[key] == 100)
     }
 
+    @Test func largeDataStorage() {
+        let largeString = String(repeating: "A", count: 100_000)
+        let key = PreferenceKey<String>("largeString", default: "", suite: suite)
+        suite[key] = largeString
+        #expect(suite[key] == largeString)
+        #expect(suite[key].count == 100_000)
+    }
+
+    @Test func largeArrayStorage() {
+        let largeArray = Array(0..<10_000)
+        let key = PreferenceKey<[Int]>("largeArray", default: [], suite: suite)
+        suite[key] = largeArray
+        #expect(suite[key] == largeArray)
+        #expect(suite[key].count == 10_000)
+    }
+
+    @Test func largeDictionaryStorage() {
+        let largeDictionary = Dictionary(uniqueKeysWithValues: (0..<1000).map { ("key_\($0)", $0) })
+        let key = PreferenceKey<[String: Int]>("largeDictionary", default: [:], suite: suite)
+        suite[key] = largeDictionary
+        #expect(suite[key] == largeDictionary)
+        #expect(suite[key].count == 1000)
+    }
+
+    /// Not upstream's: the three large values of the tests above, written to a suite file and
+    /// read back from it.
     @Test func largeValuesSurviveAWriteAndARead() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("large.plist")
@@ -2736,16 +2757,12 @@ struct DefaultsStressPortedTests {
         let largeString = String(repeating: "A", count: 100_000)
         let largeArray = Array(0..<10_000)
         let largeDictionary = Dictionary(uniqueKeysWithValues: (0..<1000).map { ("key_\($0)", $0) })
-        let stringKey = PreferenceKey<String>("largeString", default: "")
-        let arrayKey = PreferenceKey<[Int]>("largeArray", default: [])
-        let dictionaryKey = PreferenceKey<[String: Int]>("largeDictionary", default: [:])
-        writer[stringKey] = largeString
-        writer[arrayKey] = largeArray
-        writer[dictionaryKey] = largeDictionary
-        #expect(writer[stringKey] == largeString && writer[arrayKey] == largeArray && writer[dictionaryKey] == largeDictionary)
+        writer[PreferenceKey<String>("largeString", default: "")] = largeString
+        writer[PreferenceKey<[Int]>("largeArray", default: [])] = largeArray
+        writer[PreferenceKey<[String: Int]>("largeDictionary", default: [:])] = largeDictionary
         try await writer.flush()
         let values = try readSuiteFile(file)
-        #expect(values["largeString"]?.get(String.self)?.count == 100_000)
+        #expect(values["largeString"]?.get(String.self) == largeString)
         #expect(values["largeArray"]?.get([Int].self) == largeArray && values["largeDictionary"]?.get([String: Int].self) == largeDictionary)
     }
 
@@ -2757,10 +2774,10 @@ struct DefaultsStressPortedTests {
     }
 
     @Test func manyKeys() {
-        let keys = (0..<100).map { PreferenceKey<String>("manyKeys_\($0)", default: "default_\($0)") }
+        let keys = (0..<100).map { PreferenceKey<String>("manyKeys_\($0)", default: "default_\($0)", suite: suite) }
         for (index, key) in keys.enumerated() { suite[key] = "value_\(index)" }
         for (index, key) in keys.enumerated() { #expect(suite[key] == "value_\(index)") }
-        for key in keys.prefix(50) { suite.reset(key) }
+        for key in keys.prefix(50) { key.reset() }
         for (index, key) in keys.prefix(50).enumerated() { #expect(suite[key] == "default_\(index)") }
         for index in 50..<100 { #expect(suite[keys[index]] == "value_\(index)") }
     }
@@ -2831,17 +2848,17 @@ struct DefaultsStressPortedTests {
     }
 
     @Test func rapidResetCycle() async {
-        let key = PreferenceKey<Int>("rapidReset", default: 42)
+        let key = PreferenceKey<Int>("rapidReset", default: 42, suite: suite)
         for index in 0..<100 {
             suite[key] = index * 100
             #expect(suite[key] == index * 100)
-            suite.reset(key)
+            key.reset()
             #expect(suite[key] == 42)
         }
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<50 {
                 group.addTask { [suite] in suite[key] = index }
-                group.addTask { [suite] in suite.reset(key) }
+                group.addTask { key.reset() }
             }
         }
         let finalValue = suite[key]
@@ -2851,12 +2868,12 @@ struct DefaultsStressPortedTests {
     @Test func suiteInterference() {
         let suite1 = PreferenceSuite.inMemory(name: "stress_suite1")
         let suite2 = PreferenceSuite.inMemory(name: "stress_suite2")
-        let key1 = PreferenceKey<String>("suite1_key", default: "default1")
-        let key2 = PreferenceKey<String>("suite2_key", default: "default2")
+        let key1 = PreferenceKey<String>("suite1_key", default: "default1", suite: suite1)
+        let key2 = PreferenceKey<String>("suite2_key", default: "default2", suite: suite2)
         suite1[key1] = "value1"
         suite2[key2] = "value2"
         #expect(suite1[key1] == "value1" && suite2[key2] == "value2")
-        suite1.reset(key1)
+        key1.reset()
         #expect(suite1[key1] == "default1" && suite2[key2] == "value2")
     }
 }

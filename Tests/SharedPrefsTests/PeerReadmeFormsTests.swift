@@ -43,6 +43,123 @@ enum ObservableDefaultsInitializerForm {
 // Safe in these tests: one task touches the model at a time.
 extension ObservableDefaultsInitializerForm.Settings: @unchecked Sendable {}
 
+/// ObservableDefaults' README, its `@ObservableCloud` sections, each class in a namespace of its own.
+enum ObservableCloudReadmeForms {
+    enum Colors: String { case red, green }
+    typealias FontStyle = ObservableDefaultsPort.FontStyle
+
+    /// "Cloud Storage Integration with @ObservableCloud".
+    enum Integration {
+        @ObservableCloud
+        class CloudSettings {
+            var number = 1
+            var color: Colors = .red
+            var style: FontStyle = .style1
+        }
+    }
+
+    /// "For @ObservableCloud (iCloud Storage)".
+    enum Macros {
+        @ObservableCloud
+        public class CloudSettings {
+            @CloudKey(keyValueStoreKey: "user_display_name")
+            public var username: String = "Fatbobman"
+
+            public var theme: String = "light"  // Automatically cloud-backed
+
+            @ObservableOnly
+            public var localCache: String = ""  // Observable only, not synced to cloud
+
+            @Ignore
+            public var temporaryData: String = ""  // Neither observable nor persisted
+        }
+    }
+
+    /// "@ObservableCloud Macro Parameters".
+    enum Parameters {
+        @ObservableCloud(
+            autoInit: true,
+            prefix: "myApp_",
+            observeFirst: false,
+            syncImmediately: true,
+            developmentMode: false
+        )
+        class CloudSettings {
+            @CloudKey(keyValueStoreKey: "user_theme")
+            var theme: String = "light"
+        }
+    }
+
+    /// "Development Mode for Cloud Storage".
+    enum Development {
+        @ObservableCloud(developmentMode: true)
+        class CloudSettings {
+            var setting1: String = "value1"  // Uses memory storage
+            var setting2: Int = 42           // Uses memory storage
+        }
+    }
+
+    /// "Custom Initializer", the `@ObservableCloud` one, in a class of each mode.
+    enum CustomInitializer {
+        @ObservableCloud(autoInit: false)
+        class CloudSettings {
+            var username = "Fatbobman"
+
+            // For @ObservableCloud
+            init() {
+                // Start Cloud Observation only in production mode
+                if !_developmentMode_ {
+                    _cloudObserver = CloudObservation(host: self, prefix: _prefix)
+                }
+            }
+        }
+
+        @ObservableCloud(autoInit: false, prefix: "dev_", developmentMode: true)
+        class DevelopmentSettings {
+            var username = "Fatbobman"
+
+            init() {
+                if !_developmentMode_ {
+                    _cloudObserver = CloudObservation(host: self, prefix: _prefix)
+                }
+            }
+        }
+    }
+
+    /// "Cloud Observe First Mode".
+    enum ObserveFirst {
+        @ObservableCloud(observeFirst: true)
+        public class CloudSettings {
+            public var localSetting: String = "local"     // Observable only
+            public var tempData = "temp"                  // Observable only
+
+            @CloudBacked(keyValueStoreKey: "user_theme")
+            public var theme: String = "light"            // Observable and synced to iCloud
+
+            @Ignore
+            public var cache = "cache"                    // Neither observable nor persisted
+        }
+    }
+
+    /// "Cloud Storage with Codable".
+    enum CodableStorage {
+        @ObservableCloud
+        class CloudStore {
+            var userProfile: UserProfile = .init(name: "fat", preferences: .init())
+        }
+
+        struct UserProfile: CodableCloudPropertyListValue {
+            var name: String
+            var preferences: UserPreferences
+        }
+
+        struct UserPreferences: Codable {
+            var theme: String = "light"
+            var fontSize: Int = 14
+        }
+    }
+}
+
 /// Defaults' README, "Dynamic value" → "Using `get` and `set`".
 enum DefaultsTypedValuesForm {
     enum mime: String, PreferenceValue {
@@ -91,6 +208,40 @@ struct PeerReadmeFormsTests {
         first.username = "Linus"
         #expect(first.username == "Linus")
         #expect(ObservableDefaultsInitializerForm.CloudSettings(prefix: "myApp_", developmentMode: true).username == "Fatbobman")
+    }
+
+    /// The README's cloud classes, given suites (as an etcd suite would be) or in development
+    /// mode: keys, prefixes, observe-first and Codable values land where the README says.
+    @Test func observableCloudReadmeClassesStoreWhereTheReadmeSays() {
+        typealias R = ObservableCloudReadmeForms
+        let suite = PreferenceSuite.inMemory()
+        let integration = R.Integration.CloudSettings(suite: suite)
+        integration.number = 2
+        integration.color = .green
+        let macros = R.Macros.CloudSettings(suite: suite)
+        macros.username = "Ada"
+        macros.localCache = "x"
+        let parameters = R.Parameters.CloudSettings(suite: suite)
+        parameters.theme = "dark"
+        let observeFirst = R.ObserveFirst.CloudSettings(suite: suite, prefix: "first_")
+        observeFirst.localSetting = "changed"
+        observeFirst.theme = "blue"
+        let store = R.CodableStorage.CloudStore(suite: suite)
+        store.userProfile.preferences.fontSize = 16
+        #expect(suite.storedValues == [
+            "number": 2, "color": "green", "user_display_name": "Ada", "myApp_user_theme": "dark",
+            "first_user_theme": "blue", "userProfile": ["name": "fat", "preferences": ["theme": "light", "fontSize": 16]],
+        ])
+
+        let development = R.Development.CloudSettings()
+        development.setting2 = 43
+        #expect(development.setting2 == 43 && R.Development.CloudSettings().setting2 == 42)
+
+        // The custom initializer: development mode starts no observer and keeps values in memory.
+        let custom = R.CustomInitializer.DevelopmentSettings()
+        #expect(custom._developmentMode_ && custom._prefix == "dev_" && custom._cloudObserver == nil)
+        custom.username = "Linus"
+        #expect(custom.username == "Linus" && R.CustomInitializer.DevelopmentSettings().username == "Fatbobman")
     }
 
     /// The wrapper's init is not failable, `set` takes its value unlabelled, and `get()` takes

@@ -639,10 +639,10 @@ struct ObservableDefaultsExternalChangeEqualityTests {
 }
 
 // ObservableDefaults' RawRepresentableCodableTests, EnumRawRepresentableTests,
-// Issue26OverloadAmbiguityTests, PrefixTests and WhitespaceTests (their @ObservableDefaults
-// parts), ported. Their stores use the standard or a named suite; these are given a suite of
-// their own, so that no test touches a real preferences directory (the named one is then never
-// opened).
+// Issue26OverloadAmbiguityTests, PrefixTests and WhitespaceTests, ported, their @ObservableCloud
+// halves too. Their stores use the standard or a named suite; these are given a suite of their own,
+// so that no test touches a real preferences directory (the named one is then never opened). Their
+// cloud stores in `.testMode` (a mock store) are given an in-memory suite.
 
 private struct UserProfile: RawRepresentable, Codable, Equatable {
     var name: String
@@ -682,8 +682,11 @@ private struct HybridIntToken: RawRepresentable, Codable, Equatable {
 }
 
 extension RawStringToken: UserDefaultsPropertyListValue {}
+extension RawStringToken: CloudPropertyListValue {}
 extension HybridStringToken: UserDefaultsPropertyListValue {}
+extension HybridStringToken: CloudPropertyListValue {}
 extension HybridIntToken: UserDefaultsPropertyListValue {}
+extension HybridIntToken: CloudPropertyListValue {}
 
 private enum Status: String, Codable {
     case active
@@ -728,8 +731,35 @@ private class DefaultsMigratedHybridStore {
     var value = HybridStringToken(value: "default")
 }
 
+@ObservableCloud(prefix: "RRC_cloud_rawCodable_")
+private class CloudRawCodableStore {
+    var profile = UserProfile(name: "Default", age: 0)
+}
+
+@ObservableCloud(prefix: "RRC_cloud_rawProperty_")
+private class CloudRawPropertyStore {
+    var token = RawStringToken(value: "default")
+    var optionalToken: RawStringToken?
+}
+
+@ObservableCloud(prefix: "RRC_cloud_hybrid_")
+private class CloudHybridStore {
+    var hybrid = HybridIntToken(value: 1)
+    var optionalHybrid: HybridIntToken?
+}
+
+@ObservableCloud(prefix: "RRC_cloud_enum_")
+private class CloudEnumStore {
+    var status = Status.active
+}
+
 @ObservableDefaults
 private class RawValueDefaultsStore {
+    var color: Color = .red
+}
+
+@ObservableCloud(developmentMode: true)
+private class RawValueCloudStore {
     var color: Color = .red
 }
 
@@ -741,10 +771,21 @@ private struct HybridValue: RawRepresentable, Codable, Equatable {
 }
 
 extension HybridValue: UserDefaultsPropertyListValue {}
+extension HybridValue: CloudPropertyListValue {}
 
 @ObservableDefaults(prefix: "Issue26_defaults_")
 private class Issue26DefaultsStore {
     var value = HybridValue(value: "default")
+}
+
+@ObservableCloud(prefix: "Issue26_cloud_")
+private class Issue26CloudStore {
+    var value = HybridValue(value: "default")
+}
+
+@ObservableCloud(prefix: "abc", developmentMode:true)
+private class Test1 {
+    var name = "abc"
 }
 
 @ObservableDefaults(prefix: "myApp_")
@@ -767,6 +808,26 @@ private class Test5 {
     var emptyParams = "test"
 }
 
+@ObservableCloud(prefix: "")
+private class Test6 {
+    var emptyPrefix = "cloud"
+}
+
+@ObservableCloud(prefix: "  abc  ", developmentMode: true)
+private class CloudWhitespacePrefix {
+    var value = "default"
+}
+
+@ObservableCloud(prefix: "   ", developmentMode: true)
+private class CloudSpacesOnlyPrefix {
+    var value = "default"
+}
+
+@ObservableCloud(prefix: "\n\t  \r", developmentMode: true)
+private class CloudNewlinesPrefix {
+    var value = "default"
+}
+
 @ObservableDefaults(prefix: "  myapp_  ")
 private class DefaultsWhitespacePrefix {
     var value = "default"
@@ -785,6 +846,11 @@ private class DefaultsWhitespaceOnly {
 @ObservableDefaults(suiteName: " group.app ", prefix: " prefix_ ")
 private class DefaultsBothWithWhitespace {
     var value = "default"
+}
+
+@ObservableCloud(prefix: "\u{00A0}\u{2000}\u{2001}test\u{2002}\u{2003}", developmentMode: true)
+private class UnicodeWhitespace {
+    var unicodeValue = "default"
 }
 
 @ObservableDefaults(prefix: "\t\r\n  tab_prefix  \r\n\t")
@@ -868,45 +934,154 @@ struct ObservableDefaultsValueTypeTests {
         #expect(suite.value(forKey: "Issue26_defaults_value") == "updated")
     }
 
-    @Test("Prefix: prefixDefaults, suiteNameWithPrefix, suiteNameOnly, emptyParameters")
-    func prefixes() {
-        let suite = PreferenceSuite.inMemory()
-        let test2 = Test2(userDefaults: suite)
-        test2.username = "newUser"
-        let test3 = Test3(userDefaults: suite)
-        test3.setting = "updated"
-        let test4 = Test4(userDefaults: suite)
-        test4.config = "modified"
-        let test5 = Test5(userDefaults: suite)
-        test5.emptyParams = "changed"
-        #expect(test2.username == "newUser" && test3.setting == "updated" && test4.config == "modified" && test5.emptyParams == "changed")
-        #expect(suite.storedValues == ["myApp_username": "newUser", "suite_setting": "updated", "config": "modified", "emptyParams": "changed"])
+    @Test("Cloud: RawRepresentable + Codable works")
+    func cloudRawCodableStorage() {
+        let store = CloudRawCodableStore(developmentMode: true)
+        store.profile = UserProfile(name: "Alice", age: 30)
+        #expect(store.profile == UserProfile(name: "Alice", age: 30))
     }
 
-    @Test("White space: defaultsWhitespaceHandling, extremeWhitespaceEdgeCases (trimmed, as theirs)")
-    func whitespace() {
+    @Test("Cloud: RawRepresentable + PropertyList (with optional) works")
+    func cloudRawPropertyListOnly() {
+        let store = CloudRawPropertyStore(developmentMode: true)
+        store.token = RawStringToken(value: "updated")
+        #expect(store.token == RawStringToken(value: "updated"))
+        store.optionalToken = RawStringToken(value: "optional")
+        #expect(store.optionalToken == RawStringToken(value: "optional"))
+        store.optionalToken = nil
+        #expect(store.optionalToken == nil)
+    }
+
+    @Test("Cloud: RawRepresentable + PropertyList + Codable works")
+    func cloudRawPropertyListCodable() {
+        let store = CloudHybridStore(developmentMode: true)
+        store.hybrid = HybridIntToken(value: 42)
+        #expect(store.hybrid == HybridIntToken(value: 42))
+        store.optionalHybrid = HybridIntToken(value: 7)
+        #expect(store.optionalHybrid == HybridIntToken(value: 7))
+        store.optionalHybrid = nil
+        #expect(store.optionalHybrid == nil)
+    }
+
+    @Test("Cloud: RawRepresentable enum + Codable works")
+    func cloudEnumRawRepresentableCodable() {
+        let store = CloudEnumStore(developmentMode: true)
+        store.status = .inactive
+        #expect(store.status == .inactive)
+    }
+
+    @Test("Enum RawRepresentable: cloudEnumSupport")
+    func cloudEnumSupport() {
+        let store = RawValueCloudStore()
+        store.color = .blue
+        #expect(store.color == .blue)
+    }
+
+    @Test("Cloud: hybrid type compiles and uses RawRepresentable storage")
+    func cloudHybridType() {
+        let suite = PreferenceSuite.inMemory()
+        let store = Issue26CloudStore(suite: suite, developmentMode: false)
+        store.value = HybridValue(value: "updated")
+        #expect(store.value == HybridValue(value: "updated"))
+        #expect(suite.object(forKey: "Issue26_cloud_value") as? String == "updated")
+        #expect(suite.object(forKey: "Issue26_cloud_value") is Data == false)
+    }
+
+    @Test("Prefix: prefixCloud")
+    func prefixCloud() {
+        let test = Test1()
+        test.name = "test value"
+        #expect(test.name == "test value")
+    }
+
+    @Test("Prefix: prefixDefaults")
+    func prefixDefaults() {
+        let suite = PreferenceSuite.inMemory()
+        let test = Test2(userDefaults: suite)
+        test.username = "newUser"
+        #expect(test.username == "newUser" && suite.storedValues == ["myApp_username": "newUser"])
+    }
+
+    @Test("Prefix: suiteNameWithPrefix")
+    func suiteNameWithPrefix() {
+        let suite = PreferenceSuite.inMemory()
+        let test = Test3(userDefaults: suite)
+        test.setting = "updated"
+        #expect(test.setting == "updated" && suite.storedValues == ["suite_setting": "updated"])
+    }
+
+    @Test("Prefix: suiteNameOnly")
+    func suiteNameOnly() {
+        let suite = PreferenceSuite.inMemory()
+        let test = Test4(userDefaults: suite)
+        test.config = "modified"
+        #expect(test.config == "modified" && suite.storedValues == ["config": "modified"])
+    }
+
+    @Test("Prefix: emptyParameters")
+    func emptyParameters() {
+        let suite = PreferenceSuite.inMemory()
+        let test = Test5(userDefaults: suite)
+        test.emptyParams = "changed"
+        #expect(test.emptyParams == "changed" && suite.storedValues == ["emptyParams": "changed"])
+    }
+
+    @Test("Prefix: emptyPrefixCloud")
+    func emptyPrefixCloud() {
+        let suite = PreferenceSuite.inMemory()
+        let test = Test6(suite: suite)
+        test.emptyPrefix = "updated"
+        #expect(test.emptyPrefix == "updated" && suite.storedValues == ["emptyPrefix": "updated"])
+    }
+
+    @Test("White space: cloudWhitespaceHandling")
+    func cloudWhitespaceHandling() {
+        let whitespacePrefix = CloudWhitespacePrefix()
+        let spacesOnly = CloudSpacesOnlyPrefix()
+        let newlines = CloudNewlinesPrefix()
+        whitespacePrefix.value = "test1"
+        spacesOnly.value = "test2"
+        newlines.value = "test3"
+        #expect(whitespacePrefix.value == "test1")
+        #expect(spacesOnly.value == "test2")
+        #expect(newlines.value == "test3")
+    }
+
+    @Test("White space: defaultsWhitespaceHandling (trimmed, as theirs)")
+    func defaultsWhitespaceHandling() {
         let suite = PreferenceSuite.inMemory()
         let whitespacePrefix = DefaultsWhitespacePrefix(userDefaults: suite)
         let whitespaceSuite = DefaultsWhitespaceSuite(userDefaults: PreferenceSuite.inMemory())
         let whitespaceOnly = DefaultsWhitespaceOnly(userDefaults: PreferenceSuite.inMemory())
         let bothWhitespace = DefaultsBothWithWhitespace(userDefaults: suite)
-        let tabs = TabsAndReturns(userDefaults: suite)
         whitespacePrefix.value = "test1"
         whitespaceSuite.value = "test2"
         whitespaceOnly.value = "test3"
         bothWhitespace.value = "test4"
-        tabs.tabValue = "tabs_test"
         #expect(whitespacePrefix.value == "test1" && whitespaceSuite.value == "test2" && whitespaceOnly.value == "test3")
-        #expect(bothWhitespace.value == "test4" && tabs.tabValue == "tabs_test")
-        #expect(suite.storedValues == ["myapp_value": "test1", "prefix_value": "test4", "tab_prefixtabValue": "tabs_test"])
+        #expect(bothWhitespace.value == "test4")
+        #expect(suite.storedValues == ["myapp_value": "test1", "prefix_value": "test4"])
+    }
+
+    @Test("White space: extremeWhitespaceEdgeCases (trimmed, as theirs)")
+    func extremeWhitespaceEdgeCases() {
+        let suite = PreferenceSuite.inMemory()
+        let unicode = UnicodeWhitespace(suite: suite)
+        let tabs = TabsAndReturns(userDefaults: suite)
+        unicode.unicodeValue = "unicode_test"
+        tabs.tabValue = "tabs_test"
+        #expect(unicode.unicodeValue == "unicode_test")
+        #expect(tabs.tabValue == "tabs_test")
+        #expect(suite.storedValues == ["testunicodeValue": "unicode_test", "tab_prefixtabValue": "tabs_test"])
     }
 }
 
 // ObservableDefaults' DirectOptionalCodableTest, StaticPropertyTests, StringParameterTests,
-// CompatibilityTests, SimpleRawRepresentableCodableTest, URLStorageTests and
-// CrossProcessNotificationTests (their @ObservableDefaults parts), ported. Stores theirs create
-// on the standard suite get a suite of their own (`suite:`), so no test writes a real
-// preferences directory.
+// CompatibilityTests (its cloud half is in ObservableCloudPortedTests.swift),
+// SimpleRawRepresentableCodableTest, URLStorageTests and CrossProcessNotificationTests, ported.
+// Stores theirs create on the standard suite get a suite of their own (`suite:`), so no test
+// writes a real preferences directory. Not ported: URLStorageTests' NSURL test, and the NSURL
+// assertions of its cloud test (NSURL is neither Codable nor a property-list type on Linux).
 
 struct DirectUser: Codable, Equatable {
     var name: String
@@ -944,6 +1119,46 @@ private class ModelWithStaticComputed {
     static var defaultValue: Int {
         return 100
     }
+}
+
+@MainActor
+@ObservableCloud
+private class CloudModelWithStatic {
+    var cloudData = "Cloud"
+    static var sharedInstance = CloudModelWithStatic(suite: .inMemory())
+
+    @Ignore
+    var setResult: [String] = []
+}
+
+@MainActor
+@ObservableCloud(observeFirst: true)
+private class CloudModelMixed {
+    @CloudBacked
+    var name = "Test"
+
+    var observableOnly = "Observable"
+
+    static let constants = "Constants"
+    static var sharedModel = CloudModelMixed(suite: .inMemory())
+
+    @Ignore
+    var ignored = "Ignored"
+}
+
+@ObservableCloud(developmentMode: true)
+private class CloudNoParams {
+    var cloudValue1 = "default"
+}
+
+@ObservableCloud(prefix: "app_", developmentMode: true)
+private class CloudWithPrefix {
+    var cloudValue2 = "default"
+}
+
+@ObservableCloud(prefix: "", developmentMode: true)
+private class CloudEmptyPrefix {
+    var cloudValue3 = "default"
 }
 
 @ObservableDefaults
@@ -997,9 +1212,14 @@ private let updatedURL = URL(string: "https://example.com/updated?source=default
 private let optionalURL = URL(string: "file:///tmp/observable-defaults-url")!
 private let registeredURL = URL(string: "https://example.com/registered")!
 
-// Theirs also has NSURL properties: NSURL is neither Codable nor a property-list type on Linux.
 @ObservableDefaults(prefix: "URL_defaults_")
 private class DefaultsURLStore {
+    var homepage = defaultURL
+    var optionalHomepage: URL?
+}
+
+@ObservableCloud(prefix: "URL_cloud_")
+private class CloudURLStore {
     var homepage = defaultURL
     var optionalHomepage: URL?
 }
@@ -1048,6 +1268,42 @@ struct ObservableDefaultsMiscellaneousTests {
         #expect(instance.name == "Updated" && instance.age == 25)
         #expect(ModelWithMultipleStatics.defaultName == "Default" && ModelWithMultipleStatics.currentCount == 0)
         #expect(ModelWithStaticComputed(userDefaults: .inMemory()).value == ModelWithStaticComputed.defaultValue)
+    }
+
+    @MainActor
+    @Test("ObservableCloud with static property in development mode")
+    func cloudWithStatic() {
+        let instance = CloudModelWithStatic(developmentMode: true)
+        instance.cloudData = "Updated Cloud"
+        #expect(instance.cloudData == "Updated Cloud")
+        let shared = CloudModelWithStatic.sharedInstance
+        #expect(shared.cloudData == "Cloud")
+    }
+
+    @MainActor
+    @Test("ObservableCloud with mixed static and instance properties")
+    func cloudMixedProperties() {
+        let instance = CloudModelMixed(developmentMode: true)
+        instance.name = "Updated"
+        instance.observableOnly = "Changed"
+        #expect(instance.name == "Updated")
+        #expect(instance.observableOnly == "Changed")
+        #expect(CloudModelMixed.constants == "Constants")
+        let shared = CloudModelMixed.sharedModel
+        #expect(shared.name == "Test")
+    }
+
+    @Test("cloudParameterTests")
+    func cloudParameters() {
+        let noParams = CloudNoParams()
+        let withPrefix = CloudWithPrefix()
+        let emptyPrefix = CloudEmptyPrefix()
+        noParams.cloudValue1 = "test1"
+        withPrefix.cloudValue2 = "test2"
+        emptyPrefix.cloudValue3 = "test3"
+        #expect(noParams.cloudValue1 == "test1")
+        #expect(withPrefix.cloudValue2 == "test2")
+        #expect(emptyPrefix.cloudValue3 == "test3")
     }
 
     @Test("defaultsParameterTests")
@@ -1119,6 +1375,22 @@ struct ObservableDefaultsMiscellaneousTests {
         store.homepage = updatedURL
         suite.removeObject(forKey: "URL_defaults_homepage")
         #expect(store.homepage == registeredURL)
+    }
+
+    /// Theirs also sets and checks two NSURL properties (not on Linux: see above), and stores
+    /// URLs as JSON data; here a URL is its absolute string.
+    @Test("Cloud: URL values use the same representation (its URL half)")
+    func cloudURLValuesUseTheirRepresentation() {
+        let suite = PreferenceSuite.inMemory()
+        let store = CloudURLStore(suite: suite, developmentMode: false)
+        store.homepage = updatedURL
+        #expect(store.homepage == updatedURL)
+        #expect(suite.url(forKey: "URL_cloud_homepage") == updatedURL)
+        store.optionalHomepage = optionalURL
+        #expect(store.optionalHomepage == optionalURL)
+        #expect(suite.url(forKey: "URL_cloud_optionalHomepage") == optionalURL)
+        store.optionalHomepage = nil
+        #expect(suite.object(forKey: "URL_cloud_optionalHomepage") == nil)
     }
 
     /// Theirs posts `UserDefaults.didChangeNotification` by hand and sleeps 0.2 s; here other

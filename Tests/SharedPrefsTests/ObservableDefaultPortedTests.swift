@@ -3,13 +3,15 @@ import Observation
 import SharedPrefsObservation
 import Testing
 
+@testable import SharedPrefs
+
 // sindresorhus/Defaults' Tests/DefaultsMacrosTests/ObservableDefaultTests.swift, ported: its models
 // and assertions as written, with `Defaults.Key` → `PreferenceKey` (made with `suite:`, as
 // `Defaults.Key(…, suite:)`), `Defaults[key]` → `sharedSuite[key]`, `UserDefaults.standard` →
 // `sharedSuite`, and a `UserDefaults.standard.set` from elsewhere made a write by another process.
 // Not ported: testConcurrentFirstAccessInstallsOneTask and testTaskStorageCancelsWhenOwnerDeinitializes,
 // which test Defaults' private task storage (here: one observation, started at the first access,
-// held by the model and cancelled with it).
+// held by the model and cancelled with it, which the last test, our own, checks).
 
 private let animalKey = "animalKey"
 private let defaultAnimal = "cat"
@@ -324,5 +326,22 @@ final class ObservableDefaultPortedTests {
         }
 
         #expect(model.value == newMainActorValue)
+    }
+
+    /// Not upstream's: what its testTaskStorageCancelsWhenOwnerDeinitializes checks of its private
+    /// task storage, checked of the model. The observation its first access starts ends when the
+    /// model is released, and does not keep it alive.
+    @Test
+    func theObservationEndsWithItsModel() {
+        let before = sharedSuite.store.observerCount
+        weak var released: TestModelWithDotSyntax?
+        do {
+            let model = TestModelWithDotSyntax()
+            released = model
+            _ = model.animal
+            #expect(sharedSuite.store.observerCount == before + 1)
+        }
+        #expect(released == nil)
+        #expect(sharedSuite.store.observerCount == before)
     }
 }

@@ -23,7 +23,7 @@
 /// ```
 ///
 /// - Parameters:
-///   - suiteName: The suite (as `PreferenceSuite(suiteName:)` reads it); `nil` is ``PreferenceSuite/standard``.
+///   - suiteName: The suite (as `PreferenceSuite(suiteName:)` reads it); `nil` is `PreferenceSuite/standard`.
 ///   - prefix: Put before every key. Letters, digits, `.`, `-`, `_`; white space around it is trimmed.
 ///   - ignoreExternalChanges: When `true`, changes made by other processes (and by other instances)
 ///     do not update this instance's properties until they are read again.
@@ -49,7 +49,7 @@
 /// stored → registered → declared default, so a key removed by another process reverts the
 /// property to its default (with one mutation). A `@MainActor` class receives external changes on
 /// the main queue; any other class on the library's watcher thread, right after it reads them
-/// (``ObservationOptions/synchronousExternalChanges``: the observation registrar is thread-safe,
+/// (`ObservationOptions/synchronousExternalChanges`: the observation registrar is thread-safe,
 /// and calls `withObservationTracking`'s `onChange` there, as on any thread that mutates). No flag
 /// is needed for either.
 @attached(
@@ -82,7 +82,7 @@ public macro ObservableDefaults(
 /// The spelling of ObservableDefaults' `@ObservableCloud`, for code ported from iCloud key-value
 /// storage: the same class macro as ``ObservablePrefs(suiteName:prefix:ignoreExternalChanges:autoInit:observeFirst:didSetRunsOnExternalChanges:defaultIsolationIsMainActor:)``.
 /// There is no iCloud on Linux: give the instance a suite shared across machines, an etcd suite
-/// (`SharedPrefsEtcd`), with `init(suite:)`; without one it uses ``PreferenceSuite/standard``.
+/// (`SharedPrefsEtcd`), with `init(suite:)`; without one it uses `PreferenceSuite/standard`.
 /// `developmentMode: true` keeps values in memory, as ObservableDefaults does; `syncImmediately`
 /// is accepted and has no effect (every change is written at once and reaches every process).
 /// For an `init` of your own (`autoInit: false`) it also generates ObservableDefaults'
@@ -127,7 +127,7 @@ public macro CloudKey(keyValueStoreKey: String? = nil) = #externalMacro(module: 
 
 /// sindresorhus/Defaults' `@ObservableDefault(.key)`: a property of an `@Observable` class backed
 /// by a typed key, read and written in the key's suite (the one given to
-/// ``PreferenceKey/init(_:default:suite:)``, else ``PreferenceSuite/standard``), and invalidated
+/// `PreferenceKey/init(_:default:suite:)`, else `PreferenceSuite/standard`), and invalidated
 /// when any process changes the key. Mark it `@ObservationIgnored`, as Defaults asks, and give it a
 /// type and no value: the key holds the default.
 ///
@@ -182,22 +182,22 @@ public macro DefaultsBacked(userDefaultsKey: String? = nil) = #externalMacro(mod
 @attached(peer, names: prefixed(_))
 public macro _PrefsProperty(_ key: String) = #externalMacro(module: "SharedPrefsMacros", type: "PrefsPropertyMacro")
 
-/// ObservableDefaults' marker for types a property may have: here, a ``PreferenceValue``. (Plain
+/// ObservableDefaults' marker for types a property may have: here, a `PreferenceValue`. (Plain
 /// `RawRepresentable` and `Codable` types need no marker at all in `@ObservablePrefs` classes.)
 /// A protocol rather than a type alias, so that a type may also name `PreferenceValue` itself.
 public protocol UserDefaultsPropertyListValue: PreferenceValue {}
 
-/// ObservableDefaults' marker for `Codable` types: a `Codable` ``PreferenceValue``, stored as a
+/// ObservableDefaults' marker for `Codable` types: a `Codable` `PreferenceValue`, stored as a
 /// nested property list. A protocol rather than a type alias, so that `struct User: Codable,
 /// CodableUserDefaultsPropertyListValue` (as ObservableDefaults' own tests write it) compiles.
 public protocol CodableUserDefaultsPropertyListValue: Codable, PreferenceValue {}
 
 /// ObservableDefaults' marker for the types an `@ObservableCloud` property may have: here, as
-/// ``UserDefaultsPropertyListValue``, a ``PreferenceValue``.
+/// ``UserDefaultsPropertyListValue``, a `PreferenceValue`.
 public protocol CloudPropertyListValue: PreferenceValue {}
 
 /// ObservableDefaults' marker for `Codable` types of `@ObservableCloud` properties (its README's
-/// `struct UserProfile: CodableCloudPropertyListValue`): a `Codable` ``PreferenceValue``, as
+/// `struct UserProfile: CodableCloudPropertyListValue`): a `Codable` `PreferenceValue`, as
 /// ``CodableUserDefaultsPropertyListValue``.
 public protocol CodableCloudPropertyListValue: Codable, PreferenceValue {}
 

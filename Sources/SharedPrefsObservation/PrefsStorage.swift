@@ -46,7 +46,7 @@ public final class _PrefsStorage: Sendable {
     private let configuration: Lock<Configuration>
 
     /// - Parameters:
-    ///   - suiteName: As `PreferenceSuite(suiteName:)`; `nil` is ``PreferenceSuite/standard``. It
+    ///   - suiteName: As `PreferenceSuite(suiteName:)`; `nil` is `PreferenceSuite/standard`. It
     ///     is opened when first used, unless ``configure(suite:prefix:ignoreExternalChanges:)``
     ///     gave another suite first. A suite that cannot be opened is logged and replaced by an
     ///     in-memory one.
@@ -155,7 +155,7 @@ private final class WeakBox<Object: AnyObject>: @unchecked Sendable {
 /// How `@ObservablePrefs` stores a property's type: generated code picks one with
 /// `_PrefsStorage.codec(_:)`; you do not.
 ///
-/// `PreferenceValue` types store their ``PreferenceValue/plistValue``. So that ObservableDefaults
+/// `PreferenceValue` types store their `PreferenceValue/plistValue`. So that ObservableDefaults
 /// models compile unchanged, a plain `RawRepresentable` (`enum Theme: String`) stores its raw
 /// value and a plain `Codable` (`struct People: Codable`) a nested property list, without
 /// declaring `PreferenceValue`; `Optional`s of either store nothing for `nil`.

@@ -6,8 +6,7 @@ import Foundation
 /// `Bool`, `Date`, `Data`, `URL` (stored as its absolute string), `UUID` (its string), arrays,
 /// sets (as arrays), ranges (as `[lower, upper]`) and dictionaries (keyed by `UUID` or any
 /// `LosslessStringConvertible` or `CodingKeyRepresentable` type, stored as strings) of conforming
-/// types, `Optional`
-/// (where `nil` removes the key) and ``PlistValue``.
+/// types, `Optional` (where `nil` removes the key) and ``PlistValue``.
 ///
 /// Your own types conform by declaration alone:
 /// - a `RawRepresentable` type stores its raw value,
@@ -150,9 +149,9 @@ extension Array: PreferenceValue where Element: PreferenceValue {
 /// - a `CodingKeyRepresentable` key (an enum with `String` or `Int` raw values that declares it,
 ///   a `RawRepresentable` struct over `String` or `Int`) by its coding key's string.
 ///
-/// A dictionary whose key type is neither has no stored form: a suite does not store it, and
-/// reports it (``PreferenceError/Code/unsupportedValue``). A stored dictionary with a key that does not convert back
-/// does not decode, so its key reads its default.
+/// A dictionary whose key type is none of these has no stored form: a suite does not store it,
+/// and reports it (``PreferenceError/Code/unsupportedValue``). A stored dictionary with a key that
+/// does not convert back does not decode, so its key reads its default.
 extension Dictionary: PreferenceValue where Value: PreferenceValue {
     public var plistValue: PlistValue? {
         var items = PlistDictionary()

@@ -24,6 +24,8 @@ public struct PreferenceTransaction {
     private let overrides: [PlistKey: PlistValue?]
     private let registered: PlistDictionary
     private(set) var operations: Operations = [:]
+    /// Typed values set with no stored form, by key (their type): the update fails with them.
+    private(set) var unencodable: [String: String] = [:]
     /// The keys read, for a backend that compares them when it writes (etcd).
     private let readLog = ReadLog()
 
@@ -59,6 +61,8 @@ public struct PreferenceTransaction {
     }
 
     /// A typed value: stored → registered → declared default, as ``PreferenceSuite`` reads it.
+    /// Setting `Optional.none` removes the key; setting a value with no stored form makes the
+    /// update throw ``PreferenceError/Code/unsupportedValue``, writing nothing.
     public subscript<Value: PreferenceValue>(key: PreferenceKey<Value>) -> Value {
         get {
             for candidate in [self[key.name], registered[key.name]] {
@@ -66,7 +70,15 @@ public struct PreferenceTransaction {
             }
             return key.defaultValue
         }
-        set { self[key.name] = newValue.plistValue }
+        set {
+            if let stored = newValue.plistValue {
+                self[key.name] = stored
+            } else if (newValue as? any OptionalPreferenceValue)?.isNone ?? false {
+                self[key.name] = nil
+            } else {
+                unencodable[key.name] = "\(Value.self)"
+            }
+        }
     }
 
     /// Removes a key.

@@ -154,6 +154,16 @@ struct ValueTests {
         #expect(reports.map(\.code) == [.unsupportedValue, .unsupportedValue])
         #expect(reports[0].message.contains("points") && reports[0].message.contains("CodingKeyRepresentable"))
         #expect(suite.value(forKey: "points") == ["kept": 1] && suite.value(forKey: "refused") == nil)
+        // In an update the whole update fails, and writes nothing.
+        let count = PreferenceKey<Int>("count", default: 0)
+        let error = #expect(throws: PreferenceError.self) {
+            try suite.update { transaction in
+                transaction[count] = 5
+                transaction[points] = [Point(): 2]
+            }
+        }
+        #expect(error?.code == .unsupportedValue && error?.message.contains("\"points\"") == true)
+        #expect(suite[count] == 0 && suite.value(forKey: "points") == ["kept": 1])
         // nil at any depth of an optional still removes.
         suite.set(Optional<Optional<Int>>.some(nil), forKey: "points")
         #expect(suite.storedValues["points"] == nil)

@@ -302,9 +302,8 @@ public final class PreferenceSuite: Sendable {
     /// to encode, a dictionary whose keys have no string form) is not stored: it is logged and
     /// reported to ``failures()``, and the key keeps its value.
     public func set<Value: PreferenceValue>(_ value: Value, forKey key: String) {
-        if let stored = value.plistValue { return store.apply(.set(stored), forKey: key) }
-        if (value as? any OptionalPreferenceValue)?.isNone ?? false { return removeObject(forKey: key) }
-        refuse(value, forKey: key, because: "which has no stored form (a Codable value that failed to encode, or a dictionary whose key type is not UUID, LosslessStringConvertible or CodingKeyRepresentable). Make it encodable, or conform the key type to LosslessStringConvertible or CodingKeyRepresentable")
+        guard let operation = value.storing else { return refuse(value, forKey: key, because: noStoredForm) }
+        store.apply(operation, forKey: key)
     }
 
     /// Stores a Foundation property-list value, like `UserDefaults.set(_:forKey:)`; `nil` removes

@@ -71,13 +71,8 @@ public struct PreferenceTransaction {
             return key.defaultValue
         }
         set {
-            if let stored = newValue.plistValue {
-                self[key.name] = stored
-            } else if (newValue as? any OptionalPreferenceValue)?.isNone ?? false {
-                self[key.name] = nil
-            } else {
-                unencodable[key.name] = "\(Value.self)"
-            }
+            guard let operation = newValue.storing else { return unencodable[key.name] = "\(Value.self)" }
+            operations[PlistKey(key.name)] = operation
         }
     }
 

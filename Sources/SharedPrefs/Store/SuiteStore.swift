@@ -435,7 +435,7 @@ package final class SuiteStore: Sendable {
                     if let (key, type) = tx.unencodable.min(by: { $0.key < $1.key }) {
                         throw PreferenceError(
                             code: .unsupportedValue,
-                            message: "Not written: the update set key \"\(key)\" in suite \(name) to a \(type), which has no stored form (a Codable value that failed to encode, or a dictionary whose key type is not UUID, LosslessStringConvertible or CodingKeyRepresentable); nothing of the update was written. Make the value encodable.",
+                            message: "Not written, nor anything else of the update: it set key \"\(key)\" in suite \(name) to a \(type), \(noStoredForm).",
                             path: backend.location)
                     }
                     for (key, operation) in tx.operations {

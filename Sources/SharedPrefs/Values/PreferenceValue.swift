@@ -257,6 +257,18 @@ extension Optional: OptionalPreferenceValue where Wrapped: PreferenceValue {
     }
 }
 
+extension PreferenceValue {
+    /// What storing this value does: set its stored form, or remove the key for `Optional.none`;
+    /// `nil` when it has no stored form (a suite refuses it, ``noStoredForm`` says why).
+    var storing: PendingOperation? {
+        if let stored = plistValue { return .set(stored) }
+        return (self as? any OptionalPreferenceValue)?.isNone == true ? .remove : nil
+    }
+}
+
+/// Why a typed value was not stored, and what to do: the end of its error message.
+let noStoredForm = "which has no stored form (a Codable value that failed to encode, or a dictionary whose key type is not UUID, LosslessStringConvertible or CodingKeyRepresentable). Make it encodable, or conform the key type to LosslessStringConvertible or CodingKeyRepresentable"
+
 // MARK: RawRepresentable and Codable
 
 extension PreferenceValue where Self: RawRepresentable, RawValue: PreferenceValue {

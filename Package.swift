@@ -112,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "prefs-bench",
             dependencies: [
-                "SharedPrefs", "SharedPrefsLocking", .product(name: "Histogram", package: "hdrhistogram-swift"),
+                "SharedPrefs", "SharedPrefsLocking", "CSharedPrefsShims", .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
             ],
             path: "Benchmarks/prefs-bench"

@@ -4,7 +4,7 @@
 //                             for every change of /sharedprefs-bench/stamp seen through the
 //                             "changed" signal, and "end" when /sharedprefs-bench/done changes
 //   dconf-peer write N GAP    writes the send time to /sharedprefs-bench/stamp N times, GAP µs
-//                             apart, then /sharedprefs-bench/done
+//                             apart (printing "S <sent>" for each), then /sharedprefs-bench/done
 //
 // Both run in one D-Bus session (dbus-run-session) with dconf-service. prefs-bench compiles it:
 //   cc -O2 dconf-peer.c $(pkg-config --cflags --libs dconf) -o dconf-peer
@@ -58,10 +58,13 @@ int main(int argc, char **argv) {
         long count = atol(argv[2]), gap = atol(argv[3]);
         for (long i = 0; i < count; i++) {
             GError *error = NULL;
-            if (!dconf_client_write_sync(client, "/sharedprefs-bench/stamp", g_variant_new_int64(now_ns()), NULL, NULL, &error)) {
+            gint64 sent = now_ns();
+            if (!dconf_client_write_sync(client, "/sharedprefs-bench/stamp", g_variant_new_int64(sent), NULL, NULL, &error)) {
                 fprintf(stderr, "dconf-peer: write failed: %s\n", error->message);
                 return 1;
             }
+            printf("S %" G_GINT64_FORMAT "\n", sent);
+            fflush(stdout);
             usleep(gap);
         }
         dconf_client_write_sync(client, "/sharedprefs-bench/done", g_variant_new_int64(now_ns()), NULL, NULL, NULL);

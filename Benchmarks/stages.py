@@ -4,7 +4,7 @@
 Build prefs-bench with the marks compiled in, run a measurement, then read the two processes' marks:
 
     swift build -c release --product prefs-bench --scratch-path .build-stages -Xswiftc -DSHAREDPREFS_STAGES
-    mkdir -p /tmp/stages && SHAREDPREFS_STAGES=/tmp/stages .build-stages/release/prefs-bench --only 4,3
+    mkdir -p /tmp/stages && SHAREDPREFS_STAGES=/tmp/stages .build-stages/release/prefs-bench --only 3
     python3 Benchmarks/stages.py /tmp/stages/<bench pid>.txt /tmp/stages/<observer pid>.txt
 
 Each process writes `<pid>.txt` at its end: one `<mark> <CLOCK_MONOTONIC ns>` line per mark (see

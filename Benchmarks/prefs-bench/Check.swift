@@ -1,35 +1,48 @@
 import Foundation
 
-/// `prefs-bench --check PATH`: the table of issue 29's targets from one run's JSON, each with its
-/// figure and bound, met or not, and every row that lost more than 1 % of what it sent. Exits 1
-/// when something is not met or not measured, 2 when the file cannot be read.
+/// `prefs-bench --check RUN.json...`: the targets of one run's JSON, or of several runs' (min,
+/// median and max of each figure, met or not by the median), and every row of any run that lost
+/// more than 1 % of the changes it sent or any increment. Exits 1 when something is not met, lost
+/// or not measured, 2 when a file cannot be read.
 enum Check {
-    static func run(_ path: String) -> Int32 {
-        let rows: [Row]
-        do {
-            rows = try JSONDecoder().decode([Row].self, from: Data(contentsOf: URL(filePath: path)))
-        } catch {
-            FileHandle.standardError.write(Data("prefs-bench: could not read the results in \(path): \(error.localizedDescription). Pass the JSON a run wrote (--json PATH).\n".utf8))
-            return 2
+    static func run(_ paths: [String]) -> Int32 {
+        var runs: [[Row]] = []
+        for path in paths {
+            do {
+                runs.append(try JSONDecoder().decode([Row].self, from: Data(contentsOf: URL(filePath: path))))
+            } catch {
+                FileHandle.standardError.write(Data("prefs-bench: could not read the results in \(path): \(error). Pass the JSON a run wrote (--json PATH).\n".utf8))
+                return 2
+            }
         }
-        let targets = rows.flatMap { $0.targets ?? [] }
-        var missed = 0
-        print("| target | figure | bound | |")
-        print("|---|---|---|---|")
+        var failed = 0
+        let several = runs.count > 1
+        print(several ? "| target | min | median | max | bound | |\n|---|---|---|---|---|---|" : "| target | figure | bound | |\n|---|---|---|---|")
         for what in Target.all {
-            guard let target = targets.first(where: { $0.what == what }) else {
-                print("| \(what) | not measured in this run | | not met |")
-                missed += 1
+            let targets = runs.map { rows in rows.lazy.flatMap { $0.targets ?? [] }.first { $0.what == what } }
+            guard let target = targets.compactMap({ $0 }).first, targets.allSatisfy({ $0 != nil }) else {
+                print("| \(what) | not measured in \(several ? "every run" : "this run") |\(several ? " | | |" : "") | not met |")
+                failed += 1
                 continue
             }
-            if !target.isMet { missed += 1 }
-            print("| \(what) | \(String(format: "%.2f", target.figure)) | \(target.atMost ? "≤" : "≥") \(String(format: "%g", target.bound)) | \(target.isMet ? "met" : "not met") |")
+            let figures = targets.compactMap { $0?.figure }
+            let figure = median(figures)
+            if !target.isMet(figure) { failed += 1 }
+            let bound = "\(target.atMost ? "≤" : "≥") \(String(format: "%g", target.bound))"
+            let shown = several ? [figures.min()!, figure, figures.max()!] : [figure]
+            print("| \(what) | " + shown.map { String(format: "%.2f", $0) }.joined(separator: " | ") + " | \(bound) | \(target.isMet(figure) ? "met" : "not met") |")
         }
-        for row in rows {
-            guard let sent = row.sent, Double(sent - row.n) > 0.01 * Double(sent) else { continue }
-            missed += 1
-            print("| \(row.group): \(row.name): changes measured of those sent | \(row.n) of \(sent) | ≥ 99 % | not met |")
+        for (i, rows) in runs.enumerated() {
+            for row in rows {
+                guard let failure = row.lossFailure else { continue }
+                failed += 1
+                print("| \(several ? "run \(i + 1): " : "")\(row.group): \(row.name) | \(failure) |\(several ? " | | |" : "") | not met |")
+            }
         }
-        return missed == 0 ? 0 : 1
+        print()
+        for (i, rows) in runs.enumerated() {
+            print("run \(i + 1) (\(paths[i])): \(rows.first { $0.id == "0.run" }?.note ?? "no run information")")
+        }
+        return failed == 0 ? 0 : 1
     }
 }

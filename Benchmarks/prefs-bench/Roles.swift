@@ -1,6 +1,7 @@
 import Foundation
 import SharedPrefs
 import SharedPrefsLocking
+import CSharedPrefsShims
 #if Etcd
 import SharedPrefsEtcd
 #endif
@@ -21,25 +22,36 @@ enum Role {
         print(total)
     }
 
-    /// `observe <plist> [watcher-thread]`: records `now − value` for every change of "stamp" until
-    /// "done" changes; prints `ready`, then `L <sent> <latency>` lines, `cpu <ns>` (the CPU time
-    /// it used in between) and `end`. With `watcher-thread`, the handler runs where the change is
-    /// read (`.synchronousExternalChanges`).
-    static func observe(_ path: String, onWatcherThread: Bool) throws {
+    /// `observe <plist> <key> [watcher-thread]`: records the arrival of every change of `key` (its
+    /// value is the send time, or a string that begins with it) until "done" changes; prints
+    /// `ready`, then `L <sent> <latency>` lines, `cpu <ns>` (the CPU time it used in between) and
+    /// `end`. With `watcher-thread`, the handler runs where the change is read
+    /// (`.synchronousExternalChanges`). `PREFS_BENCH_DROP_PERCENT=p` makes it a faulty observer
+    /// that leaves out p % of the changes, the 5th of each 100 ÷ p first (the bench's test of its
+    /// own accounting).
+    static func observe(_ path: String, key: String, onWatcherThread: Bool) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
-        let pairs = Lock<[(Int64, Int64)]>([])
+        let percent = Int(ProcessInfo.processInfo.environment["PREFS_BENCH_DROP_PERCENT"] ?? "") ?? 0
+        let every = percent > 0 ? 100 / percent : 0
+        let seen = Lock((pairs: [(Int64, Int64)](), count: 0))
         let done = DispatchSemaphore(value: 0)
-        let token = suite.observe(.keys(["stamp", "done"]), options: onWatcherThread ? .synchronousExternalChanges : []) { change in
+        let token = suite.observe(.keys([key, "done"]), options: onWatcherThread ? .synchronousExternalChanges : []) { change in
             let arrival = now()
             _Stages.mark("H")
-            guard change.key == "stamp" else {
+            guard change.key == key else {
                 done.signal()
                 return
             }
+            let sent: Int64?
             switch change.newValue {
-            case .integer(let sent)?: pairs.withLock { $0.append((sent, arrival - sent)) }
-            case .string(let text)?: if let sent = Int64(text.prefix { $0 != " " }) { pairs.withLock { $0.append((sent, arrival - sent)) } }
-            default: break
+            case .integer(let time)?: sent = time
+            case .string(let text)?: sent = Int64(text.prefix { $0 != " " })
+            default: sent = nil
+            }
+            guard let sent else { return }
+            seen.withLock { seen in
+                seen.count += 1
+                if every == 0 || (seen.count + every - 5) % every != 0 { seen.pairs.append((sent, arrival - sent)) }
             }
         }
         print("ready")
@@ -47,50 +59,58 @@ enum Role {
         let cpuAtStart = cpuTime()
         _ = done.wait(timeout: .now() + 600)
         let cpu = cpuTime() - cpuAtStart
-        for (sent, latency) in pairs.withLock({ $0 }) { print("L \(sent) \(latency)") }
+        for (sent, latency) in seen.withLock({ $0.pairs }) { print("L \(sent) \(latency)") }
         print("cpu \(cpu)")
         print("end")
         _Stages.dump()
         token.cancel()
     }
 
-    /// `idle-observe <plist> <seconds> [watcher-thread]`: observes key "stamp" and prints `ready`;
-    /// once a change arrived, stays idle for `seconds` and prints `switches <n> threads <t>`: the
-    /// context switches of all its threads meanwhile, those that ended too (`getrusage`), less
-    /// the one of its own sleep.
-    static func idleObserve(_ path: String, seconds: Double, onWatcherThread: Bool) throws {
+    /// `idle-observe <plist> <seconds> <windows> [watcher-thread]`: observes key "stamp" and
+    /// prints `ready`; each time a change arrives, stays idle for `seconds` and prints `switches
+    /// <n> threads <t>`: the context switches of all its threads meanwhile, those that ended too
+    /// (`getrusage`), less the one of its own sleep; exits after `windows` of them.
+    static func idleObserve(_ path: String, seconds: Double, windows: Int, onWatcherThread: Bool) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
         let seen = DispatchSemaphore(value: 0)
         let token = suite.observe(.key("stamp"), options: onWatcherThread ? .synchronousExternalChanges : []) { _ in seen.signal() }
         print("ready")
         fflush(nil)
-        seen.wait()
-        usleep(200_000)  // the delivery's own wake-ups end
         func switches() -> Int {
             var usage = rusage()
             getrusage(RUSAGE_SELF.rawValue, &usage)
             return usage.ru_nvcsw + usage.ru_nivcsw
         }
-        let before = switches()
-        usleep(useconds_t(seconds * 1e6))
-        let after = switches()
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
-        print("switches \(after - before - 1) threads \(threads)")
+        for _ in 0..<windows {
+            seen.wait()
+            usleep(200_000)  // the delivery's own wake-ups end
+            let before = switches()
+            usleep(useconds_t(seconds * 1e6))
+            let after = switches()
+            let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+            print("switches \(after - before - 1) threads \(threads)")
+            fflush(nil)
+        }
         token.cancel()
     }
 
-    /// `visible <plist> <target>`: prints the time at which key "n" first holds `target`.
-    /// `cold-read <plist>`: a one-shot process that opens a suite, reads one key and exits.
-    static func coldRead(_ path: String) throws {
+    /// `cold-read <plist>`: a one-shot process that opens a suite, reads key "k" and exits: 0 if it
+    /// read 3 (what the bench wrote), 1 otherwise.
+    static func coldRead(_ path: String) throws -> Int32 {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
-        print(suite.integer(forKey: "k"))
+        let value = suite.integer(forKey: "k")
+        print(value)
+        return value == 3 ? 0 : 1
     }
 
     /// `cold-defaults <suite>`: the same with Foundation `UserDefaults`.
-    static func coldDefaults(_ suiteName: String) {
-        print(UserDefaults(suiteName: suiteName)?.integer(forKey: "k") ?? -1)
+    static func coldDefaults(_ suiteName: String) -> Int32 {
+        let value = UserDefaults(suiteName: suiteName)?.integer(forKey: "k") ?? -1
+        print(value)
+        return value == 3 ? 0 : 1
     }
 
+    /// `visible <plist> <target>`: prints the time at which key "n" first holds `target`.
     static func visible(_ path: String, _ target: Int) throws {
         let suite = try PreferenceSuite(fileURL: URL(filePath: path))
         let seen = DispatchSemaphore(value: 0)
@@ -176,40 +196,53 @@ enum Role {
         print("end")
     }
 
-    /// `contend <plist> <deadline>`: `update` increments of "counter" until the deadline; prints the count.
-    static func contend(_ path: String, until deadline: Int64, durability: PreferenceSuite.Durability) throws {
-        let suite = try PreferenceSuite(fileURL: URL(filePath: path), options: .init(durability: durability))
-        let counter = PreferenceKey<Int>("counter", default: 0)
+    /// Prints `ready`, then waits for `go <start> <end>` on its standard input and sleeps until
+    /// `start`: the barrier of processes that contend. Returns `end`.
+    static func barrier() -> Int64 {
         print("ready")
         fflush(nil)
+        let fields = (readLine() ?? "").split(separator: " ").compactMap { Int64($0) }
+        guard fields.count == 2 else { exit(1) }
+        sleep(until: fields[0])
+        return fields[1]
+    }
+
+    /// `contend <plist> none|full`: after the barrier, `update` increments of "counter" until the
+    /// end; prints `count <n>`.
+    static func contend(_ path: String, durability: PreferenceSuite.Durability) throws {
+        let suite = try PreferenceSuite(fileURL: URL(filePath: path), options: .init(durability: durability))
+        let counter = PreferenceKey<Int>("counter", default: 0)
+        let end = barrier()
         var count = 0
-        while now() < deadline {
+        while now() < end {
             try suite.update { $0[counter] += 1 }
             count += 1
         }
         print("count \(count)")
     }
 
-    /// `contend-floor <dir> <deadline>`: the bare floor of `contend`: until the deadline, take
-    /// `flock` on the directory's lock file, read the file, write it anew beside it, rename it
-    /// over, unlock; prints `ready`, then `count <n>`.
-    static func contendFloor(_ directory: String, until deadline: Int64) {
+    /// `contend-floor <dir> [durable]`: the bare floor of `contend`: after the barrier, until the
+    /// end, take `flock` on the directory's lock file, read the file `s`, write it anew beside it
+    /// (`fsync` it, when durable), rename it over, (`fsync` the directory,) unlock; prints
+    /// `count <n>`.
+    static func contendFloor(_ directory: String, durable: Bool) {
         let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         let lock = openat(dirfd, ".lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
         let temporary = ".tmp.\(getpid())"
         var buffer = [UInt8](repeating: 0, count: 65536)
-        print("ready")
-        fflush(nil)
+        let end = barrier()
         var count = 0
-        while now() < deadline {
+        while now() < end {
             flock(lock, LOCK_EX)
             let file = openat(dirfd, "s", O_RDONLY | O_CLOEXEC)
             let size = file >= 0 ? read(file, &buffer, buffer.count) : 0
             if file >= 0 { close(file) }
             let out = openat(dirfd, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             _ = write(out, buffer, max(size, 64))
+            if durable { fsync(out) }
             close(out)
             renameat(dirfd, temporary, dirfd, "s")
+            if durable { fsync(dirfd) }
             flock(lock, LOCK_UN)
             count += 1
         }
@@ -245,35 +278,39 @@ enum Role {
         print("suites \(kept.count) \(descriptors)")
     }
 
-    /// `memory <dir> <n>`: resident memory before and after opening (and so watching) n suites.
-    static func memory(_ directory: String, _ count: Int) throws {
+    /// `memory <dir> <n>...`: reads (and so watches) the suites `s0.plist` … of `dir` in order,
+    /// after a warm-up suite; at each `n` suites, prints `<n> <resident bytes> <heap bytes in use>`;
+    /// then `end`.
+    static func memory(_ directory: String, _ counts: [Int]) throws {
         // One suite first, read and so watched: what the first suite of a process sets up once
         // (the watcher thread, the inotify instance, the runtime's first allocations) is not a
         // cost of each suite.
         let warmUp = try PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "warm-up.plist"))
         blackHole([warmUp.storedValues.count])
-        let before = residentBytes()
         var suites: [PreferenceSuite] = []
-        for i in 0..<count { suites.append(try PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "s\(i).plist"))) }
-        blackHole(suites.map { $0.storedValues.count })
-        print("rss \(before) \(residentBytes())")
+        for count in counts {
+            while suites.count < count {
+                let suite = try PreferenceSuite(fileURL: URL(filePath: directory).appending(path: "s\(suites.count).plist"))
+                blackHole(suite.storedValues.count)
+                suites.append(suite)
+            }
+            print("\(count) \(residentBytes()) \(sharedprefs_heap_in_use())")
+        }
+        print("end")
     }
 
-    /// `dconf-inner <count>`: run under `dbus-run-session`. Writes a timestamp with `dconf write`
-    /// and waits for `dconf watch` to print it; prints `L <total> <afterWriteExited>` lines and `end`.
     /// `dconf-client <peer> <count>`: run under `dbus-run-session`. dconf through its client
-    /// library (Benchmarks/dconf-peer.c): one peer process writes, another hears the "changed"
-    /// signal; prints its `L <sent> <latency>` lines and `end`.
+    /// library (Benchmarks/dconf-peer.c): one peer process writes (`S <sent>` lines), another
+    /// hears the "changed" signal (`L <sent> <latency>` lines); prints both, and `end`.
     static func dconfClient(_ peer: String, _ count: Int) throws {
         let watch = try Child(["watch"], executable: URL(filePath: peer))
         if watch.nextLine(timeout: 30) == "ready" {
-            let writer = Process()
-            writer.executableURL = URL(filePath: peer)
-            writer.arguments = ["write", String(count), "2000"]
-            try writer.run()
-            writer.waitUntilExit()
+            let writer = try Child(["write", String(count), "2000"], executable: URL(filePath: peer))
+            while let line = writer.nextLine(timeout: 60) { print(line) }
+            writer.waitForExit()
             while let line = watch.nextLine(timeout: 30), line != "end" { print(line) }
         }
+        watch.stop()
         print("end")
         fflush(nil)
     }
@@ -300,18 +337,18 @@ enum Role {
         print("seen \(notified.withLock { $0 }) \(seen.count)")
     }
 
-    static func dconf(_ count: Int) throws {
+    /// `dconf-cli <count>`: run under `dbus-run-session`. Writes a timestamp with `dconf write`
+    /// and waits for `dconf watch` to print it; prints `S <sent>` for each write, `L <sent>
+    /// <latency> <since the write command exited>` for each seen, and `end`.
+    static func dconfCLI(_ count: Int) throws {
         let dconf = URL(filePath: "/usr/bin/dconf")
         let watch = try Child(["watch", "/sharedprefs-bench/"], executable: dconf)
+        defer { watch.stop() }
         func write(_ value: String) throws {
-            let process = Process()
-            process.executableURL = dconf
-            process.arguments = ["write", "/sharedprefs-bench/stamp", "'\(value)'"]
-            try process.run()
-            process.waitUntilExit()
+            try Child(["write", "/sharedprefs-bench/stamp", "'\(value)'"], executable: dconf).waitForExit()
         }
         func printed(_ value: String) -> Bool {
-            while let line = watch.nextLine(timeout: 10) { if line.contains(value) { return true } }
+            while let line = watch.nextLine(timeout: 2) { if line.contains(value) { return true } }
             return false
         }
         // dconf watch has no ready signal: write until it prints.
@@ -320,14 +357,15 @@ enum Role {
             try write("warmup-\(attempt)")
             ready = printed("warmup-\(attempt)")
         }
-        guard ready else { print("error dconf watch printed nothing"); return }
-        for _ in 0..<count {
+        for _ in 0..<count where ready {
             let sent = now()
+            print("S \(sent)")
             try write(String(sent))
             let exited = now()
-            guard printed(String(sent)) else { print("error lost \(sent)"); break }
-            let arrival = now()
-            print("L \(arrival - sent) \(max(0, arrival - exited))")
+            if printed(String(sent)) {
+                let arrival = now()
+                print("L \(sent) \(arrival - sent) \(max(0, arrival - exited))")
+            }
             gap(2)
         }
         print("end")

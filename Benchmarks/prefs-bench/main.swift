@@ -1,45 +1,56 @@
 // prefs-bench: what crosses processes, SharedPrefs side by side with Foundation UserDefaults,
-// dconf and the kernel floor, in one run on one machine. Timings live here, never in tests; the
+// dconf and the floors, in one run on one machine. Timings live here, never in tests; the
 // in-process costs (cached reads, encode, re-read + diff, decode) are in Benchmarks/InProcess.
 //
 //   swift run -c release prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,…]
-//   swift run -c release prefs-bench --check PATH      the targets, met or not, of a run's JSON
+//   swift run -c release prefs-bench --check RUN.json...    the targets of one run, or of several (min/median/max)
+//   swift run -c release prefs-bench --ab OTHER-PREFS-BENCH [--rounds N] [--only …] [--quick]
+//                                                            this build ÷ another, group by group, alternating
 //   swift run -c release --traits Etcd prefs-bench --etcd [ENDPOINTS]   row 10 only: an etcd suite (on a
 //                                                                        3-member cluster of its own without ENDPOINTS)
+import CSharedPrefsShims
 import Foundation
 import SharedPrefs
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
-case "observe": try Role.observe(arguments[1], onWatcherThread: arguments.count > 2 && arguments[2] == "watcher-thread"); exit(0)
+case "observe": try Role.observe(arguments[1], key: arguments[2], onWatcherThread: arguments.count > 3 && arguments[3] == "watcher-thread"); exit(0)
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
-case "idle-observe": try Role.idleObserve(arguments[1], seconds: Double(arguments[2])!, onWatcherThread: arguments.count > 3 && arguments[3] == "watcher-thread"); exit(0)
+case "idle-observe": try Role.idleObserve(arguments[1], seconds: Double(arguments[2])!, windows: Int(arguments[3])!, onWatcherThread: arguments.count > 4 && arguments[4] == "watcher-thread"); exit(0)
 case "floor": Role.floor(arguments[1]); exit(0)
 case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 && arguments[2] == "hop"); exit(0)
-case "contend": try Role.contend(arguments[1], until: Int64(arguments[2])!, durability: arguments[3] == "none" ? .none : .full); exit(0)
-case "contend-floor": Role.contendFloor(arguments[1], until: Int64(arguments[2])!); exit(0)
-case "memory": try Role.memory(arguments[1], Int(arguments[2])!); exit(0)
+case "contend": try Role.contend(arguments[1], durability: arguments[2] == "none" ? .none : .full); exit(0)
+case "contend-floor": Role.contendFloor(arguments[1], durable: arguments.count > 2 && arguments[2] == "durable"); exit(0)
+case "memory": try Role.memory(arguments[1], arguments.dropFirst(2).compactMap { Int($0) }); exit(0)
 case "set-sync": try Role.setSync(arguments[1], Int(arguments[2])!); exit(0)
 case "many-suites": Role.manySuites(arguments[1], Int(arguments[2])!); exit(0)
-case "dconf-inner": try Role.dconf(Int(arguments[1])!); exit(0)
+case "dconf-cli": try Role.dconfCLI(Int(arguments[1])!); exit(0)
 case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
 case "defaults-observe": Role.defaultsObserve(arguments[1], Int(arguments[2])!); exit(0)
-case "cold-read": try Role.coldRead(arguments[1]); exit(0)
-case "cold-defaults": Role.coldDefaults(arguments[1]); exit(0)
+case "cold-read": exit(try Role.coldRead(arguments[1]))
+case "cold-defaults": exit(Role.coldDefaults(arguments[1]))
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
 #if Etcd
 case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2]); exit(0)
 #endif
-case "--check" where arguments.count == 2: exit(Check.run(arguments[1]))
+case "--check" where arguments.count >= 2: exit(Check.run(Array(arguments.dropFirst())))
 default: break
 }
 
+let usage = """
+    usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,...]
+           prefs-bench --check RUN.json...
+           prefs-bench --ab OTHER-PREFS-BENCH [--rounds N] [--only 2,3,...] [--quick] [--json PATH]
+
+    """
 var quick = false
 var installDconf = false
-var jsonPath = ".build/prefs-bench.json"
+var jsonPath: String? = nil
 var only: Set<Int>? = nil
 var plotPath: String? = nil
 var etcdEndpoints: String? = nil
+var abOther: String? = nil
+var rounds = 5
 while let option = arguments.first {
     arguments.removeFirst()
     switch option {
@@ -48,6 +59,8 @@ while let option = arguments.first {
     case "--json" where !arguments.isEmpty: jsonPath = arguments.removeFirst()
     case "--plot" where !arguments.isEmpty: plotPath = arguments.removeFirst()
     case "--only" where !arguments.isEmpty: only = Set(arguments.removeFirst().split(separator: ",").compactMap { Int($0) })
+    case "--ab" where !arguments.isEmpty: abOther = arguments.removeFirst()
+    case "--rounds" where !arguments.isEmpty && Int(arguments[0]) ?? 0 > 0: rounds = Int(arguments.removeFirst())!
     case "--etcd":
         etcdEndpoints = arguments.first.map { $0.hasPrefix("-") ? "" : arguments.removeFirst() } ?? ""
         #if !Etcd
@@ -55,21 +68,37 @@ while let option = arguments.first {
         exit(64)
         #endif
     default:
-        FileHandle.standardError.write(Data("usage: prefs-bench [--quick] [--install-dconf] [--json PATH] [--plot PNG] [--only 2,3,...]\n".utf8))
+        FileHandle.standardError.write(Data(("prefs-bench: unknown or incomplete option \(option)\n" + usage).utf8))
         exit(64)
     }
 }
 
+let groups = [2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15]
+if let abOther {
+    exit(AB.run(other: abOther, rounds: rounds, groups: groups.filter { only?.contains($0) ?? true }, quick: quick, jsonPath: jsonPath ?? ".build/prefs-bench-ab.json"))
+}
+
 let directory = FileManager.default.temporaryDirectory.appending(path: "prefs-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(at: directory) }
 
+var system = utsname()
+_ = uname(&system)
+let kernel = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+var load = [Double](repeating: 0, count: 3)
+_ = getloadavg(&load, 3)
+let started = Date()
 var measures = Measures(directory: directory, quick: quick)
+measures.rows.append(Row(
+    id: "0.run", group: "0. run", name: "this run", n: 0,
+    note: "started \(started.formatted(.iso8601)), load average \(load.map { String(format: "%.2f", $0) }.joined(separator: " ")); "
+        + "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, Linux \(kernel); "
+        + "files in \(directory.path) (\(fileSystem(of: directory.path)))\(quick ? "; --quick" : "")",
+    detail: ["start": started.timeIntervalSince1970, "load1": load[0]]))
 let selected = etcdEndpoints == nil ? only : [10]
 var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (2, "set loop", { try $0.setLoop() }),
-    (4, "kernel floor", { try $0.kernelFloor(); try $0.fsyncPair() }),
     (3, "remote latency", { try $0.remoteLatency() }),
+    (4, "fsync pair", { try $0.fsyncPair() }),
     (5, "dconf", { try $0.dconf(install: installDconf) }),
     (6, "scale", { try $0.scale() }),
     (7, "fan-out", { try $0.fanOut() }),
@@ -96,46 +125,45 @@ if let given = etcdEndpoints {
 }
 defer { ownCluster?.stop() }
 #endif
+var failures = 0
 for (number, name, step) in steps where selected?.contains(number) ?? true {
     FileHandle.standardError.write(Data("prefs-bench: \(number). \(name)…\n".utf8))
     do { try step(&measures) } catch {
-        measures.rows.append(Row(group: "\(number). \(name)", name: "failed", n: 0, note: "\(error)"))
+        failures += 1
+        measures.rows.append(Row(id: "\(number).failed", group: "\(number). \(name)", name: "failed", n: 0, note: "\(error)"))
     }
 }
 
 _Stages.dump()
-var system = utsname()
-_ = uname(&system)
-let kernel = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-print("prefs-bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, Linux \(kernel)\(quick ? ", --quick" : "")\n")
+try? FileManager.default.removeItem(at: directory)
+print("prefs-bench — \(measures.rows[0].note)\n")
 print("| group | measure | n | p50 | p99 | throughput | ratio | note |")
 print("|---|---|---|---|---|---|---|---|")
-for row in measures.rows {
+for row in measures.rows.dropFirst() {
     print("| \(row.group) | \(row.name) | \(row.n) | \(row.p50?.description ?? "") | \(row.p99?.description ?? "") | \(row.throughput?.description ?? "") | \(row.ratioText) | \(row.note) |")
 }
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+let json = jsonPath ?? ".build/prefs-bench.json"
 do {
-    let url = URL(filePath: jsonPath)
+    let url = URL(filePath: json)
     try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
     try encoder.encode(measures.rows).write(to: url)
-    FileHandle.standardError.write(Data("prefs-bench: results written to \(jsonPath)\n".utf8))
+    FileHandle.standardError.write(Data("prefs-bench: results written to \(json)\n".utf8))
 } catch {
-    FileHandle.standardError.write(Data("prefs-bench: could not write the results to \(jsonPath): \(error.localizedDescription). Pass --json with a writable path.\n".utf8))
+    FileHandle.standardError.write(Data("prefs-bench: could not write the results to \(json): \(error.localizedDescription). Pass --json with a writable path.\n".utf8))
     exit(1)
 }
 
 // The picture: a latency CDF per row against the kernel floor, by a script beside this file.
 if let plotPath {
     let script = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appending(path: "plot-cdf.py")
-    let plot = Process()
-    plot.executableURL = URL(filePath: "/usr/bin/env")
-    plot.arguments = ["python3", script.path, jsonPath, plotPath]
     do {
-        try plot.run()
-        plot.waitUntilExit()
+        let plot = try Child(["python3", script.path, json, plotPath], executable: URL(filePath: "/usr/bin/env"))
+        if plot.waitForExit() != 0 { exit(1) }
     } catch {
         FileHandle.standardError.write(Data("prefs-bench: could not run \(script.path): \(error.localizedDescription). Is python3 installed?\n".utf8))
+        exit(1)
     }
-    if plot.terminationStatus != 0 { exit(1) }
 }
+exit(failures == 0 ? 0 : 1)

@@ -4,6 +4,7 @@
 // C calls that Glibc's Swift module map leaves out, and ThreadSanitizer's annotations.
 
 #include <linux/fs.h>
+#include <malloc.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -41,6 +42,11 @@ static inline long sharedprefs_generation(int fd) {
     unsigned int generation = 0;
     if (ioctl(fd, FS_IOC_GETVERSION, &generation) != 0) return -1;
     return (long)generation;
+}
+
+/// Bytes of the heap in use by malloc (mallinfo2(3) `uordblks`), for prefs-bench's memory row.
+static inline size_t sharedprefs_heap_in_use(void) {
+    return mallinfo2().uordblks;
 }
 
 // ThreadSanitizer's annotations, present only when its runtime is linked (weak: null otherwise).

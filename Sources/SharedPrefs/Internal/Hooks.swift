@@ -29,6 +29,12 @@ public enum _BenchmarkHooks {
         try image.image.changes(to: bytes).delta.count
     }
 
+    /// The top-level keys of a binary suite file, in the order of its root dictionary (the order
+    /// its values are laid out in, for a file this library wrote).
+    public static func keysInFileOrder(_ bytes: [UInt8]) throws -> [String] {
+        try SuiteImage.decode(bytes).image?.keys.map(\.string) ?? []
+    }
+
     /// `bytes` with `key` set to `value`, encoded as a writer does it: unchanged objects copied.
     public static func encodeChange(_ image: Image, key: String, value: PlistValue) throws -> [UInt8] {
         try image.image.applying([PlistKey(key): .set(value)]).bytes

@@ -1,0 +1,153 @@
+#if Etcd
+import Foundation
+import SharedPrefs
+import SharedPrefsEtcd
+
+/// Row 10: suites on an etcd cluster (`prefs-bench --etcd`, with the Etcd trait).
+extension Measures {
+    /// 10. A put through an etcd suite → an observer in another process: through SharedPrefs's
+    /// watch, and through etcd's own (`etcdctl watch`), of the same puts. Both observers print a
+    /// line per change and this process stamps its arrival, so each path has the same pipe hop.
+    mutating func etcd(_ endpoints: String) throws {
+        let prefix = "prefs-bench/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        let ours = try Child(["etcd-observe", endpoints, prefix])
+        try ours.ready()
+        let peer = try Child(["--endpoints", endpoints, "watch", "--prefix", prefix + "stamp", "-w", "json"], executable: URL(filePath: "/usr/bin/etcdctl"), environment: ["ETCDCTL_API": "3"])
+        /// The arrival of the line that carries `value`, skipping older ones; nil after `timeout`.
+        func arrival(of value: Int64, from child: Child, timeout: Double, _ parse: (String) -> Int64?) -> Int64? {
+            while let (line, arrival) = child.nextTimedLine(timeout: timeout) {
+                if parse(line) == value { return arrival }
+            }
+            return nil
+        }
+        let fromOurs: (String) -> Int64? = { Int64($0.split(separator: " ").last ?? "") }
+        let fromPeer: (String) -> Int64? = { line in
+            struct Response: Decodable { struct Event: Decodable { struct KV: Decodable { var value: Data? }; var kv: KV }; var Events: [Event]? }
+            guard let response = try? JSONDecoder().decode(Response.self, from: Data(line.utf8)), let bytes = response.Events?.last?.kv.value,
+                case .integer(let n)? = try? PlistValue(propertyListData: bytes) else { return nil }
+            return n
+        }
+        // Warm-up: until both watches deliver (etcdctl's starts on its own time).
+        var value: Int64 = 0
+        repeat {
+            value -= 1
+            suite.set(value, forKey: "stamp")
+            _ = suite.synchronize()
+        } while arrival(of: value, from: peer, timeout: 1, fromPeer) == nil || arrival(of: value, from: ours, timeout: 1, fromOurs) == nil
+        var (oursBlock, peerBlock) = (Block(arrivals: [[:]]), Block(arrivals: [[:]]))
+        for i in 1...Int64(scaled(500)) {
+            let sent = now()
+            suite.set(i, forKey: "stamp")
+            _ = suite.synchronize()
+            oursBlock.sent.append(sent)
+            peerBlock.sent.append(sent)
+            peerBlock.arrivals[0][sent] = arrival(of: i, from: peer, timeout: 10, fromPeer)
+            oursBlock.arrivals[0][sent] = arrival(of: i, from: ours, timeout: 10, fromOurs)
+            gap(2)
+        }
+        ours.stop()
+        peer.stop()
+        var (oursTally, peerTally) = (Tally(timeout: 10_000_000_000), Tally(timeout: 10_000_000_000))
+        oursTally.add(oursBlock, warmUp: 0)
+        peerTally.add(peerBlock, warmUp: 0)
+        let (o, p) = (Latencies(oursTally.latencies), Latencies(peerTally.latencies))
+        rows.append(Row(id: "10.etcdctl", group: "10. etcd (3 members)", name: "put → etcdctl watch (etcd's own)", tally: peerTally, note: "the same puts"))
+        rows.append(Row(
+            id: "10.etcd", group: "10. etcd (3 members)", name: "put → SharedPrefs observer in another process", tally: oursTally,
+            note: "overhead p50 \(µs(o.p50 - p.p50)) (target ≤ 0.5 ms); p99 \(µs(o.p99)) (target ≤ 20 ms)",
+            ratio: ratio(o.p50, p.p50), ratioTo: "etcdctl watch p50"))
+    }
+
+    /// 10. The same puts reaching `observers` processes, each with its own SharedPrefs suite on
+    /// the cluster: every delivery's latency, the slowest observer's p99, and changes missed.
+    mutating func etcdFanOut(_ endpoints: String, observers: Int) throws {
+        let prefix = "prefs-bench/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        let children = try (0..<observers).map { _ in try Child(["etcd-observe", endpoints, prefix]) }
+        defer { for child in children { child.stop() } }
+        for child in children { try child.ready() }
+        let parse: (String) -> Int64? = { Int64($0.split(separator: " ").last ?? "") }
+        func arrival(of value: Int64, from child: Child, timeout: Double) -> Int64? {
+            while let (line, arrival) = child.nextTimedLine(timeout: timeout) {
+                if parse(line) == value { return arrival }
+            }
+            return nil
+        }
+        // Warm-up: until every watch delivers.
+        var value: Int64 = 0
+        var pending = children
+        while !pending.isEmpty && value > -20 {
+            value -= 1
+            suite.set(value, forKey: "stamp")
+            _ = suite.synchronize()
+            pending = pending.filter { arrival(of: value, from: $0, timeout: 2) == nil }
+        }
+        var block = Block(arrivals: Array(repeating: [:], count: observers))
+        for i in 1...Int64(scaled(100)) {
+            let sent = now()
+            suite.set(i, forKey: "stamp")
+            _ = suite.synchronize()
+            block.sent.append(sent)
+            for (k, child) in children.enumerated() { block.arrivals[k][sent] = arrival(of: i, from: child, timeout: 5) }
+            gap(20)
+        }
+        var tally = Tally(timeout: 5_000_000_000)
+        tally.add(block, warmUp: 0)
+        let p99s = block.arrivals.map { arrivals in Latencies(block.sent.compactMap { sent in arrivals[sent].map { $0 - sent } }).p99 }.sorted()
+        rows.append(Row(
+            id: "10.etcd-fan-out", group: "10. etcd (3 members)", name: "put → \(observers) SharedPrefs observers, each its own process, slowest of each put", tally: tally,
+            note: "median observer's p99 \(µs(p99s[p99s.count / 2])); a put some observer missed counts as 5 s"))
+    }
+}
+
+/// Three etcd members on loopback with their data in `directory`, for row 10 when no endpoints
+/// are given (`prefs-bench --etcd`); stopped by ``stop()``.
+final class LocalEtcdCluster {
+    let endpoints: String
+    private var members: [Process] = []
+
+    init(in directory: URL) throws {
+        let base = 20_000 + Int(getpid() % 2_000) * 10
+        let client = (0..<3).map { "http://127.0.0.1:\(base + $0)" }
+        let peer = (0..<3).map { "http://127.0.0.1:\(base + 5 + $0)" }
+        endpoints = client.joined(separator: ",")
+        let cluster = (0..<3).map { "m\($0)=\(peer[$0])" }.joined(separator: ",")
+        for i in 0..<3 {
+            let member = Process()
+            member.executableURL = URL(filePath: "/usr/bin/etcd")
+            member.arguments = [
+                "--name", "m\(i)", "--data-dir", directory.appending(path: "etcd-m\(i)").path,
+                "--listen-client-urls", client[i], "--advertise-client-urls", client[i],
+                "--listen-peer-urls", peer[i], "--initial-advertise-peer-urls", peer[i],
+                "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token", "prefs-bench-\(getpid())",
+            ]
+            member.standardOutput = FileHandle.nullDevice
+            member.standardError = FileHandle.nullDevice
+            try member.run()
+            members.append(member)
+        }
+        for _ in 0..<100 {
+            let health = Process()
+            health.executableURL = URL(filePath: "/usr/bin/etcdctl")
+            health.arguments = ["--endpoints", endpoints, "--dial-timeout", "1s", "endpoint", "health"]
+            health.environment = ["ETCDCTL_API": "3"]
+            health.standardOutput = FileHandle.nullDevice
+            health.standardError = FileHandle.nullDevice
+            try health.run()
+            health.waitUntilExit()
+            if health.terminationStatus == 0 { return }
+            gap(200)
+        }
+        stop()
+        throw BenchError("the local etcd cluster at \(endpoints) did not become healthy in 20 s (is etcd-server installed?)")
+    }
+
+    func stop() {
+        for member in members where member.isRunning {
+            member.terminate()
+            member.waitUntilExit()
+        }
+    }
+}
+#endif

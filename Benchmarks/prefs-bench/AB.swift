@@ -2,8 +2,10 @@ import Foundation
 
 /// `prefs-bench --ab OTHER [--rounds N] [--only …] [--quick]`: this build's rows and another
 /// build's (another `prefs-bench` executable, a previous main's, say), group by group in
-/// alternating runs: in each round, each group runs in this build and in the other, which goes
-/// first alternating from round to round and group to group. For every row both builds have,
+/// alternating runs: each group runs `rounds` times in this build and in the other, which goes
+/// first alternating from round to round, before the next group; the groups that create and
+/// delete thousands of files (9, 15) come last, since the freeing slows making files for
+/// minutes on some file systems (ext4 mounted with `discard`). For every row both builds have,
 /// prints this ÷ other of its cost (the p50, the time per operation of a rate, a size: above 1,
 /// this build is slower or bigger), its min, median and max over the rounds. This is how a
 /// change shows it pays, and how a rewrite shows it is no worse.
@@ -30,11 +32,11 @@ enum AB {
         var figures: [String: Figures] = [:]
         var order: [String] = []
         let started = Date()
-        for round in 0..<rounds {
-            for (g, group) in groups.enumerated() {
+        for group in groups {
+            for round in 0..<rounds {
                 var results: [[Row]] = [[], []]
                 for k in 0..<2 {
-                    let b = (round + g + k) % 2
+                    let b = (round + k) % 2
                     FileHandle.standardError.write(Data("prefs-bench --ab: round \(round + 1) of \(rounds), group \(group), \(b == 0 ? "this build" : "the other")…\n".utf8))
                     guard let rows = runOnce(builds[b], group: group, quick: quick, in: work) else { return 1 }
                     results[b] = rows
@@ -74,7 +76,7 @@ enum AB {
     static func show(_ cost: Double, _ unit: String) -> String {
         switch unit {
         case "µs": String(format: "%.0f µs", cost / 1000)
-        case "reads/s", "sets/s", "updates/s", "replaces/s": String(format: "%.0f %@", 1 / cost, unit)
+        case "reads/s", "sets/s", "updates/s", "replaces/s": (1 / cost >= 1e6 ? String(format: "%.2f M %@", 1e-6 / cost, unit) : String(format: "%.0f %@", 1 / cost, unit))
         default: String(format: "%.1f %@", cost, unit)
         }
     }
@@ -87,7 +89,10 @@ enum AB {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = URL(filePath: build)
-        process.arguments = ["--only", String(group), "--json", json.path] + (quick ? ["--quick"] : [])
+        // One block a run: the two builds' blocks alternate, seconds apart (this machine's noise
+        // drifts within minutes), and the median of many pairs is what counts.
+        process.arguments = ["--only", String(group), "--json", json.path, "--blocks", "1"] + (quick ? ["--quick"] : [])
+        sync()  // what the last run left dirty is written before this one measures
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try? FileHandle(forWritingTo: log)
         do { try process.run() } catch {

@@ -36,8 +36,8 @@ extension Measures {
         }
         for path in dconfEnvironment.values { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) }
         let suite = try makeSuite("dconf-full")
-        let perBlock = scaled(500) / blocks
-        let perCLIBlock = (quick ? 6 : 100) / blocks
+        let perBlock = scaled(500) / defaultBlocks
+        let perCLIBlock = (quick ? 6 : 100) / defaultBlocks
         var tallies = Array(repeating: Tally(), count: 3)
         var afterExit: [Int64] = []
         try interleave(arms: 3, blocks: blocks) { arm in
@@ -159,6 +159,6 @@ extension Measures {
             id: "13.cached-read", group: "13. cached read", name: "integer(forKey:) of a 100-key suite, \(count) times", n: count,
             throughput: Quantity(value: (1e9 / ours).rounded(), unit: "reads/s"),
             note: String(format: "%.0f ns a read; Foundation UserDefaults %.0f ns: %.1f× faster; 10 alternating blocks; target ≥ 20×", ours, theirs, theirs / ours),
-            targets: [Target(what: Target.all[9], figure: theirs / ours, bound: 20, atMost: false)], cost: ours))
+            targets: [Target(what: Target.all[9], figure: theirs / ours, bound: 20, atMost: false)], cost: ours / 1e9))
     }
 }

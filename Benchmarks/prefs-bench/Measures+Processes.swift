@@ -13,7 +13,7 @@ extension Measures {
     mutating func contention() throws {
         let processes = 8
         let seconds = quick ? 0.5 : 2.0
-        let blockCount = quick ? 1 : 3
+        let blockCount = blocks == defaultBlocks ? (quick ? 1 : 3) : blocks
         var values = realisticValues(100)
         values["counter"] = .integer(0)
         let suites = try ["none", "full"].map { try makeSuite("contended-\($0)", values, durability: $0 == "none" ? .none : .full) }

@@ -8,10 +8,20 @@ import SharedPrefsLocking
 struct Measures {
     let directory: URL
     let quick: Bool
+    /// Blocks of each interleaved measurement: 5 (2 with `--quick`) unless `--blocks` says.
+    let blocks: Int
     var rows: [Row] = []
 
-    /// Blocks of each interleaved measurement, and the changes of each block discarded first.
-    var blocks: Int { quick ? 2 : 5 }
+    init(directory: URL, quick: Bool, blocks: Int?) {
+        (self.directory, self.quick) = (directory, quick)
+        self.blocks = blocks ?? (quick ? 2 : 5)
+    }
+
+    /// The blocks a run has unless `--blocks` says: each block holds the run's changes ÷ these,
+    /// whatever the blocks run.
+    var defaultBlocks: Int { quick ? 2 : 5 }
+
+    /// The changes of each block discarded first.
     var warmUp: Int { quick ? 2 : 5 }
 
     func scaled(_ count: Int) -> Int { quick ? max(5, count / 20) : count }
@@ -245,10 +255,11 @@ struct Measures {
     /// with a thread hop on each side of a file made ahead (held) and of one made in each write
     /// (held nothing), then each library variant.
     mutating func remoteLatency() throws {
-        defer { try? foundationAcrossProcesses() }
+        // A peer that notices nothing, measured with the default blocks only (not in `--ab`'s runs).
+        defer { if blocks == defaultBlocks { try? foundationAcrossProcesses() } }
         let variants: [(durability: PreferenceSuite.Durability, onWatcherThread: Bool)] = [(.none, false), (.none, true), (.full, false)]
         let suites = try variants.map { try makeSuite("latency-\($0.durability)\($0.onWatcherThread ? "-watcher" : "")", durability: $0.durability) }
-        let perBlock = scaled(500) / blocks
+        let perBlock = scaled(500) / defaultBlocks
         var tallies = Array(repeating: Tally(), count: 3 + variants.count)
         try interleave(arms: tallies.count, blocks: blocks) { arm in
             let count = warmUp + perBlock
@@ -363,7 +374,7 @@ struct Measures {
             suites.append((suite, order[order.count / 2]))
         }
         var tallies = Array(repeating: Tally(), count: sizes.count)
-        let perBlock = (quick ? 10 : 200) / blocks
+        let perBlock = (quick ? 10 : 200) / defaultBlocks
         try interleave(arms: sizes.count, blocks: blocks) { arm in
             let count = warmUp + (sizes[arm] >= 100_000 ? perBlock / 2 : perBlock)
             tallies[arm].add(try libraryBlock(suites[arm].suite, key: suites[arm].key, count: count, gapMs: 20, realistic: true).block, warmUp: warmUp)
@@ -399,7 +410,7 @@ struct Measures {
         let suites = try [false, true].map { try makeSuite("fanout\($0 ? "-watcher" : "")", durability: .none) }
         var tallies = Array(repeating: Tally(), count: 4)
         var cpu = Array(repeating: [Int64](), count: 4)
-        let perBlock = scaled(300) / blocks
+        let perBlock = scaled(300) / defaultBlocks
         try interleave(arms: 4, blocks: blocks) { arm in
             let count = warmUp + perBlock
             switch arm {

@@ -47,7 +47,10 @@ let package = Package(
                 "SharedPrefsLocking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            // The tests' fault hooks (TestingHooks), in debug builds only: nothing test-only runs
+            // in a release write.
+            swiftSettings: [.define("SHAREDPREFS_TESTING", .when(configuration: .debug))]
         ),
         // A SuiteBackend on an etcd v3 cluster; empty without the Etcd trait.
         .target(
@@ -121,11 +124,13 @@ let package = Package(
         .executableTarget(
             name: "prefs-test-child",
             dependencies: ["SharedPrefsObservation"],
-            path: "Tests/prefs-test-child"
+            path: "Tests/prefs-test-child",
+            swiftSettings: [.define("SHAREDPREFS_TESTING", .when(configuration: .debug))]
         ),
         .testTarget(
             name: "SharedPrefsTests",
-            dependencies: ["SharedPrefs", "SharedPrefsObservation", "SharedPrefsLocking", "SharedPrefsTestSupport"]
+            dependencies: ["SharedPrefs", "SharedPrefsObservation", "SharedPrefsLocking", "SharedPrefsTestSupport"],
+            swiftSettings: [.define("SHAREDPREFS_TESTING", .when(configuration: .debug))]
         ),
         // The store's logic on a scripted backend in memory: milliseconds, no files, no processes
         // (swift test --filter SharedPrefsUnitTests).

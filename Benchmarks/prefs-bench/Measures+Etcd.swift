@@ -1,6 +1,6 @@
 #if Etcd
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 import SharedPrefsEtcd
 
 /// Row 10: suites on an etcd cluster (`prefs-bench --etcd`, with the Etcd trait).

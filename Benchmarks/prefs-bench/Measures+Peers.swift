@@ -1,5 +1,5 @@
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 
 /// The rows measured side by side with a peer: dconf (5), Foundation `UserDefaults` at cold start
 /// (11) and in cached reads (13).

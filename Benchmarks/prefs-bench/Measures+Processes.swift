@@ -1,5 +1,5 @@
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 
 /// The rows about processes: writers contending (8), memory (9), idle wake-ups (12), system
 /// calls (14) and descriptors (15).

@@ -1,5 +1,5 @@
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 import SharedPrefsLocking
 
 /// The measurements, each adding its rows. Every ratio divides by a floor or peer measured in

@@ -1,5 +1,5 @@
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 import SharedPrefsLocking
 import CSharedPrefsShims
 #if Etcd

@@ -1,7 +1,7 @@
 import CSharedPrefsShims
 import Foundation
 import Histogram
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 import SharedPrefsLocking
 
 /// CLOCK_MONOTONIC in nanoseconds: comparable between processes of one machine.

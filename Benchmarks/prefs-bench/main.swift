@@ -10,7 +10,7 @@
 //                                                                        3-member cluster of its own without ENDPOINTS)
 import CSharedPrefsShims
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {

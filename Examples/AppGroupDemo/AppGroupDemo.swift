@@ -69,7 +69,7 @@ struct AppGroupDemo: AsyncParsableCommand {
         // A kept container holds the last run's values: a change to the same value changes
         // nothing, and nobody would hear it. The scenario starts from its defaults (the counter
         // is counted from where it stands).
-        let leftOver = try suite.update { values in
+        let leftOver = try await suite.update { values in
             let old = values.values.keys.filter { ($0.hasPrefix("demo.") && $0 != counterKey.name) || $0.hasPrefix("helper") }
             for key in old { values[key] = nil }
             return old.count

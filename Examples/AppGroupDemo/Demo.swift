@@ -139,14 +139,14 @@ struct Demo {
 
         print("\n3. Both helpers increment a shared counter \(increments) times each, concurrently, through update")
         cursor = events.count
-        let before = try suite.update { $0[counterKey] }
+        let before = try await suite.update { $0[counterKey] }
         let incrementStart = monotonicNanoseconds()
         for helper in helpers { helper.send("increment \(increments)") }
         for helper in helpers {
             let done = try await events.first(after: cursor, timeout: .seconds(300)) { $0.source == "helper \(helper.id)" && $0.words == ["done", "increment"] }
             line("helper \(helper.id)", "finished \(increments) increments", at: done.time == 0 ? monotonicNanoseconds() : done.time)
         }
-        let total = try suite.update { $0[counterKey] } - before
+        let total = try await suite.update { $0[counterKey] } - before
         let lost = increments * helpers.count - total
         line("main", "counter = \(total) (expected \(increments * helpers.count), lost updates: \(max(lost, 0))) in \(String(format: "%.0f", Double(monotonicNanoseconds() - incrementStart) / 1e6)) ms")
         if lost < 0 {

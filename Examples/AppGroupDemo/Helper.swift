@@ -32,7 +32,7 @@ enum Helper {
                 say("wrote", "demo.theme", words[1], "\(time)")
             case "increment":
                 let count = Int(words[1]) ?? 0
-                for _ in 0..<count { try suite.update { $0[counterKey] += 1 } }
+                for _ in 0..<count { try await suite.update { $0[counterKey] += 1 } }
                 say("done", "increment")
             case "forget-nickname":
                 let time = monotonicNanoseconds()

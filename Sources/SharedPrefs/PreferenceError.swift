@@ -14,7 +14,8 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure. New codes may be added; switch with a `default` case.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
-        private init(_ name: String) { self.name = name }
+        /// A code named `name`; the backends of this package (`SharedPrefsEtcd`) add their own.
+        package init(_ name: String) { self.name = name }
         public var description: String { name }
 
         /// A suite name or group identifier is not allowed (characters, length, leading dot).
@@ -51,18 +52,13 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         /// The kernel's event queue overflowed: every suite was re-read and diffed again, so no
         /// change is lost, but successive changes of a key may arrive as one.
         public static let watchOverflowed = Code("watchOverflowed")
-        /// A ``ObservationOptions/synchronousExternalChanges`` handler has held the thread that
-        /// reads other processes' changes for a second: reported once per call, with its keys.
+        /// No longer reported: a ``ObservationOptions/synchronousExternalChanges`` handler that
+        /// blocks holds only its own thread, and delays only its own observer.
+        @available(*, deprecated, message: "Not reported any more: a handler that blocks delays only its own observer.")
         public static let handlerHeldWatcher = Code("handlerHeldWatcher")
         /// The operation needs a file, but the suite lives only in memory, or the call is not
         /// allowed where it was made (for example `update` inside another `update`).
         public static let unsupportedOperation = Code("unsupportedOperation")
-        /// No member of the etcd cluster answered (or none with a leader); writes stay pending and
-        /// are retried, the watch resumes where it stopped.
-        public static let clusterUnreachable = Code("clusterUnreachable")
-        /// The etcd watch fell below the cluster's compaction point: the suite was read again in
-        /// full and diffed, so observers hear of every key that changed, not of each step.
-        public static let resynchronized = Code("resynchronized")
     }
 
     /// The kind of failure.

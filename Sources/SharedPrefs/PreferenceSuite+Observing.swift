@@ -235,25 +235,19 @@ public struct ObservationOptions: OptionSet, Sendable {
     /// read, instead of being handed over to the queue: one thread wake-up less per change
     /// (6–30 µs at p50 in the benchmark's runs, BENCHMARKS.md).
     ///
-    /// For a file suite that thread is the process's one watcher thread (`prefs.watcher` in a
-    /// debugger or `top -H`), which reads the changes of every suite in the process (for an etcd
-    /// suite, the thread of its watch): while the handler runs, no other change reaches any
-    /// observer. Use it for handlers that return at once (set a flag, resume a continuation, post
-    /// to a queue of your own); never wait in one. The handler may use the suite, even
-    /// `synchronize()` and `update`, without waiting for itself; but those wait for the suite's
-    /// file lock, and every suite's changes wait with them.
+    /// For a file suite that thread is one of the process's reader threads (`prefs.watcher` in a
+    /// debugger or `top -H`; for an etcd suite, the thread of its watch). A handler that blocks
+    /// holds that thread and its own observer's later changes, nothing else: the other readers
+    /// go on reading every other suite's changes, and this suite's other observers get theirs.
+    /// Still, use it for handlers that return at once (set a flag, resume a continuation, post to
+    /// a queue of your own): a handler that waits keeps its thread. The handler may use the suite,
+    /// even `synchronize()` and `update`, without waiting for itself.
     ///
     /// Changes still arrive in order, one at a time: this process's own changes (unless
     /// ``synchronousLocalChanges`` takes them) and other processes' changes read elsewhere (by a
     /// re-read queued behind this process's own write) go to the queue, after those already on
     /// their way. With ``synchronousLocalChanges`` too, the handler may run on the setter's
     /// thread while it runs on the watcher's.
-    ///
-    /// A handler that holds the watcher thread for a second is reported on
-    /// ``PreferenceSuite/failures()`` (``PreferenceError/Code/handlerHeldWatcher``, once per call,
-    /// naming its keys), and the watcher's work moves to a new thread: other suites' changes keep
-    /// arriving, and this suite's wait, in order, until the handler returns. (An etcd suite's
-    /// watch thread is reported the same way, and not replaced.)
     public static let synchronousExternalChanges = ObservationOptions(rawValue: 4)
 }
 

@@ -397,6 +397,21 @@ public final class PreferenceSuite: Sendable {
     public func update<Result>(_ body: (inout PreferenceTransaction) throws -> Result) throws -> Result {
         try store.update(body)
     }
+
+    /// ``update(_:)-(_)`` for async code: the same read-modify-write under the suite's file lock,
+    /// run on a thread of the suite's own instead of blocking the caller's, which is one of Swift's
+    /// cooperative pool (a lock wait, an `fsync` or a cluster's answer there would hold a thread
+    /// every task shares). It waits for the suite's earlier work in this process and for the lock
+    /// one ``Options/lockTimeout`` at most (an etcd suite: its timeout), counted from the call.
+    ///
+    /// ```swift
+    /// let launches = try await suite.update { $0[.launchCount] += 1; return $0[.launchCount] }
+    /// ```
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (nothing is written then), or a ``PreferenceError`` from the write.
+    public func update<Result: Sendable>(_ body: @escaping @Sendable (inout PreferenceTransaction) throws -> Result) async throws -> Result {
+        try await store.update(body)
+    }
 }
 
 extension String {

@@ -74,6 +74,9 @@ final class EtcdBackend: SuiteBackend {
     }
 
     var location: String? { address }
+
+    var timeout: Duration { .nanoseconds(client.timeout.nanoseconds) }
+
     /// The cluster and prefix, for messages.
     var address: String { "etcd \(client.endpoints.joined(separator: ",")) prefix \(String(decoding: prefix, as: UTF8.self))" }
 
@@ -112,8 +115,13 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Watches the prefix from the last revision read, so that nothing falls between, until the
-    /// subscription is released.
+    /// subscription is released. The watch streams on NIO's threads and a task; what it finds
+    /// goes to `sink` on a serial queue of its own, in order: the store's re-read (requests that
+    /// wait for their answers) and the handlers that run where changes are read never take a
+    /// thread of Swift's cooperative pool.
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription {
+        let deliveries = DispatchQueue(label: "SharedPrefs.etcd.watch")
+        let sink: @Sendable (BackendEvent) -> Void = { event in deliveries.async { sink(event) } }
         let watch = Task.detached { [self] in
             var delay: Duration = .milliseconds(100)
             while !Task.isCancelled {
@@ -369,15 +377,16 @@ final class EtcdBackend: SuiteBackend {
         throw PreferenceError(code: .clusterUnreachable, message: "An update of \(address) may or may not have been applied: its answer was lost (\(why)), and the cluster did not answer for 5 seconds after (\(lastFailure)). It is not retried, so that it is never applied twice; read the suite when the cluster is back.", path: address)
     }
 
-    /// The first write of `key` after `revision` (a watch from `revision + 1`, read to its first event).
+    /// The first write of `key` after `revision` (a watch from `revision + 1`, read to its first
+    /// event), within one request timeout; `nil` when the watch ended with nothing.
     private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
         let result = Lock<Result<(value: Data, revision: Int64)?, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let client = self.client
-        Task.detached {
+        let watch = Task.detached {
             defer { done.signal() }
             do {
-                try await client.watch(.init(key: key, start_revision: Int64String(revision + 1)), timeout: .seconds(10)) { message, _ in
+                try await client.watch(.init(key: key, start_revision: Int64String(revision + 1)), timeout: client.timeout) { message, _ in
                     if let event = message.events?.first {
                         result.withLock { $0 = .success((event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0)) }
                         return false
@@ -392,7 +401,11 @@ final class EtcdBackend: SuiteBackend {
                 result.withLock { $0 = .failure(error) }
             }
         }
-        done.wait()
+        // The watch's own checks end it within about two timeouts; this wait, within three.
+        if done.wait(timeout: .now() + .nanoseconds(Int(client.timeout.nanoseconds * 3))) == .timedOut {
+            watch.cancel()
+            throw PreferenceError(code: .clusterUnreachable, message: "Could not find out whether an update of \(address) was applied: no member answered a watch of its transaction key in \(timeout * 3). It is not retried, so that it is never applied twice; read the suite when the cluster answers.", path: address)
+        }
         switch result.withLock({ $0 }) {
         case .success(let first): return first
         case .failure(let error): throw failed("find out whether an update was applied", error)

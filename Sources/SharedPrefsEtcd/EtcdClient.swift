@@ -8,43 +8,32 @@ import SharedPrefs
 import SharedPrefsLocking
 
 /// etcd v3's JSON gateway (`/v3/kv/range`, `/v3/kv/txn`, `/v3/watch`): keys and values base64,
-/// 64-bit integers JSON strings, every request a POST. One HTTP client per process and TLS
-/// configuration; a request tries the endpoints in turn, from the last that answered.
+/// 64-bit integers JSON strings, every request a POST. One HTTP client per process, its I/O on
+/// NIO's event loop threads; each request carries its suite's TLS configuration and a deadline.
+/// A request tries the endpoints in turn, from the last that answered.
 struct EtcdClient: Sendable {
     let endpoints: [String]
     let timeout: TimeAmount
-    let http: HTTPClient
+    /// The suite's TLS configuration, for each of its requests (`nil`: plain HTTP).
+    let tls: TLSConfiguration?
     private let preferred = LockedIndex()
 
     init(endpoints: [String], options: EtcdOptions) throws(PreferenceError) {
         self.endpoints = endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         let timeout = options.timeout.components
         self.timeout = .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
-        self.http = try Self.httpClient(options.tls, connectTimeout: self.timeout)
+        tls = try options.tls.map { (tls) throws(PreferenceError) in try tls.configuration() }
     }
 
-    private struct ClientKey: Hashable {
-        var tls: EtcdOptions.TLS?
-        var connectTimeout: TimeAmount
-    }
-    private static let httpClients = Lock<[ClientKey: HTTPClient]>([:])
-
-    /// The process's HTTP client for `tls` and `connectTimeout`, made on first use and kept for
-    /// the process's life. A connection that cannot be made within `connectTimeout` fails the
-    /// request (the next endpoint is tried), rather than being retried until the request's deadline.
-    private static func httpClient(_ tls: EtcdOptions.TLS?, connectTimeout: TimeAmount) throws(PreferenceError) -> HTTPClient {
-        try httpClients.withLock { (clients) throws(PreferenceError) -> HTTPClient in
-            let key = ClientKey(tls: tls, connectTimeout: connectTimeout)
-            if let client = clients[key] { return client }
-            var configuration = HTTPClient.Configuration()
-            configuration.connectionPool.retryConnectionEstablishment = false
-            configuration.timeout.connect = connectTimeout
-            if let tls { configuration.tlsConfiguration = try tls.configuration() }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            clients[key] = client
-            return client
-        }
-    }
+    /// The process's one HTTP client. A connection that cannot be made fails its request at once
+    /// (the next endpoint is tried) rather than being tried again until the request's deadline,
+    /// and one that hangs is bounded by that deadline.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+    var http: HTTPClient { Self.http }
 
     /// How a request failed.
     enum Failure: Error, CustomStringConvertible {
@@ -93,7 +82,7 @@ struct EtcdClient: Sendable {
                 let index = (start + offset) % endpoints.count
                 let endpoint = endpoints[index]
                 do {
-                    var request = try HTTPClient.Request(url: endpoint + path, method: .POST, body: .byteBuffer(ByteBuffer(bytes: payload)))
+                    var request = try HTTPClient.Request(url: endpoint + path, method: .POST, body: .byteBuffer(ByteBuffer(bytes: payload)), tlsConfiguration: tls)
                     request.headers.add(name: "Content-Type", value: "application/json")
                     request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
                     let response = try http.execute(request: request, deadline: min(deadline, .now() + attempt)).wait()
@@ -172,6 +161,7 @@ extension EtcdClient {
     private func post(at index: Int, _ path: String, _ body: ByteBuffer) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: endpoints[index] + path)
         request.method = .POST
+        request.tlsConfiguration = tls
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(body)
         return request

@@ -95,8 +95,7 @@ extension PreferenceSuite {
         case .none: nil
         }
         // One live store per cluster and prefix in this process, flushed at exit like a file suite's.
-        let key = "etcd " + client.endpoints.sorted().joined(separator: ",") + " " + prefix
-        self.init(store: try StoreRegistry.store(key: key) { () throws(PreferenceError) in
+        self.init(store: try StoreRegistry.store(id: EtcdSuite(endpoints: client.endpoints.sorted(), prefix: prefix)) { () throws(PreferenceError) in
             let backend = EtcdBackend(client: client, prefix: prefix, cache: cache)
             let (loaded, queued) = try backend.open()
             let store = SuiteStore(name: prefix, backend: backend, loaded: loaded)
@@ -106,4 +105,9 @@ extension PreferenceSuite {
     }
 }
 
+/// What identifies an etcd suite in this process: its cluster and prefix.
+private struct EtcdSuite: Hashable, Sendable {
+    var endpoints: [String]
+    var prefix: String
+}
 #endif

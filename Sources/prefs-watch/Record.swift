@@ -250,12 +250,11 @@ enum OutputStyle: Sendable {
     }
 }
 
-/// Writes whole records to standard output with write(2), one call per record, so every record
-/// is out as soon as it is made. A closed pipe (`prefs-watch … | head -1`) ends the process with 0.
+/// Writes whole records to standard output with write(2), as soon as the writer has them. A
+/// closed pipe (`prefs-watch … | head -1`) ends the process with 0.
 enum StandardOutput {
-    static func write(_ text: String, terminator: UInt8) {
-        var bytes = Array(text.utf8)
-        bytes.append(terminator)
+    /// Writes `bytes` whole; a closed pipe ends the process with 0, another failure with 1.
+    static func write(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + offset, $0.count - offset) }

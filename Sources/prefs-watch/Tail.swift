@@ -87,10 +87,11 @@ struct Tail: ParsableCommand {
         }
     }
 
-    /// Runs on the main thread and then waits there; changes are printed on the thread that reads
-    /// them (the watcher thread). No dispatch queue and no Swift concurrency: run as tasks (one
-    /// asleep, one per failure stream), an idle tail had six threads and libdispatch's timer
-    /// thread re-armed a timer every second.
+    /// Runs on the main thread and then waits there; changes are turned into records on the
+    /// thread that reads them (a reader thread), and written by one writer thread
+    /// (``OutputWriter``). No dispatch queue and no Swift concurrency: run as tasks (one asleep,
+    /// one per failure stream), an idle tail had six threads and libdispatch's timer thread
+    /// re-armed a timer every second.
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text
@@ -155,9 +156,9 @@ struct Tail: ParsableCommand {
     }
 }
 
-/// The running tail: records are numbered and printed under one lock, on the thread that has
-/// them (the watcher thread for changes), so they never interleave and `seq` counts them in
-/// output order.
+/// The running tail: records are numbered and queued for the writer under one lock, on the
+/// thread that has them (a reader thread for changes), so they never interleave and `seq`
+/// counts them in output order.
 final class TailSession: Sendable {
     enum Announce {
         /// Print nothing for the current values.
@@ -181,8 +182,9 @@ final class TailSession: Sendable {
     /// init, afterwards only rescheduled, which libdispatch allows from any thread.
     nonisolated(unsafe) private let timer: DispatchSourceTimer?
     private let state = Lock(State())
-    /// The records printed so far; held while one is printed.
+    /// The records numbered so far; held while one is numbered and queued.
     private let output = Lock(0)
+    private let writer = OutputWriter()
 
     init(style: OutputStyle, terminator: UInt8, filters: [KeyFilter], count: Int?, timeout: Double?) {
         self.style = style
@@ -243,17 +245,50 @@ final class TailSession: Sendable {
         emit(Record(suite: "", path: "", operation: .raw, message: message))
     }
 
-    /// Numbers and prints a record.
+    /// Numbers a record and queues it for the writer; after `--count` records, no more.
     private func emit(_ record: Record) {
-        let done = output.withLock { printed in
+        output.withLock { printed in
+            guard count.map({ printed < $0 }) ?? true else { return }
             printed += 1
             var record = record
             record.seq = printed
-            StandardOutput.write(style.render(record), terminator: terminator)
+            writer.write(style.render(record), terminator: terminator, thenExit: count == printed)
             if let timeout { timer?.schedule(deadline: .now() + timeout) }
-            return count.map { printed >= $0 } ?? false
         }
-        // Outside the lock: the exit flush may report, and a report prints.
-        if done { exit(0) }
+    }
+}
+
+/// The one thread that writes records to standard output. Records are queued in order, never
+/// dropped, and written as fast as the reader of the output takes them: a reader that stops
+/// stalls this thread alone, never the threads that read changes, and gets every record once it
+/// reads again.
+final class OutputWriter: Sendable {
+    private let queued = Lock<(bytes: [UInt8], exit: Bool)>(([], false))
+    private let ready = DispatchSemaphore(value: 0)
+
+    init() {
+        Thread.start(named: "prefs-watch.out") { [self] in run() }
+    }
+
+    /// Queues `text` and `terminator`; with `thenExit`, the process exits (status 0) once it is written.
+    func write(_ text: String, terminator: UInt8, thenExit: Bool) {
+        queued.withLock { queued in
+            queued.bytes += text.utf8
+            queued.bytes.append(terminator)
+            queued.exit = queued.exit || thenExit
+        }
+        ready.signal()
+    }
+
+    private func run() {
+        while true {
+            ready.wait()
+            let (bytes, exits) = queued.withLock { queued in
+                defer { queued.bytes = [] }
+                return (queued.bytes, queued.exit)
+            }
+            if !bytes.isEmpty { StandardOutput.write(bytes) }
+            if exits { exit(0) }
+        }
     }
 }

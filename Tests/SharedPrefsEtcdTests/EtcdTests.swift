@@ -206,6 +206,11 @@ final class EtcdCluster {
         return nil
     }
 
+    /// Lets a member stopped by ``inflict(_:on:)`` go on.
+    func resume(_ member: Int) {
+        if let process = members[member] { Foundation.kill(process.processIdentifier, SIGCONT) }
+    }
+
     func kill(_ member: Int) {
         guard let process = members[member] else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
@@ -259,7 +264,7 @@ final class Child: @unchecked Sendable {
 
     /// A child (`prefs-etcd-child`, or another product) whose offline cache lives under
     /// `cacheHome`; in network namespace `namespace` when one is given.
-    init(_ arguments: [String], cacheHome: URL, product: String = "prefs-etcd-child", namespace: String? = nil) throws {
+    init(_ arguments: [String], cacheHome: URL, product: String = "prefs-etcd-child", namespace: String? = nil, environment: [String: String] = [:]) throws {
         iterator = lines.stream.makeAsyncIterator()
         let executable = products.appending(path: product)
         if let namespace {
@@ -270,7 +275,7 @@ final class Child: @unchecked Sendable {
             process.arguments = arguments
         }
         process.standardInput = input
-        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": cacheHome.path]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CACHE_HOME": cacheHome.path].merging(environment) { $1 }) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = errors
@@ -404,6 +409,32 @@ struct EtcdSuiteTests {
         let survivors = cluster.clientURLs.enumerated().filter { $0.offset != leader }.map(\.element)
         let check = try PreferenceSuite(etcd: survivors, prefix: prefix, options: noCache)
         #expect(check.integer(forKey: "counter") == processes * increments)
+    }
+
+    /// 64 async `update`s at once in a process whose cooperative pool is held to 2 threads, while
+    /// the member they first go to is stopped (its answers are lost): every one returns, within
+    /// its bound, and the counter holds exactly the ones that said they were applied. (Sync
+    /// updates on the pool's threads, waiting for a task that needed one of them, hung for good.)
+    @Test(.timeLimit(.minutes(2)))
+    func sixtyFourAsyncUpdatesOnTwoPoolThreadsWithLostAnswersAllReturn() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let child = try Child(["async-updates", cluster.endpoints, prefix, "64"], cacheHome: cluster.cacheHome, environment: ["LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"])
+        #expect(await child.nextLine() == "ready")
+        // The child asks member 0 first: stopped, it keeps the connection open and answers nothing.
+        try cluster.inflict(.stopped, on: 0)
+        defer { cluster.resume(0) }
+        child.send("go")
+        let line = try #require(await child.nextLine())
+        #expect(await child.exitStatus() == 0)
+        let fields = line.split(separator: " ")
+        let (ok, failed, longest) = (Int(fields[1]) ?? -1, Int(fields[3]) ?? -1, Int(fields[5]) ?? -1)
+        #expect(ok + failed == 64, "\(line)")
+        // Each waits for the suite's earlier updates 2 s (the child's timeout) at most, and its
+        // own comparison and answer get the same again, a lost one its fence.
+        #expect(longest < 10_000, "\(line)")
+        let check = try PreferenceSuite(etcd: Array(cluster.clientURLs.dropFirst()), prefix: prefix, options: noCache)
+        #expect(check.integer(forKey: "counter") == ok, "\(line)")
     }
 
     @Test func aWatchBelowTheCompactionPointReadsTheSuiteAgainAndEndsInTheExactState() async throws {

@@ -30,8 +30,12 @@ package final class ScriptedBackend: SuiteBackend {
     /// Whether a transaction is checked like a compare-and-swap (etcd) rather than run under a lock.
     package let comparesAndSwaps: Bool
 
-    package init(_ stored: PlistDictionary = [:], comparesAndSwaps: Bool = false) {
+    /// The longest a call waits for the suite's earlier work (there is no lock to wait for).
+    package let timeout: Duration
+
+    package init(_ stored: PlistDictionary = [:], comparesAndSwaps: Bool = false, timeout: Duration = .seconds(5)) {
         self.comparesAndSwaps = comparesAndSwaps
+        self.timeout = timeout
         state.withLock { $0.stored = stored }
     }
 

@@ -130,7 +130,7 @@ struct DefaultsParityTests {
         defer { token.cancel() }
         suite.set(5, forKey: "a")
         #expect(heard.items == ["5 read 5 local"])
-        try suite.update { $0["a"] = 6 }
+        try await suite.update { $0["a"] = 6 }
         #expect(heard.items.count == 2)
         try await child("set", file.path, "a=int:7")
         #expect(try await heard.wait(for: 3).last == "7 read 7 external")

@@ -10,6 +10,13 @@ import Testing
 /// takes a sixteenth of the time: 600 s of a 2-core CI machine at full size.
 let underThreadSanitizer = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil
 
+/// Whether the library's test hooks (`TestingHooks`) are built in: in debug builds only.
+#if SHAREDPREFS_TESTING
+let testHooksBuiltIn = true
+#else
+let testHooksBuiltIn = false
+#endif
+
 /// A fresh directory per test, removed afterwards.
 struct TemporaryDirectory: ~Copyable {
     let url: URL
@@ -67,6 +74,11 @@ func child(_ arguments: [String]) async throws {
 
 /// Runs a Python 3 script (a foreign writer that knows nothing of SharedPrefs).
 func python(_ script: String, _ arguments: String...) async throws -> ProcessResult {
+    try await python(script, arguments)
+}
+
+/// ``python(_:_:)-(_,String...)`` with the arguments in an array.
+func python(_ script: String, _ arguments: [String]) async throws -> ProcessResult {
     try await run(URL(filePath: "/usr/bin/env"), ["python3", "-c", script] + arguments)
 }
 

@@ -175,7 +175,7 @@ struct StoreTests {
         let (all, token) = suite.record(.all)
         defer { _ = token }
         suite.set(1, forKey: "a")
-        let total = try suite.update { tx in
+        let total = try await suite.update { tx in
             let next = number(tx["a"]) + 1
             tx["a"] = .integer(next)
             return next

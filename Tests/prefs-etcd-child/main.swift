@@ -17,6 +17,11 @@
 //                                                         update each), prints "ready" after the first,
 //                                                         then "longest <s>" (the longest time one
 //                                                         took) and "done"
+//   prefs-etcd-child async-updates <endpoints> <prefix> <n>
+//                                                         prints "ready", waits for a line on standard
+//                                                         input, then runs n async updates of
+//                                                         "counter" at once and prints "updated <ok>
+//                                                         failed <n> longest <ms>"
 //   prefs-etcd-child session <endpoints> <prefix>         prints "ready", then changes and failures as
 //                                                         observe does, while it takes commands from
 //                                                         standard input until its end: "set <key>=<value>...",
@@ -69,6 +74,28 @@ do {
             }
         }
         say("done")
+    case "async-updates":
+        let counter = PreferenceKey<Int>("counter", default: 0)
+        say("ready")
+        _ = readLine()
+        let clock = ContinuousClock()
+        let outcomes = await withTaskGroup(of: (Bool, Duration).self) { group in
+            for _ in 0..<(Int(rest.first ?? "") ?? 64) {
+                group.addTask {
+                    let start = clock.now
+                    do {
+                        try await suite.update { $0[counter] += 1 }
+                        return (true, clock.now - start)
+                    } catch {
+                        return (false, clock.now - start)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let ok = outcomes.filter(\.0).count
+        let longest = outcomes.map(\.1).max() ?? .zero
+        say("updated \(ok) failed \(outcomes.count - ok) longest \(Int(longest / .milliseconds(1)))")
     case "observe":
         let seen = DispatchSemaphore(value: 0)
         let token = suite.observe(.all) { change in

@@ -40,6 +40,15 @@ import Foundation
 @_spi(Testing) import SharedPrefs
 import SharedPrefsObservation
 
+#if !SHAREDPREFS_TESTING
+/// A release build has no test hooks: the commands that need them say so.
+enum TestingHooks {
+    static func failWatches(errno: CInt) { fail("built without the library's test hooks: build it in debug") }
+    static func beforeRename(_ body: (@Sendable (String) -> Void)?) { fail("built without the library's test hooks: build it in debug") }
+    static func holdWatcher(_ held: Bool) { fail("built without the library's test hooks: build it in debug") }
+}
+#endif
+
 func parse(_ text: String) -> PlistValue? {
     let (kind, rest) = text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? ("str", text)
     switch kind {
@@ -151,6 +160,14 @@ case "many":
     say("ready \((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1)")
     while readLine() != nil {}
     withExtendedLifetime((token, suites)) {}
+    exit(0)
+case "set-each":
+    // set-each <plist>... [--lock-timeout-ms N]: sets k to 1 in each suite, then exits: the exit
+    // flush writes them all.
+    for path in arguments.dropFirst().prefix(while: { !$0.hasPrefix("--") }) {
+        do { try PreferenceSuite(fileURL: URL(filePath: path), options: options).set(1, forKey: "k") } catch { fail("\(error)") }
+    }
+    mainReturned = monotonicNow()
     exit(0)
 case "churn":
     guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: churn <plist> <count>") }

@@ -5,9 +5,11 @@
 
 #include <linux/fs.h>
 #include <malloc.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <sys/vfs.h>
 
 /// linkat(2) of the file open as `fd` itself (AT_EMPTY_PATH) to `name` in `dirfd`.
@@ -69,9 +71,46 @@ static inline void sharedprefs_name_thread(const char *name) {
     prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
-/// A non-blocking, close-on-exec eventfd(2), or -1 with errno set.
-static inline int sharedprefs_eventfd(void) {
-    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+/// A non-blocking, close-on-exec eventfd(2) counting as a semaphore (each read takes one), or -1
+/// with errno set.
+static inline int sharedprefs_eventfd_semaphore(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+}
+
+/// A close-on-exec epoll instance (epoll_create1(2)), or -1 with errno set.
+static inline int sharedprefs_epoll_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+/// Adds `fd` to the epoll instance `epfd` (or, with `modify`, arms it again), for reading, once
+/// (`EPOLLONESHOT`: disarmed after one wake-up until armed again) when `once` is set; the event's
+/// data is `fd`. epoll_ctl(2): 0, or -1 with errno set.
+static inline int sharedprefs_epoll_arm(int epfd, int fd, int once, int modify) {
+    struct epoll_event event = {.events = EPOLLIN | (once ? EPOLLONESHOT : 0), .data.fd = fd};
+    return epoll_ctl(epfd, modify ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
+}
+
+/// Waits in epoll_wait(2) on `epfd`, without a timeout, for one ready descriptor: the descriptor,
+/// or -1 with errno set.
+static inline int sharedprefs_epoll_wait_one(int epfd) {
+    struct epoll_event event;
+    int count = epoll_wait(epfd, &event, 1, -1);
+    return count == 1 ? event.data.fd : -1;
+}
+
+/// A non-blocking, close-on-exec timerfd_create(2) on CLOCK_MONOTONIC, or -1 with errno set.
+static inline int sharedprefs_timerfd(void) {
+    return timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+}
+
+/// Makes the timer `fd` expire every `milliseconds`, from `milliseconds` on; 0 disarms it.
+/// timerfd_settime(2): 0, or -1 with errno set.
+static inline int sharedprefs_timerfd_every(int fd, long milliseconds) {
+    struct itimerspec spec = {
+        .it_interval = {.tv_sec = milliseconds / 1000, .tv_nsec = (milliseconds % 1000) * 1000000},
+        .it_value = {.tv_sec = milliseconds / 1000, .tv_nsec = (milliseconds % 1000) * 1000000},
+    };
+    return timerfd_settime(fd, 0, &spec, NULL);
 }
 
 #endif

@@ -2,6 +2,9 @@
 struct MemoryBackend: SuiteBackend {
     var location: String? { nil }
 
+    /// Nothing to wait for but an update body running in another thread.
+    var timeout: Duration { .seconds(5) }
+
     func load() -> Loaded { Loaded() }
 
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {

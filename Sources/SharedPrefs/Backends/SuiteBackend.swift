@@ -10,6 +10,11 @@ package protocol SuiteBackend: Sendable {
     /// The suite's file path or address, for messages; `nil` in memory.
     var location: String? { get }
 
+    /// The longest a call waits (for a lock, for a cluster's answer): `update`, `synchronize()`
+    /// and a wait for the suite's earlier work in this process end within it, counted from when
+    /// they were called.
+    var timeout: Duration { get }
+
     /// Reads what changed in the stored values since the last load or commit.
     func load() throws(PreferenceError) -> Loaded
 

@@ -36,6 +36,22 @@ public enum PropertyListFormat: Sendable, Hashable {
         PropertyListDecodingError("the root is \(root.typeName == "array" ? "an" : "a") \(root.typeName), not a dictionary")
     }
 
+    /// Whether `bytes` may be a whole property list, as far as its end tells (cheaply, without
+    /// decoding): a binary one's trailer points inside the file, an XML one ends with `</plist>`.
+    /// A file still being appended to is not; anything else (another format) may be.
+    package static func looksWhole(_ bytes: [UInt8]) -> Bool {
+        if bytes.starts(with: BinaryPropertyList.magic.prefix(6)) {
+            guard bytes.count >= 40 else { return false }
+            let trailer = bytes.count - 32
+            func field(_ at: Int) -> UInt64 { bytes[(trailer + at)..<(trailer + at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
+            let (offsetSize, count, table) = (UInt64(bytes[trailer + 6]), field(8), field(24))
+            return (1...8).contains(offsetSize) && table >= 8 && table <= UInt64(trailer) && count <= (UInt64(trailer) - table) / offsetSize
+        }
+        guard looksLikePropertyList(bytes) else { return true }
+        let end = bytes.reversed().drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 == 0 }
+        return end.prefix(8).elementsEqual("</plist>".utf8.reversed())
+    }
+
     /// Whether `bytes` look like a property list that this library or a peer would write, or the
     /// beginning of one: empty, a `bplist` header, or an XML prolog or `<plist>` element (after an
     /// optional byte-order mark and white space). Only such a file is ever moved aside as corrupt;

@@ -1,9 +1,9 @@
 import SharedPrefsLocking
 import Synchronization
 
-/// Entry points for the benchmarks (`Benchmarks/`) into internals they measure. Not API: may
-/// change at any time.
-public enum _BenchmarkHooks {
+/// Entry points for the benchmarks (`Benchmarks/`) into internals they measure: SPI
+/// (`@_spi(Benchmarks) import SharedPrefs`), not API; may change at any time.
+@_spi(Benchmarks) public enum _BenchmarkHooks {
     /// Decodes a suite file's bytes (either format) in full.
     public static func decodeSuite(_ bytes: [UInt8]) throws -> PlistDictionary {
         try PropertyListFormat.decodeSuite(bytes).values
@@ -41,8 +41,11 @@ public enum _BenchmarkHooks {
     }
 }
 
+#if SHAREDPREFS_TESTING
 /// Faults the tests inject into this process's watcher and writer: test-only SPI
-/// (`@_spi(Testing) import SharedPrefs`), not API; may change at any time.
+/// (`@_spi(Testing) import SharedPrefs`), compiled only into debug builds (where the package
+/// defines `SHAREDPREFS_TESTING`, as swift-system's `ENABLE_MOCKING`): nothing of it runs in a
+/// release build. Not API; may change at any time.
 @_spi(Testing) public enum TestingHooks {
     static let watcherHeld = Atomic(false)
     static let failingWatchErrno = Atomic<CInt>(0)
@@ -71,3 +74,4 @@ public enum _BenchmarkHooks {
         beforeRenameHook.withLock { $0 }?(temporaryPath)
     }
 }
+#endif

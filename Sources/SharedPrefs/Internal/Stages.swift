@@ -7,8 +7,8 @@ import SharedPrefsLocking
 
 /// Timestamps of the stages a change goes through, for `Benchmarks/stages.py`. Compiled in only
 /// with `-Xswiftc -DSHAREDPREFS_STAGES`; otherwise every call is empty. Not API: may change at
-/// any time.
-public enum _Stages {
+/// any time. SPI: `@_spi(Benchmarks) import SharedPrefs`.
+@_spi(Benchmarks) public enum _Stages {
     #if SHAREDPREFS_STAGES
     /// Where `dump()` writes, from `SHAREDPREFS_STAGES`; no marks are kept without it.
     private static let directory: String? = getenv("SHAREDPREFS_STAGES").map { String(cString: $0) }

@@ -23,20 +23,16 @@ final class OrderedDelivery: Sendable {
     }
 
     /// Delivers what is pending, on this thread, unless another thread is delivering (it then
-    /// delivers this too, after what it has). On a thread that reads changes, `watched` is how
-    /// the ``HandlerWatchdog`` reports a handler that holds it.
-    func deliverPending(watched report: (@Sendable (PreferenceError) -> Void)? = nil) {
+    /// delivers this too, after what it has). A handler that blocks holds this delivery and the
+    /// thread, nothing else: the reader threads stay enough for the process's other suites.
+    func deliverPending() {
         while let batch = state.withLock({ s -> [PreferenceChange]? in
             guard !s.delivering, !s.pending.isEmpty else { return nil }
             s.delivering = true
             defer { s.pending = [] }
             return s.pending
         }) {
-            if let report {
-                HandlerWatchdog.shared.run(keys: batch.map(\.key), report: report) { handler(batch) }
-            } else {
-                handler(batch)
-            }
+            handler(batch)
             state.withLock { $0.delivering = false }
         }
     }

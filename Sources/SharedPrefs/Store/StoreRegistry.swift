@@ -1,31 +1,68 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
+import Foundation
 import SharedPrefsLocking
 
-/// One live store per suite file in this process, and the exit hook that flushes them all.
+/// One live store per suite in this process, keyed by its backend's identity (a file's directory
+/// and name, a cluster and prefix), and the exit hook that flushes them all.
 ///
-/// A load of a weak reference that finds the store alive makes a strong one, whose release can be
-/// the last (the app let the suite go meanwhile): the registry never releases one under its lock.
-/// Loads under the lock only return the store; pruning loads outside it.
+/// A suite is opened (its file read, a cluster asked) outside the registry's lock, once: the
+/// registry's entry for it is a once-cell that other openers of the same suite wait on, while
+/// openers of other suites go on. Stores are held weakly, and a weak reference is only loaded
+/// outside every lock: a load that finds the store alive makes a strong reference, whose release
+/// can be the last (the app let the suite go meanwhile), and no `deinit` runs under a lock.
 package enum StoreRegistry {
-    /// A store, held weakly: the registry never keeps a suite alive. A class, so that an entry is
-    /// told from its replacement by identity, without loading the reference.
+    /// A suite's once-cell: opening, then open (its store held weakly) or failed.
     private final class Entry: @unchecked Sendable {
-        weak var store: SuiteStore?
-        init(_ store: SuiteStore) { self.store = store }
+        private enum Outcome { case opening, open, failed }
+        private let outcome = Lock(Outcome.opening)
+        private let settled = DispatchGroup()
+        /// Written once, before `outcome` becomes `.open`; read only after that, outside every lock.
+        nonisolated(unsafe) private weak var store: SuiteStore?
+
+        init() { settled.enter() }
+
+        func fill(_ store: SuiteStore?) {
+            self.store = store
+            outcome.withLock { $0 = store == nil ? .failed : .open }
+            settled.leave()
+        }
+
+        /// The store, once the opening ended; `nil` when it failed or the store is gone.
+        func wait() -> SuiteStore? {
+            settled.wait()
+            return current
+        }
+
+        /// The store, if it is open and alive; `nil` while opening, too.
+        var current: SuiteStore? { outcome.withLock { $0 == .open } ? store : nil }
+
+        /// Whether the entry holds no live store any more (never while opening).
+        var isGone: Bool { outcome.withLock { $0 != .opening } && current == nil }
     }
 
-    private static let stores = Lock<[String: Entry]>([:])
+    /// A suite's identity, whatever its backend's type. Sendable: made only from `Sendable` ids.
+    private struct Key: Hashable, @unchecked Sendable {
+        let id: AnyHashable
+    }
+
+    private static let stores = Lock<[Key: Entry]>([:])
     private static let pruneThreshold = Lock(64)
+
+    /// What identifies a suite file: its directory as the kernel knows it (every path to it
+    /// shares one store) and its name.
+    private struct FileSuite: Hashable, Sendable {
+        var directory: FileIdentity
+        var fileName: String
+    }
 
     /// Returns the live store for `file`, creating and reading it on first use.
     static func store(name: String, file: SuiteFile) throws(PreferenceError) -> SuiteStore {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
-        // Identify the file by its real directory, so every path to it shares one store.
-        let realDirectory = (try? Syscall.readLink(dir.procPath).get()) ?? file.directory
-        return try store(key: realDirectory + "/" + file.fileName) { () throws(PreferenceError) in
+        return try store(id: FileSuite(directory: dir.identity, fileName: file.fileName)) { () throws(PreferenceError) in
             // Read now, to fail early and clearly on an unusable file (a link, unreadable, not a
             // property list). Watched from the first read of the cached values or the first
             // observer on, which reads again what changed meanwhile: a process that only writes
@@ -36,41 +73,73 @@ package enum StoreRegistry {
         }
     }
 
-    /// Returns the live store for `key` (a file path, or another backend's address that is no
-    /// path), or the one `open` makes, which then is flushed at exit like every other.
-    package static func store(key: String, open: () throws(PreferenceError) -> SuiteStore) throws(PreferenceError) -> SuiteStore {
+    /// Returns the live store for the suite `id` names (another backend's identity: a cluster and
+    /// prefix), or the one `open` makes, which then is flushed at exit like every other. `open`
+    /// runs outside the registry's lock; whoever opens the same suite meanwhile waits for it.
+    package static func store(id: some Hashable & Sendable, open: () throws(PreferenceError) -> SuiteStore) throws(PreferenceError) -> SuiteStore {
         _ = installExitHook
-        let (store, table) = try stores.withLock { (stores) throws(PreferenceError) -> (SuiteStore, [String: Entry]?) in
-            if let existing = stores[key]?.store { return (existing, nil) }
-            let store = try open()
-            stores[key] = Entry(store)
-            return (store, stores.count >= pruneThreshold.withLock { $0 } ? stores : nil)
-        }
-        // Forget stores gone since, when the table has doubled: pruning at every opening would
-        // make opening n suites cost n².
-        if let table {
-            let gone = table.filter { $0.value.store == nil }
-            stores.withLock { stores in
-                for (key, entry) in gone where stores[key] === entry { stores[key] = nil }
-                pruneThreshold.withLock { $0 = max(64, 2 * stores.count) }
+        let key = Key(id: AnyHashable(id))
+        var stale: Entry? = nil
+        while true {
+            let (entry, mine) = stores.withLock { stores -> (Entry, Bool) in
+                if let entry = stores[key], entry !== stale { return (entry, false) }
+                let entry = Entry()
+                stores[key] = entry
+                return (entry, true)
             }
+            guard mine else {
+                if let store = entry.wait() { return store }
+                stale = entry  // failed, or its store is gone: open it anew
+                continue
+            }
+            let store: SuiteStore
+            do { store = try open() } catch {
+                entry.fill(nil)
+                stores.withLock { if $0[key] === entry { $0[key] = nil } }
+                throw error
+            }
+            entry.fill(store)
+            prune()
+            return store
         }
-        return store
     }
 
-    /// Flushes every live store; runs at normal process exit (return from `main`, or `exit`).
+    /// Forgets stores gone since, when the table has doubled: pruning at every opening would make
+    /// opening n suites cost n².
+    private static func prune() {
+        guard let table = stores.withLock({ $0.count >= pruneThreshold.withLock { $0 } ? $0 : nil }) else { return }
+        let gone = table.filter { $0.value.isGone }
+        stores.withLock { stores in
+            for (key, entry) in gone where stores[key] === entry { stores[key] = nil }
+            pruneThreshold.withLock { $0 = max(64, 2 * stores.count) }
+        }
+    }
+
+    /// Flushes every live store with pending writes, in parallel, all within one timeout counted
+    /// from now (the longest of theirs): a held lock cannot hold the exit up longer, however many
+    /// suites wait for one. Runs at normal process exit (return from `main`, or `exit`).
     static func flushAll() {
-        // A handler that ends the process (`exit` in a handler on the watcher thread) holds that
-        // thread for as long as exiting takes: that is no stall to report.
-        HandlerWatchdog.shared.processIsExiting()
-        let live = stores.withLock { $0.values.compactMap(\.store) }
-        for store in live {
-            do { try store.flushSynchronously() } catch {
-                // Never more than the lock timeout per suite: a held lock cannot hang the exit.
-                let keys = store.pendingKeys
-                logger.error("Could not save \(keys.count) pending value(s) of \(store.name) at exit (keys: \(keys.joined(separator: ", "))): \(error)")
+        let start = ContinuousClock.now
+        let entries = stores.withLock { Array($0.values) }
+        let live = entries.compactMap(\.current).filter(\.hasPendingWrites)
+        guard !live.isEmpty else { return }
+        let queue = Lock(live)
+        let done = DispatchGroup()
+        for _ in 0..<min(live.count, 16) {
+            done.enter()
+            Thread.start(named: "prefs.exit") {
+                while let store = queue.withLock({ $0.popLast() }) {
+                    do { try store.flushSynchronously(since: start) } catch {
+                        let keys = store.pendingKeys
+                        logger.error("Could not save \(keys.count) pending value(s) of \(store.name) at exit (keys: \(keys.joined(separator: ", "))): \(error)")
+                    }
+                }
+                done.leave()
             }
         }
+        // Each flush gives up at its own timeout from `start`; the margin is for the last write.
+        let bound = live.map(\.backend.timeout).max()! + .seconds(1)
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(bound / .nanoseconds(1))))
     }
 
     private static let installExitHook: Void = {

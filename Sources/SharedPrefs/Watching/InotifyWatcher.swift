@@ -17,14 +17,26 @@ typealias Sink = @Sendable (BackendEvent) -> Void
 typealias Watcher = (path: String, sink: Sink)
 
 /// One inotify instance for the whole process, one watch per directory shared by every suite in
-/// it, and one thread that turns events into store re-reads.
+/// it, and a few reader threads that turn events into store re-reads.
 ///
 /// - A burst of events for one suite becomes one call of its sink, and one re-read
 ///   (``SuiteStore/scheduleReload()`` coalesces).
 /// - `IN_Q_OVERFLOW` re-reads every suite; per-key diffing makes that exact.
 /// - A directory that disappears is polled for until it comes back, then watched again.
-/// - If inotify is unavailable or a watch cannot be added (`ENOSPC`, `EMFILE`), the suite is polled,
-///   with a logged warning.
+/// - If inotify is unavailable or a watch cannot be added (`ENOSPC`, `EMFILE`), the suite is
+///   polled, with a logged warning; so are suites and listeners on network and FUSE file systems.
+///
+/// **Readers.** The reader threads wait in one epoll instance, in which the inotify descriptor is
+/// armed for one wake-up at a time (`EPOLLONESHOT`), and the kernel wakes one waiting thread per
+/// event: an isolated change wakes one thread, which reads the events, arms the descriptor again
+/// and runs the re-read (and the handlers of ``ObservationOptions/synchronousExternalChanges``)
+/// itself. While it runs, the next events go to a reader still waiting; work found for several
+/// suites at once is shared out to other readers (a counting eventfd in the same epoll instance);
+/// and a reader that leaves none waiting starts one more (up to ``maximumReaders``). So a sink or
+/// listener that blocks (a handler that waits, a file system that hangs) holds its own thread and
+/// nothing else: other suites' changes and new suites keep arriving. Readers beyond two waiting
+/// end once their work is done. Polling runs on a timer in the same epoll instance, armed only
+/// while something is polled: an idle process never wakes.
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
 
@@ -34,13 +46,19 @@ final class InotifyWatcher: Sendable {
     static let mask: UInt32 =
         UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
-    /// How often polled suites and vanished directories are checked.
-    static let pollInterval: Int32 = 100
+    /// How often polled suites and vanished directories are checked, in milliseconds.
+    static let pollInterval = 100
+    /// The most reader threads at once: as many sinks or listeners may block at once before the
+    /// next change waits for one of them.
+    static let maximumReaders = 64
 
     private struct Directory {
         var location: DirectoryLocation
         /// Device and inode of the directory watched, to tell when its path leads elsewhere.
         var identity: FileIdentity?
+        /// On a file system where inotify misses other machines' changes: its listeners are
+        /// polled for good, never given an inotify watch.
+        var pollOnly = false
         var path: String { location.path }
         /// The suites watched in it, by file name and subscription.
         var suites: [String: [UInt64: Watcher]] = [:]
@@ -58,7 +76,8 @@ final class InotifyWatcher: Sendable {
 
     private struct State {
         var watched: [CInt: Directory] = [:]
-        /// Directories that vanished (or cannot be watched), by path, waiting to be watched again.
+        /// Directories that vanished (or cannot be watched), by path, waiting to be watched again,
+        /// and those whose listeners are polled for good (``Directory/pollOnly``).
         var vanished: [String: Directory] = [:]
         /// Listing of directories whose listeners are polled, by path.
         var listings: [String: Set<String>] = [:]
@@ -71,41 +90,44 @@ final class InotifyWatcher: Sendable {
         var movedAncestors: Set<String> = []
         /// The last subscription or listener identifier handed out.
         var nextID: UInt64 = 0
+        /// Work a reader found for other readers, one count of `work` each, in order.
+        var jobs: [@Sendable () -> Void] = []
+        /// Reader threads, and how many of them wait in `epoll_wait`.
+        var readers = 0
+        var waiting = 0
+        var timerArmed = false
+
+        var needsPolling: Bool { !vanished.isEmpty || !polled.isEmpty || !movedAncestors.isEmpty }
     }
 
+    /// The inotify instance, or -1 when there is none (everything is polled then).
     private let fd: CInt
-    /// An eventfd that wakes the watcher thread from an endless `poll` when a suite starts being
-    /// polled (or -1 if none could be made: the thread then never sleeps longer than a poll interval).
-    private let wakeFD: CInt
+    /// Where the readers wait: `fd` (one-shot), `work`, and `timer` (one-shot).
+    private let epoll: CInt
+    /// Counts the jobs in ``State/jobs``: each read takes one.
+    private let work: CInt
+    /// Expires every ``pollInterval`` while something is polled.
+    private let timer: CInt
     private let state = Lock(State())
 
     private init() {
-        switch Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK)) {
-        case .success(let fd): self.fd = fd
-        case .failure(let errno):
-            fd = -1
-            let error = PreferenceError.system("inotify_init1", errno, path: "inotify", doing: "start watching with")
-            logger.warning("\(error)")
+        // Without an epoll instance, one reader polls everything (no inotify then).
+        let epoll = Syscall.epollCreate()
+        let inotify = epoll.flatMap { _ in Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK)) }
+        switch (epoll, inotify) {
+        case (.success(let epoll), .success(let fd)): (self.epoll, self.fd) = (epoll, fd)
+        case (.failure(let errno), _), (_, .failure(let errno)):
+            (self.epoll, fd) = ((try? epoll.get()) ?? -1, -1)
+            logger.warning("\(PreferenceError.system((try? epoll.get()) == nil ? "epoll_create1" : "inotify_init1", errno, path: "inotify", doing: "start watching with")) Every suite is polled every \(Self.pollInterval) ms instead.")
         }
-        wakeFD = (try? Syscall.eventDescriptor().get()) ?? -1
-        Thread.start(named: "prefs.watcher") { [self] in run(generation: 0) }
-    }
-
-    /// Which thread runs the watcher's loop: the generation counts the threads it moved to, and
-    /// `loopThread` is the `pthread_self` of the current one.
-    private let generation = Atomic<UInt64>(0)
-    private static let loopThread = Atomic<UInt>(0)
-
-    /// Moves the watcher's loop to a new thread if `heldThread` runs it (a sink has held it for
-    /// ``HandlerWatchdog/bound``); the held thread leaves the loop once its sink returns. The
-    /// new thread has every suite re-read first: the held thread's round may hold their changes.
-    /// Returns whether it moved.
-    static func replace(heldThread: UInt) -> Bool {
-        guard heldThread != 0, loopThread.compareExchange(expected: heldThread, desired: 0, ordering: .acquiringAndReleasing).exchanged else { return false }
-        let watcher = shared
-        let next = watcher.generation.add(1, ordering: .acquiringAndReleasing).newValue
-        Thread.start(named: "prefs.watcher") { watcher.run(generation: next, rereadingEverySuite: true) }
-        return true
+        work = (try? Syscall.semaphoreDescriptor().get()) ?? -1
+        timer = (try? Syscall.timerDescriptor().get()) ?? -1
+        if fd >= 0 { _ = Syscall.epollAdd(self.epoll, fd, once: true) }
+        _ = Syscall.epollAdd(self.epoll, work, once: false)
+        _ = Syscall.epollAdd(self.epoll, timer, once: true)
+        let readers = self.epoll >= 0 ? 2 : 1
+        state.withLock { $0.readers = readers }
+        for _ in 0..<readers { Thread.start(named: "prefs.watcher") { [self] in read() } }
     }
 
     /// File systems (statfs `f_type`) on which inotify reports only what this machine does
@@ -120,9 +142,16 @@ final class InotifyWatcher: Sendable {
     /// The mask of ancestor watches: added to whatever the inode is watched for already.
     static let ancestorMask = UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF) | UInt32(IN_ONLYDIR) | UInt32(IN_MASK_ADD)
 
+    /// Why the directory at `location` is polled rather than watched, if it is on a file system
+    /// where inotify misses other machines' changes. Asks the file system: call it without the lock.
+    private static func remoteFileSystem(_ location: DirectoryLocation) -> String? {
+        guard case .success(let type) = Syscall.fileSystemType(location.path) else { return nil }
+        return fileSystemsWithoutRemoteEvents[type]
+    }
+
     /// Adds a watch on the directory at `location`, opened by the same link-refusing walk as
     /// every write, and watched through its descriptor: a link swapped in below the trusted
-    /// directory is never watched.
+    /// directory is never watched. Walks the file system: call it without the lock.
     private func addWatch(_ location: DirectoryLocation) -> Result<(CInt, FileIdentity?), PreferenceError> {
         guard fd >= 0 else {
             return .failure(PreferenceError(code: .watchFailed, message: "inotify is not available in this process.", path: location.path))
@@ -144,45 +173,26 @@ final class InotifyWatcher: Sendable {
     }
 
     /// Watches the ancestors of the directory at `location` below and including its trusted
-    /// directory (never above it) for being moved or deleted. Under the state lock.
-    private func watchAncestors(of location: DirectoryLocation, in s: inout State) {
+    /// directory (never above it) for being moved or deleted. Resolves paths: call it without the lock.
+    private func watchAncestors(of location: DirectoryLocation) {
+        guard fd >= 0 else { return }
         var ancestor = location.trusted
+        var added: [(String, CInt)] = []
         for component in location.components {
-            if s.ancestors[ancestor] == nil, case .success(let wd) = Syscall.inotifyAddWatch(fd, ancestor, Self.ancestorMask) {
-                s.ancestors[ancestor] = wd
-            }
+            if case .success(let wd) = Syscall.inotifyAddWatch(fd, ancestor, Self.ancestorMask) { added.append((ancestor, wd)) }
             ancestor += (ancestor == "/" ? "" : "/") + component
+        }
+        state.withLock { s in
+            for (path, wd) in added { s.ancestors[path] = wd }
         }
     }
 
-    /// After ancestors moved or vanished: every watched directory below one whose path no longer
-    /// leads to the directory watched is dropped and waits, like a vanished one, for its path to
-    /// come back; the ancestor watches below the moved ones are laid anew for the paths as they
-    /// are now. Under the state lock.
-    private func revalidate(_ s: inout State, into batch: inout Batch) {
-        let moved = s.movedAncestors
-        s.movedAncestors = []
-        func isBelowMoved(_ path: String) -> Bool { moved.contains { path == $0 || path.hasPrefix($0 == "/" ? "/" : $0 + "/") } }
-        let affected = s.watched.filter { isBelowMoved($0.value.path) }
-        for (wd, var dir) in affected {
-            let now = (try? dir.location.open(creating: false)).flatMap { $0 }.map { opened in
-                defer { opened.close() }
-                return (try? Syscall.fstat(opened.fd).get()).map(FileIdentity.init)
-            }
-            guard now == nil || now! != dir.identity else { continue }
-            Syscall.inotifyRemoveWatch(fd, wd)
-            s.watched[wd] = nil
-            dir.identity = nil
-            if let existing = s.vanished[dir.path] { dir.merge(existing) }
-            s.vanished[dir.path] = dir
-            if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
-            batch.add(dir.sinks)
-        }
-        for (path, wd) in s.ancestors where isBelowMoved(path) {
-            if s.watched[wd] == nil { Syscall.inotifyRemoveWatch(fd, wd) }
-            s.ancestors[path] = nil
-        }
-        for dir in affected.values { watchAncestors(of: dir.location, in: &s) }
+    /// Arms the poll timer while something is polled. Under the state lock (`timerfd_settime`
+    /// touches no file system).
+    private func armTimer(_ s: inout State) {
+        guard s.needsPolling != s.timerArmed else { return }
+        s.timerArmed = s.needsPolling
+        Syscall.setTimer(timer, every: s.timerArmed ? Self.pollInterval : 0)
     }
 
     /// Starts watching `fileName` in the directory at `location`, or polls it when the directory
@@ -190,38 +200,33 @@ final class InotifyWatcher: Sendable {
     /// - Returns: An identifier for ``unwatch(_:)``.
     func watch(_ location: DirectoryLocation, fileName: String, _ sink: @escaping Sink) -> UInt64 {
         let directory = location.path
-        if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
+        if let name = Self.remoteFileSystem(location) {
             logger.notice("\(directory) is on a \(name) file system, where inotify misses changes made by other machines; polling it every \(Self.pollInterval) ms.")
         } else {
             switch addWatch(location) {
             case .success(let (wd, identity)):
-                return state.withLock { s in
+                let id = state.withLock { s in
                     s.nextID += 1
                     s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][s.nextID] = (location.path + "/" + fileName, sink)
-                    watchAncestors(of: location, in: &s)
                     return s.nextID
                 }
+                watchAncestors(of: location)
+                return id
             case .failure(let error):
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
             }
         }
-        let id = state.withLock { s in
+        return state.withLock { s in
             s.nextID += 1
             s.polled[s.nextID] = (directory + "/" + fileName, sink)
+            armTimer(&s)
             return s.nextID
         }
-        wake()
-        return id
-    }
-
-    /// Wakes the watcher thread from an endless `poll`, to start polling.
-    private func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
     }
 
     /// Stops a ``watch(_:fileName:_:)``; a directory's watch goes when its last suite does.
     /// (Searches every directory: the watch descriptor changes when a vanished directory returns.)
+    /// Never waits for a file system.
     func unwatch(_ id: UInt64) {
         state.withLock { _ = $0.polled.removeValue(forKey: id) }
         removeFromEveryDirectory { dir in
@@ -254,37 +259,38 @@ final class InotifyWatcher: Sendable {
 
     /// Calls `listener` with the name of every file written in, linked into or moved into the
     /// directory at `location` (a name may come more than once). Where the directory cannot be
-    /// watched (no inotify instance or watch left, a network file system), its listing is polled
-    /// instead, with a logged warning, as suites are.
+    /// watched (no inotify instance or watch left, a network or FUSE file system), its listing is
+    /// polled instead, with a logged warning, as suites are; on a network or FUSE file system, for
+    /// as long as the listener lives.
     /// - Returns: An identifier for ``removeListener(_:)``.
     func addListener(_ location: DirectoryLocation, _ listener: @escaping @Sendable (String) -> Void) -> UInt64 {
         let directory = location.path
-        var watch: Result<(CInt, FileIdentity?), PreferenceError>
-        if case .success(let type) = Syscall.fileSystemType(directory), let name = Self.fileSystemsWithoutRemoteEvents[type] {
-            watch = .failure(PreferenceError(code: .watchFailed, message: "\(directory) is on a \(name) file system, where inotify misses changes made by other machines.", path: directory))
-        } else {
-            watch = addWatch(location)
-        }
+        let remote = Self.remoteFileSystem(location)
+        let watch = remote == nil
+            ? addWatch(location)
+            : .failure(PreferenceError(code: .watchFailed, message: "\(directory) is on a \(remote!) file system, where inotify misses changes made by other machines.", path: directory))
         if case .failure(let error) = watch {
             logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
         }
+        let listing = remote != nil || watch.isFailure ? Self.listing(location) : []
         let id = state.withLock { s in
             s.nextID += 1
             switch watch {
             case .success(let (wd, identity)):
                 s.watched[wd, default: Directory(location: location, identity: identity)].listeners[s.nextID] = listener
-                watchAncestors(of: location, in: &s)
             case .failure:
-                s.listings[directory] = s.listings[directory] ?? Self.listing(location)
-                s.vanished[directory, default: Directory(location: location)].listeners[s.nextID] = listener
+                s.listings[directory] = s.listings[directory] ?? listing
+                s.vanished[directory, default: Directory(location: location, pollOnly: remote != nil)].listeners[s.nextID] = listener
+                armTimer(&s)
             }
             return s.nextID
         }
-        wake()
+        if case .success = watch { watchAncestors(of: location) }
         return id
     }
 
-    /// The names in a directory and their modification times, for polled listeners.
+    /// The names in a directory and their modification times, for polled listeners. Lists the
+    /// directory: call it without the lock.
     private static func listing(_ location: DirectoryLocation) -> Set<String> {
         guard let dir = try? location.open(creating: false) else { return [] }
         defer { dir.close() }
@@ -300,55 +306,60 @@ final class InotifyWatcher: Sendable {
         removeFromEveryDirectory { $0.listeners[id] = nil }
     }
 
-    // MARK: The watcher thread
+    // MARK: The readers
 
-    private func run(generation mine: UInt64, rereadingEverySuite: Bool = false) {
-        Self.loopThread.store(UInt(pthread_self()), ordering: .releasing)
+    /// A reader thread: waits for one of the epoll instance's descriptors, does what it asks,
+    /// shares out what more it found, and waits again, unless enough readers wait already.
+    private func read() {
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
-        var lastTick = ContinuousClock.now - .seconds(1)
-        if rereadingEverySuite {
-            let watchers = state.withLock { s in (s.watched.values.map(\.sinks) + s.vanished.values.map(\.sinks) + [s.polled]).flatMap(\.values) }
-            for watcher in watchers { watcher.sink(.changed) }
-        }
-        while generation.load(ordering: .acquiring) == mine {
-            let needsPolling = state.withLock { !$0.vanished.isEmpty || !$0.polled.isEmpty || !$0.movedAncestors.isEmpty }
-            var ready = false
-            if fd >= 0 {
-                var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-                let sleepsForever = !needsPolling && wakeFD >= 0
-                _ = poll(&descriptors, 2, sleepsForever ? -1 : Self.pollInterval)
-                ready = descriptors[0].revents != 0
-                if ready { _Stages.mark("N") }
-                if descriptors[1].revents != 0 {
-                    var count: UInt64 = 0
-                    _ = read(wakeFD, &count, 8)
-                }
-            } else {
-                usleep(UInt32(Self.pollInterval) * 1000)
+        while true {
+            state.withLock { $0.waiting += 1 }
+            let ready = epoll >= 0 ? Syscall.epollWaitOne(epoll) : .success(timer)
+            if epoll < 0 { usleep(useconds_t(Self.pollInterval) * 1000) }
+            // The last reader waiting stops waiting: one more, so that some reader always waits.
+            let more = state.withLock { s -> Bool in
+                s.waiting -= 1
+                guard s.waiting == 0, s.readers < Self.maximumReaders, epoll >= 0 else { return false }
+                s.readers += 1
+                return true
             }
-            while TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
+            if more { Thread.start(named: "prefs.watcher") { [self] in read() } }
             var batch = Batch()
-            if ready { readEvents(buffer, bufferSize, into: &batch) }
-            // At most once per poll interval, however many events arrive: a neighbour renaming
-            // directories in a loop must not keep this thread from delivering changes.
-            if needsPolling, ContinuousClock.now - lastTick >= .milliseconds(Int(Self.pollInterval)) {
-                lastTick = ContinuousClock.now
+            var job: (@Sendable () -> Void)? = nil
+            switch ready {
+            case .success(fd):
+                _Stages.mark("N")
+                #if SHAREDPREFS_TESTING
+                while TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
+                #endif
+                readEvents(buffer, bufferSize, into: &batch)
+                Syscall.epollRearm(epoll, fd)
+            case .success(timer):
+                _ = Syscall.take(timer)
                 pollTick(into: &batch)
+                if epoll >= 0 { Syscall.epollRearm(epoll, timer) }
+            case .success(work):
+                if Syscall.take(work) { job = state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() } }
+            default: break
             }
-            for (path, sink) in batch.reload.values {
-                if batch.overflowed {
-                    sink(.failed(PreferenceError(
-                        code: .watchOverflowed,
-                        message: "The inotify event queue overflowed; \(path) was re-read and diffed again, so no change is lost, but quick successive changes may arrive as one. Raise fs.inotify.max_queued_events if this recurs.",
-                        path: path)))
-                }
-                sink(.changed)
-                // Moved to another thread while the sink ran: that one does the rest.
-                if generation.load(ordering: .acquiring) != mine { return }
+            // The first job here, the others to readers waiting (all here, without a way to share).
+            var jobs = batch.jobs
+            if job == nil, !jobs.isEmpty { job = jobs.removeFirst() }
+            if !jobs.isEmpty, work >= 0 {
+                state.withLock { $0.jobs += jobs }
+                Syscall.post(work, UInt64(jobs.count))
+                jobs = []
             }
-            for (listener, name) in batch.created { listener(name) }
+            job?()
+            for job in jobs { job() }
+            let ends = state.withLock { s -> Bool in
+                guard s.waiting >= 2 else { return false }
+                s.readers -= 1
+                return true
+            }
+            if ends { return }
         }
     }
 
@@ -361,16 +372,32 @@ final class InotifyWatcher: Sendable {
         mutating func add(_ sinks: [UInt64: Watcher]) {
             reload.merge(sinks) { first, _ in first }
         }
+
+        /// One job per suite to re-read and per listener to tell.
+        var jobs: [@Sendable () -> Void] {
+            let overflowed = overflowed
+            return reload.values.map { (path, sink) -> @Sendable () -> Void in
+                {
+                    if overflowed {
+                        sink(.failed(PreferenceError(
+                            code: .watchOverflowed,
+                            message: "The inotify event queue overflowed; \(path) was re-read and diffed again, so no change is lost, but quick successive changes may arrive as one. Raise fs.inotify.max_queued_events if this recurs.",
+                            path: path)))
+                    }
+                    sink(.changed)
+                }
+            } + created.map { (listener, name) -> @Sendable () -> Void in { listener(name) } }
+        }
     }
 
     /// Reads the events queued, until a read that did not fill the buffer: the queue was empty
-    /// then, and what comes later wakes `poll` again (which saves the read that would only say
+    /// then, and what comes later wakes a reader again (which saves the read that would only say
     /// `EAGAIN`).
     private func readEvents(_ buffer: UnsafeMutableRawPointer, _ size: Int, into batch: inout Batch) {
         let mostOfOneEvent = MemoryLayout<inotify_event>.size + Int(NAME_MAX) + 1
         var count = size
         while count > size - mostOfOneEvent {
-            count = read(fd, buffer, size)
+            count = Glibc.read(fd, buffer, size)
             guard count > 0 else { return }
             var offset = 0
             while offset + MemoryLayout<inotify_event>.size <= count {
@@ -384,7 +411,9 @@ final class InotifyWatcher: Sendable {
     }
 
     private func handle(wd: CInt, mask: UInt32, name: String, into batch: inout Batch) {
+        var drop: CInt? = nil
         state.withLock { s in
+            defer { armTimer(&s) }
             if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
                 batch.overflowed = true
@@ -398,7 +427,7 @@ final class InotifyWatcher: Sendable {
             if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
                 // The directory is gone (or moved away): its suites are gone from this path.
                 // Wait for the path to come back; a moved directory's watch is dropped first.
-                if mask & UInt32(IN_MOVE_SELF) != 0 { Syscall.inotifyRemoveWatch(fd, wd) }
+                if mask & UInt32(IN_MOVE_SELF) != 0 { drop = wd }
                 s.watched[wd] = nil
                 if !dir.isUnused {
                     if let existing = s.vanished[dir.path] { dir.merge(existing) }
@@ -415,26 +444,43 @@ final class InotifyWatcher: Sendable {
                 for listener in dir.listeners.values { batch.created.append((listener, name)) }
             }
         }
+        if let drop { Syscall.inotifyRemoveWatch(fd, drop) }
     }
 
-    /// Re-arms vanished directories that are back, tells polled listeners of new or rewritten
-    /// files, and re-reads polled suites (a re-read only stats the file unless it changed).
+    /// Once per ``pollInterval`` while something is polled: checks the directories below
+    /// ancestors that moved, watches vanished directories that are back, tells polled listeners
+    /// of new or rewritten files, and re-reads polled suites (a re-read only stats the file
+    /// unless it changed). What it asks the file system, it asks without the lock.
     private func pollTick(into batch: inout Batch) {
+        let (moved, vanished, polled) = state.withLock { s in
+            defer { s.movedAncestors = [] }
+            return (s.movedAncestors, s.vanished, s.polled)
+        }
+        if !moved.isEmpty { revalidate(below: moved, into: &batch) }
+        batch.add(polled)
+        // Outside the lock: which directories are back, and what polled listeners' directories hold.
+        var rearmed: [String: (CInt, FileIdentity?)] = [:]
+        var listings: [String: Set<String>] = [:]
+        for (path, dir) in vanished {
+            if !dir.pollOnly, case .success(let watch) = addWatch(dir.location) { rearmed[path] = watch }
+            if !dir.listeners.isEmpty { listings[path] = Self.listing(dir.location) }
+        }
+        var stale: [CInt] = []
         state.withLock { s in
-            if !s.movedAncestors.isEmpty { revalidate(&s, into: &batch) }
-            for (path, dir) in s.vanished {
-                let rearmed = addWatch(dir.location)
-                if case .success(let (wd, identity)) = rearmed {
-                    s.vanished[path] = nil
-                    var merged = s.watched[wd] ?? Directory(location: dir.location, identity: identity)
-                    merged.merge(dir)
-                    s.watched[wd] = merged
-                    watchAncestors(of: dir.location, in: &s)
-                    batch.add(dir.sinks)
+            defer { armTimer(&s) }
+            for (path, (wd, identity)) in rearmed {
+                guard let dir = s.vanished.removeValue(forKey: path) else {
+                    stale.append(wd)  // unwatched meanwhile
+                    continue
                 }
-                // Listeners hear of what appeared while the directory was polled or gone.
-                guard !dir.listeners.isEmpty, let before = s.listings[path] else { continue }
-                let now = Self.listing(dir.location)
+                var merged = s.watched[wd] ?? Directory(location: dir.location, identity: identity)
+                merged.merge(dir)
+                s.watched[wd] = merged
+                batch.add(dir.sinks)
+            }
+            // Listeners hear of what appeared while the directory was polled or gone.
+            for (path, now) in listings {
+                guard let before = s.listings[path], let dir = s.vanished[path] ?? s.watched.values.first(where: { $0.path == path }) else { continue }
                 s.listings[path] = s.vanished[path] == nil ? nil : now
                 for entry in now.subtracting(before) {
                     let name = String(entry.prefix { $0 != "\u{0}" })
@@ -442,7 +488,51 @@ final class InotifyWatcher: Sendable {
                 }
             }
             s.listings = s.listings.filter { s.vanished[$0.key]?.listeners.isEmpty == false }
-            batch.add(s.polled)
         }
+        for wd in stale where state.withLock({ $0.watched[wd] == nil }) { Syscall.inotifyRemoveWatch(fd, wd) }
+        for dir in vanished.values where rearmed[dir.path] != nil { watchAncestors(of: dir.location) }
+    }
+
+    /// After ancestors moved or vanished: every watched directory below one whose path no longer
+    /// leads to the directory watched is dropped and waits, like a vanished one, for its path to
+    /// come back; the ancestor watches below the moved ones are laid anew for the paths as they
+    /// are now.
+    private func revalidate(below moved: Set<String>, into batch: inout Batch) {
+        func isBelowMoved(_ path: String) -> Bool { moved.contains { path == $0 || path.hasPrefix($0 == "/" ? "/" : $0 + "/") } }
+        let affected = state.withLock { s in s.watched.filter { isBelowMoved($0.value.path) } }
+        // Outside the lock: where each path leads now.
+        let gone = affected.filter { _, dir in
+            let now = (try? dir.location.open(creating: false)).flatMap { $0 }.map { opened in
+                defer { opened.close() }
+                return (try? Syscall.fstat(opened.fd).get()).map(FileIdentity.init)
+            }
+            return now == nil || now! != dir.identity
+        }
+        let dropped = state.withLock { s -> [CInt] in
+            defer { armTimer(&s) }
+            var dropped: [CInt] = []
+            for wd in gone.keys {
+                guard var dir = s.watched.removeValue(forKey: wd) else { continue }
+                dropped.append(wd)
+                dir.identity = nil
+                if let existing = s.vanished[dir.path] { dir.merge(existing) }
+                s.vanished[dir.path] = dir
+                if !dir.listeners.isEmpty { s.listings[dir.path] = s.listings[dir.path] ?? [] }
+                batch.add(dir.sinks)
+            }
+            for (path, wd) in s.ancestors where isBelowMoved(path) {
+                if s.watched[wd] == nil { dropped.append(wd) }
+                s.ancestors[path] = nil
+            }
+            return dropped
+        }
+        for wd in dropped { Syscall.inotifyRemoveWatch(fd, wd) }
+        for dir in affected.values { watchAncestors(of: dir.location) }
+    }
+}
+
+extension Result {
+    fileprivate var isFailure: Bool {
+        if case .failure = self { true } else { false }
     }
 }

@@ -1,6 +1,6 @@
 import Benchmark
 import Foundation
-import SharedPrefs
+@_spi(Benchmarks) import SharedPrefs
 
 // What one process spends, without crossing to another: a cached read (against Foundation's
 // UserDefaults in the same process), and per suite size, what a one-key change costs the writer

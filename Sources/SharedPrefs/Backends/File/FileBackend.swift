@@ -17,6 +17,8 @@ final class FileBackend: SuiteBackend {
 
     var location: String? { file.path }
 
+    var timeout: Duration { file.options.lockTimeout }
+
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription {
         let id = InotifyWatcher.shared.watch(file.location, fileName: file.fileName, sink)
         return Subscription { InotifyWatcher.shared.unwatch(id) }

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A file or directory as the kernel knows it, whatever its path.
-struct FileIdentity: Equatable, Sendable {
+struct FileIdentity: Hashable, Sendable {
     var device: UInt64
     var inode: UInt64
 

@@ -246,14 +246,63 @@ enum Syscall {
     /// The corresponding C function is `inotify_add_watch`.
     /// Fails with the errno a test injected through ``TestingHooks/failWatches(errno:)``, if any.
     static func inotifyAddWatch(_ fd: CInt, _ path: String, _ mask: UInt32) -> Result<CInt, Errno> {
+        #if SHAREDPREFS_TESTING
         let injected = TestingHooks.failingWatchErrno.load(ordering: .relaxed)
         if injected != 0 { return .failure(Errno(rawValue: injected)) }
+        #endif
         return valueOrErrno { Glibc.inotify_add_watch(fd, path, mask) }
     }
 
-    /// A non-blocking `eventfd`, to wake a thread sleeping in `poll`.
-    static func eventDescriptor() -> Result<CInt, Errno> {
-        valueOrErrno { sharedprefs_eventfd() }
+    /// A non-blocking `eventfd` that counts as a semaphore: each read takes one.
+    /// The corresponding C function is `eventfd`.
+    static func semaphoreDescriptor() -> Result<CInt, Errno> {
+        valueOrErrno { sharedprefs_eventfd_semaphore() }
+    }
+
+    /// Adds `n` to the eventfd `fd`. The corresponding C function is `write`.
+    static func post(_ fd: CInt, _ n: UInt64) {
+        var n = n
+        _ = valueOrErrno { Glibc.write(fd, &n, 8) }
+    }
+
+    /// Takes one from the semaphore eventfd `fd` (or reads the expiries of the timerfd `fd`);
+    /// whether there was one. The corresponding C function is `read`.
+    static func take(_ fd: CInt) -> Bool {
+        var value: UInt64 = 0
+        return (try? valueOrErrno { Glibc.read(fd, &value, 8) }.get()) == 8
+    }
+
+    /// An epoll instance. The corresponding C function is `epoll_create1`.
+    static func epollCreate() -> Result<CInt, Errno> {
+        valueOrErrno { sharedprefs_epoll_create() }
+    }
+
+    /// Adds `fd` to the epoll instance `epfd` for reading (`once`: until one wake-up, see
+    /// ``epollRearm(_:_:)``). The corresponding C function is `epoll_ctl`.
+    static func epollAdd(_ epfd: CInt, _ fd: CInt, once: Bool) -> Result<Void, Errno> {
+        valueOrErrno { sharedprefs_epoll_arm(epfd, fd, once ? 1 : 0, 0) }.map { _ in }
+    }
+
+    /// Arms a one-shot descriptor of `epfd` again. The corresponding C function is `epoll_ctl`.
+    static func epollRearm(_ epfd: CInt, _ fd: CInt) {
+        _ = valueOrErrno { sharedprefs_epoll_arm(epfd, fd, 1, 1) }
+    }
+
+    /// Waits, without a timeout, for one descriptor of `epfd` to be ready; returns it. The
+    /// corresponding C function is `epoll_wait`.
+    static func epollWaitOne(_ epfd: CInt) -> Result<CInt, Errno> {
+        valueOrErrno { sharedprefs_epoll_wait_one(epfd) }
+    }
+
+    /// A non-blocking timer on the monotonic clock. The corresponding C function is `timerfd_create`.
+    static func timerDescriptor() -> Result<CInt, Errno> {
+        valueOrErrno { sharedprefs_timerfd() }
+    }
+
+    /// Makes the timer `fd` expire every `milliseconds` (0: never). The corresponding C function
+    /// is `timerfd_settime`.
+    static func setTimer(_ fd: CInt, every milliseconds: Int) {
+        _ = valueOrErrno { sharedprefs_timerfd_every(fd, milliseconds) }
     }
 
     /// The `f_type` of `statfs` for the file system holding `path`.

@@ -1,0 +1,151 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSharedPrefsShims
+import Foundation
+
+/// Locking a suite: its lock file, then the suite file itself, each waited for until a deadline.
+extension SuiteFile {
+    // MARK: Locking
+
+    /// The lock file's mode: the mode the suite file gets in `dir` (``PreferenceSuite/Options/filePermissions``,
+    /// less the umask outside a group container) less read access for whoever may not write,
+    /// since `flock` needs only read access, and a reader holding the lock would block every
+    /// writer. From the first write on: under umask 022 a new suite is `0640`, and its lock `0600`.
+    func lockMode(in dir: OpenDirectory) -> mode_t {
+        let mode = options.filePermissions & 0o777 & (dir.isGroupContainer ? 0o777 : ~Syscall.umask)
+        var result = mode
+        for shift: mode_t in [6, 3, 0] where mode & (0o2 << shift) == 0 { result &= ~(0o4 << shift) }
+        return result
+    }
+
+    /// The suite's lock file, open and locked, and what identifies it.
+    struct LockFile {
+        let fd: CInt
+        let identity: FileIdentity
+
+        /// Whether the file at `name` in `dir` is still this one: a lock taken on a file that was
+        /// deleted or replaced since excludes nobody who opens the name now.
+        func isCurrent(_ name: String, in dir: OpenDirectory) -> Bool {
+            guard case .success(let st) = Syscall.lstatat(dir.fd, name) else { return false }
+            return FileIdentity(st) == identity
+        }
+
+        /// Lets the lock go (closing the only descriptor of its open file description).
+        func unlock() { Syscall.close(fd) }
+    }
+
+    /// Takes the suite's exclusive lock, waiting until `deadline` at most (a lock timeout after
+    /// the caller began to wait, see ``PreferenceSuite/Options/lockTimeout``). Once `flock` returns, the lock file must still be the one at its name (the pattern
+    /// lock files use): if another process deleted or replaced it meanwhile, it is let go and the
+    /// name opened and locked again. The kernel releases the lock when the process dies, so a
+    /// crashed writer never blocks the others.
+    /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
+    func lock(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
+        while true {
+            let lock = try lockOnce(in: dir, until: deadline)
+            if lock.isCurrent(lockName, in: dir) { return lock }
+            lock.unlock()
+        }
+    }
+
+    /// Locks the suite file itself (`flock`), once ``lock(in:until:)`` holds the lock file: a
+    /// lock file can be deleted while it is locked, and a writer that comes then locks a new one,
+    /// so the lock file alone cannot keep two writers of this library apart; the suite file is
+    /// replaced only by a writer, which holds its lock until then. Once `flock` returns, the file
+    /// must still be the one at the suite's name (another writer may have replaced it while this
+    /// one waited), or else the new one is locked. `nil` when there is no suite file yet, or
+    /// something other than a regular file stands there (the read reports it).
+    ///
+    /// Held until the write ends, the descriptor also keeps the file the write replaces from being
+    /// freed inside the rename: where freeing is slow (ext4 without a journal, mounted with
+    /// `discard`, discards the blocks at once; tmpfs frees its pages), the rename's watchers are
+    /// woken first.
+    func lockSuiteFile(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile? {
+        while true {
+            guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+            guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG else {
+                Syscall.close(fd)
+                return nil
+            }
+            let lock = LockFile(fd: fd, identity: FileIdentity(st))
+            do throws(PreferenceError) {
+                try acquire(fd, lock.identity, of: path, until: deadline)
+            } catch {
+                lock.unlock()
+                throw error
+            }
+            if lock.isCurrent(fileName, in: dir) { return lock }
+            lock.unlock()
+        }
+    }
+
+    private func lockOnce(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
+        // Read-only: flock needs no write access, and closing a descriptor opened for writing
+        // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
+        // FIFO planted here must not hang the open.
+        let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+        var opened = Syscall.openat(dir.fd, lockName, flags)
+        if case .failure(let errno) = opened, errno == .noSuchFileOrDirectory {
+            createLockFile(in: dir)
+            opened = Syscall.openat(dir.fd, lockName, flags | O_CREAT, lockMode(in: dir))
+        }
+        let fd = try opened.get("openat", path: lockPath, doing: "open the lock file")
+        do throws(PreferenceError) {
+            let st = try Syscall.fstat(fd).get("fstat", path: lockPath, doing: "inspect the lock file")
+            guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: lockPath) }
+            try checkOwner(st, of: lockPath, in: dir)
+            if needsModeSet(st, in: dir) {
+                try Syscall.fchmod(fd, lockMode(in: dir)).get("fchmod", path: lockPath, doing: "set the mode of the lock file")
+            }
+            try acquire(fd, FileIdentity(st), of: lockPath, until: deadline)
+            return LockFile(fd: fd, identity: FileIdentity(st))
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+    }
+
+    /// Whether the lock file, ours, has another mode than ``lockMode(in:)`` asks for (in a group
+    /// container), or gives more than it (elsewhere).
+    private func needsModeSet(_ st: stat, in dir: OpenDirectory) -> Bool {
+        let mode = st.st_mode & 0o777
+        let wanted = lockMode(in: dir)
+        return st.st_uid == geteuid() && (dir.isGroupContainer ? mode != wanted : mode & ~wanted != 0)
+    }
+
+    /// Creates the lock file with its final mode in one step: unnamed, given its mode, then linked
+    /// in (a lost race with another creator is `EEXIST`, and fine). Created by `open`, it would
+    /// have the umask's mode (`0600` under `umask 077`) until the `fchmod` after it, and a group
+    /// member opening it then would get `EACCES`. Where unnamed files are not available, `open`
+    /// creates it.
+    private func createLockFile(in dir: OpenDirectory) {
+        let mode = lockMode(in: dir)
+        guard Self.canLinkUnnamedFiles,
+            case .success(let fd) = Syscall.openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode)
+        else { return }
+        defer { Syscall.close(fd) }
+        if case .success = Syscall.fchmod(fd, mode) { _ = Syscall.linkUnnamed(fd, dir.fd, lockName) }
+    }
+
+    /// Takes the lock on `fd`, waiting until `deadline` at most (see ``LockWait``).
+    private func acquire(_ fd: CInt, _ identity: FileIdentity, of lockPath: String, until deadline: ContinuousClock.Instant) throws(PreferenceError) {
+        let waiting = { [options] in
+            let holder = LockHolder.find(device: identity.device, inode: identity.inode).map { ", held by \($0)" } ?? ""
+            logger.notice("Waiting for the lock \(lockPath)\(holder), for \(options.lockTimeout) at most.")
+        }
+        switch LockWait.lock(fd, path: lockPath, timeout: max(deadline - .now, .zero), saying: waiting) {
+        case .success(true): return
+        case .success(false):
+            let holder = LockHolder.find(device: identity.device, inode: identity.inode).map { " It is held by \($0)." } ?? ""
+            throw PreferenceError(
+                code: .lockTimedOut,
+                message: "Gave up after \(options.lockTimeout) waiting for the lock \(lockPath).\(holder) A stopped or hung process, or one that only reads the lock file, is holding it: end that process, or raise PreferenceSuite.Options.lockTimeout. The values stay pending and are written by the next flush.",
+                path: lockPath, systemCall: "flock")
+        case .failure(let errno): throw PreferenceError.system("flock", errno, path: lockPath, doing: "lock")
+        }
+    }
+
+    /// Whether this machine can name an unnamed file through `/proc/self/fd` (for `O_TMPFILE`).
+    private static let canLinkUnnamedFiles = access("/proc/self/fd", X_OK) == 0
+}

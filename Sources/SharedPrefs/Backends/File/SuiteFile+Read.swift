@@ -1,0 +1,138 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Reading a suite file: confirming the version known, reading and decoding it, and waiting, until a
+/// deadline, for a file being written in place to settle.
+extension SuiteFile {
+    // MARK: Reading
+
+    /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
+    /// is, `nil` when the file changed. One `fstatat`, plus, when the stamp alone does not prove
+    /// it (see ``FileVersion``), an open and the version's ``FileVersion/Proof`` or a read.
+    func confirm(_ version: FileVersion, in dir: OpenDirectory) throws(PreferenceError) -> FileVersion? {
+        let takenAt = FileVersion.now()
+        let st: stat
+        switch Syscall.lstatat(dir.fd, fileName) {
+        case .success(let status): st = status
+        case .failure(.noSuchFileOrDirectory): return version.stamp == nil ? version : nil
+        case .failure(let errno): throw PreferenceError.system("fstatat", errno, path: path, doing: "inspect")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
+        guard FileStamp(st) == version.stamp else { return nil }
+        if !version.isRacy { return version }
+        // A racy stamp: the file must hold the bytes last read or written.
+        guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+        defer { Syscall.close(fd) }
+        guard case .success(let opened) = Syscall.fstat(fd), FileStamp(opened) == version.stamp,
+            version.proof.holds(fd) || Syscall.holds(fd, version.content) == .success(true)
+        else { return nil }
+        var confirmed = version
+        confirmed.takenAt = takenAt
+        return confirmed
+    }
+
+    /// Reads and decodes the suite file. Never follows a symbolic link, never blocks, and never
+    /// reads more than ``PreferenceSuite/Options/maximumFileSize`` bytes.
+    /// - Parameters:
+    ///   - previous: The image of the file as last read or written: a binary file is then decoded
+    ///     only where it differs from it.
+    ///   - whole: Only a file that ends as a whole property list does (``PropertyListFormat/looksWhole(_:)``)
+    ///     is decoded; one still being appended to is corrupt at once (the reads of a settling read).
+    func read(in dir: OpenDirectory, previous: SuiteImage? = nil, whole: Bool = false) throws(PreferenceError) -> SuiteFileContents {
+        let fd: CInt
+        switch Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
+        case .success(let descriptor): fd = descriptor
+        case .failure(.noSuchFileOrDirectory): return .missing
+        case .failure(let errno): throw PreferenceError.system("openat", errno, path: path, doing: "open the suite file")
+        }
+        defer { Syscall.close(fd) }
+        let takenAt = FileVersion.now()
+        let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
+        guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
+        try checkOwner(st, of: path, in: dir)
+        let limit = options.maximumFileSize
+        if Int64(st.st_size) > Int64(limit) { throw tooLarge(Int64(st.st_size)) }
+        _Stages.mark("X")
+        let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit).get("read", path: path, doing: "read")
+        _Stages.mark("Y")
+        if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
+        if whole, !PropertyListFormat.looksWhole(bytes) {
+            return .corrupt(
+                PreferenceError(code: .corruptFile, message: "The suite file \(path) is not a whole property list (it ends before its end).", path: path),
+                looksLikePropertyList: true, stamp: FileStamp(st))
+        }
+        let version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
+        // Anything unusual in the incremental read (a key twice, a broken file) is decoded in full.
+        if let previous, let (image, delta) = try? previous.changes(to: bytes) {
+            return .loaded(.changes(delta), version, image)
+        }
+        do {
+            let (values, image) = try PropertyListFormat.decodeSuite(bytes)
+            return .loaded(.full(values), version, image)
+        } catch {
+            if PropertyListFormat.looksLikePropertyList(bytes) {
+                return .corrupt(
+                    PreferenceError(
+                        code: .corruptFile,
+                        message: "The suite file \(path) is not a valid property list (\(error)).",
+                        path: path),
+                    looksLikePropertyList: true, stamp: FileStamp(st))
+            }
+            return .corrupt(
+                PreferenceError(
+                    code: .notPropertyList,
+                    message: "\(path) is not a property list (it starts with \(Self.describe(bytes.prefix(16)))), so SharedPrefs leaves it exactly as it is and writes nothing there. Move it away, or choose another suite name.",
+                    path: path),
+                looksLikePropertyList: false, stamp: FileStamp(st))
+        }
+    }
+
+    /// How long a file that does not parse must stay unchanged before it is called corrupt, where
+    /// no lease tells whether a program still has it open for writing.
+    static let settleQuiet: Duration = .milliseconds(500)
+
+    /// ``read(in:previous:)``, but a file that looks like a property list and does not parse is
+    /// read again, with growing pauses, while a program rewrites it in place: while it changes,
+    /// and while some process holds it open for writing (a read lease is refused then; where
+    /// none can be taken, until it has stayed unchanged for ``settleQuiet``). It is called
+    /// corrupt once nobody is writing it, at once for a file no writer holds. A good file costs
+    /// one read and no pause.
+    /// - Throws: ``PreferenceError/Code/corruptFile`` when a writer still holds it at `deadline`.
+    func readSettled(in dir: OpenDirectory, previous: SuiteImage?, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> SuiteFileContents {
+        var contents = try read(in: dir, previous: previous, whole: true)
+        guard case .corrupt(let error, true, var stamp) = contents else { return contents }
+        let clock = ContinuousClock()
+        var quietSince = clock.now
+        var pause = Duration.milliseconds(1)
+        while true {
+            // Checked before each read too: a file rewritten without end must not keep this going.
+            guard clock.now < deadline else {
+                throw PreferenceError(
+                    code: .corruptFile,
+                    message: "\(error.message) Another program kept writing it while this write waited, so nothing was written; the values stay pending. Try again once that program is done with it.",
+                    path: path)
+            }
+            let writing = isOpenForWriting(in: dir)
+            // Read again if it changed, also when its writer closed it in the meantime.
+            if case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) != stamp {
+                contents = try read(in: dir, previous: previous, whole: true)
+                guard case .corrupt(_, true, let current) = contents else { return contents }
+                (stamp, quietSince) = (current, clock.now)
+                continue
+            }
+            if writing == false || (writing == nil && clock.now - quietSince >= Self.settleQuiet) { return contents }
+            Thread.sleep(forTimeInterval: pause / .seconds(1))
+            pause = min(pause * 2, .milliseconds(50))
+        }
+    }
+
+    /// Whether some process has the suite file open for writing (`nil`: cannot tell).
+    private func isOpenForWriting(in dir: OpenDirectory) -> Bool? {
+        guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+        defer { Syscall.close(fd) }
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Syscall.isOpenForWriting(fd)
+    }
+}

@@ -1,0 +1,53 @@
+import Dispatch
+import Foundation
+import SharedPrefsLocking
+
+/// Runs actions at their deadlines, on one thread of the library's own, started at the first
+/// and waiting without a timeout while none is due: the deadlines of async calls that wait for a
+/// suite's earlier work. A thread of its own, because every pool a process shares (Swift's
+/// cooperative pool, libdispatch's global queues) may be blocked by other work exactly when a
+/// deadline matters.
+enum Deadlines {
+    private struct State {
+        var pending: [UInt64: (deadline: ContinuousClock.Instant, action: @Sendable () -> Void)] = [:]
+        var nextID: UInt64 = 0
+        var started = false
+    }
+    private static let state = Lock(State())
+    private static let wake = DispatchSemaphore(value: 0)
+
+    /// Runs `action` at `deadline`, unless ``cancel(_:)`` comes first; an identifier for that.
+    static func at(_ deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, start) = state.withLock { s in
+            s.nextID += 1
+            s.pending[s.nextID] = (deadline, action)
+            defer { s.started = true }
+            return (s.nextID, !s.started)
+        }
+        if start { Thread.start(named: "prefs.deadlines") { run() } }
+        wake.signal()
+        return id
+    }
+
+    /// Forgets the action of ``at(_:_:)`` `id`, if it has not run.
+    static func cancel(_ id: UInt64) {
+        _ = state.withLock { $0.pending.removeValue(forKey: id) }
+    }
+
+    private static func run() {
+        while true {
+            let (due, next) = state.withLock { s in
+                let now = ContinuousClock.now
+                let due = s.pending.filter { $0.value.deadline <= now }
+                for id in due.keys { s.pending[id] = nil }
+                return (due.values.map(\.action), s.pending.values.map(\.deadline).min())
+            }
+            for action in due { action() }
+            if let next {
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(max(.zero, next - .now) / .nanoseconds(1))))
+            } else {
+                wake.wait()
+            }
+        }
+    }
+}

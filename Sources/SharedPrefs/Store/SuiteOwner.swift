@@ -1,0 +1,173 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import SharedPrefsLocking
+
+/// The one owner of a suite's I/O and delivery order: a serial executor. Its jobs (`update`,
+/// `synchronize`, flushes, re-reads) run one at a time, in the order they came, each on one
+/// thread from start to end:
+///
+/// - a job that comes while none runs or waits runs at once on the thread that brings it (a
+///   caller's `update`, a reader thread's re-read: no hand-over, no wake-up);
+/// - a caller's job that comes while one runs waits for its turn, until its deadline at most,
+///   and then runs on the caller's thread;
+/// - a background job (a coalesced flush) runs on the owner's own queue, made at the first one.
+///
+/// The thread that runs a job is the owner's until the job ends: a job that calls back into the
+/// suite for I/O is told (``isCurrent``) instead of waiting for itself. Only the owner's short
+/// bookkeeping is behind a lock; nothing waits under it.
+final class SuiteOwner: Sendable {
+    private final class Waiter: Sendable {
+        let thread: UInt
+        let turn = DispatchSemaphore(value: 0)
+        init(thread: UInt) { self.thread = thread }
+    }
+
+    private enum Job {
+        case background(@Sendable () -> Void)
+        case caller(Waiter)
+    }
+
+    private struct State {
+        /// The thread running a job (`pthread_self`); 0 while none runs; ``handedToQueue`` while
+        /// the queue is about to.
+        var runner: UInt = 0
+        /// The jobs waiting, in order.
+        var jobs: [Job] = []
+        var queue: DispatchQueue? = nil
+    }
+
+    private static let handedToQueue = UInt.max
+    private let state = Lock(State())
+    private let label: String
+
+    init(label: String) {
+        self.label = label
+    }
+
+    private static var thisThread: UInt { UInt(pthread_self()) }
+
+    /// Whether this thread runs a job of this owner: what it would wait for is itself.
+    var isCurrent: Bool { state.withLock { $0.runner == Self.thisThread } }
+
+    /// Runs `work` on this thread now, if no job runs or waits; returns whether it ran. Never waits.
+    func runIfIdle(_ work: () -> Void) -> Bool {
+        let me = Self.thisThread
+        let idle = state.withLock { s -> Bool in
+            guard s.runner == 0 else { return false }
+            s.runner = me
+            return true
+        }
+        guard idle else { return false }
+        work()
+        handOn()
+        return true
+    }
+
+    /// Runs `work` on the owner's queue after the jobs before it.
+    func async(_ work: @escaping @Sendable () -> Void) {
+        let queue = state.withLock { s -> DispatchQueue? in
+            s.jobs.append(.background(work))
+            guard s.runner == 0 else { return nil }
+            s.runner = Self.handedToQueue
+            return queueLocked(&s)
+        }
+        queue?.async { [self] in drain() }
+    }
+
+    /// Runs `work` on the owner's queue after the jobs before it, unless `deadline` passes before
+    /// its turn comes: then `expired` runs instead, at the deadline, and `work` never. For callers
+    /// that must not block a thread while they wait (async code).
+    func async(until deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () -> Void, expired: @escaping @Sendable () -> Void) {
+        let taken = Lock(false)
+        let take: @Sendable () -> Bool = { taken.withLock { was in defer { was = true }; return !was } }
+        let timer = Deadlines.at(deadline) { if take() { expired() } }
+        async {
+            guard take() else { return }
+            Deadlines.cancel(timer)
+            work()
+        }
+    }
+
+    /// Runs `work` on the owner's queue after `delay`, after the jobs before it then.
+    func async(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        let queue = state.withLock { queueLocked(&$0) }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [self] in async(work) }
+    }
+
+    /// Runs `work` on this thread once the jobs before it are done, waiting for them until
+    /// `deadline` at most.
+    /// - Throws: ``Busy`` when the deadline passed before its turn came (nothing ran); what
+    ///   `work` throws.
+    func sync<T>(until deadline: ContinuousClock.Instant, _ work: () throws -> T) throws -> T {
+        let me = Self.thisThread
+        let waiter = state.withLock { s -> Waiter? in
+            if s.runner == 0 {
+                s.runner = me
+                return nil
+            }
+            let waiter = Waiter(thread: me)
+            s.jobs.append(.caller(waiter))
+            return waiter
+        }
+        if let waiter, waiter.turn.wait(timeout: .now() + .nanoseconds(Int(max(.zero, deadline - .now) / .nanoseconds(1)))) == .timedOut {
+            let gaveUp = state.withLock { s -> Bool in
+                guard let index = s.jobs.firstIndex(where: { if case .caller(let other) = $0 { other === waiter } else { false } }) else { return false }
+                s.jobs.remove(at: index)
+                return true
+            }
+            if gaveUp { throw Busy() }
+            waiter.turn.wait()  // handed over as it timed out: signalled already, or about to be
+        }
+        defer { handOn() }
+        return try work()
+    }
+
+    /// Thrown by ``sync(until:_:)`` when the jobs before it did not end before its deadline.
+    struct Busy: Error {}
+
+    /// After a job: the next one gets the suite, or nobody.
+    private func handOn() {
+        let next = state.withLock { s -> Job? in
+            guard let job = s.jobs.first else {
+                s.runner = 0
+                return nil
+            }
+            switch job {
+            case .caller(let waiter):
+                s.jobs.removeFirst()
+                s.runner = waiter.thread
+            case .background:
+                s.runner = Self.handedToQueue
+            }
+            return job
+        }
+        switch next {
+        case .caller(let waiter)?: waiter.turn.signal()
+        case .background?: state.withLock { queueLocked(&$0) }.async { [self] in drain() }
+        case nil: break
+        }
+    }
+
+    /// On the owner's queue: runs background jobs until a caller's comes or none is left.
+    private func drain() {
+        let me = Self.thisThread
+        while let work = state.withLock({ s -> (@Sendable () -> Void)? in
+            guard case .background(let work)? = s.jobs.first else { return nil }
+            s.jobs.removeFirst()
+            s.runner = me
+            return work
+        }) {
+            work()
+        }
+        handOn()
+    }
+
+    private func queueLocked(_ s: inout State) -> DispatchQueue {
+        if let queue = s.queue { return queue }
+        let queue = DispatchQueue(label: label)
+        s.queue = queue
+        return queue
+    }
+}

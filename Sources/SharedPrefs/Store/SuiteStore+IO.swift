@@ -1,0 +1,290 @@
+import SharedPrefsLocking
+
+/// The store's I/O, each a job of its ``SuiteOwner``: writes (background flushes, `synchronize()`,
+/// `update`) and re-reads.
+extension SuiteStore {
+    func scheduleBackgroundFlush() {
+        owner.async { [self] in
+            _Stages.mark("W")
+            state.withLock { $0.flushScheduled = false }
+            do {
+                try commitPending(since: .now)
+            } catch {
+                // Reported by commit; written again when the backend says so.
+                guard let error = error as? PreferenceError, let delay = backend.retryDelay(after: error) else { return }
+                owner.async(after: delay) { [self] in apply([:], forceFlush: true) }
+            }
+        }
+    }
+
+    /// Runs `work` as the store's job on this thread, once the jobs before it are done: waits for
+    /// them until one ``SuiteBackend/timeout`` after `start` at most. Throws
+    /// ``PreferenceError/Code/unsupportedOperation`` from a job of this store (a transaction body,
+    /// what it calls), which would wait for itself; with `reporting`, that failure and a wait
+    /// that timed out are reported to failure observers too (the job reports its own).
+    private func runAsJob<T>(_ what: String, since start: ContinuousClock.Instant, reporting: Bool = false, _ work: () throws -> T) throws -> T {
+        let refusal: PreferenceError
+        if owner.isCurrent {
+            refusal = PreferenceError(
+                code: .unsupportedOperation,
+                message: "\(what) was called inside an update of the suite \(name); it would wait for the update that called it. Values set inside the update body are written right after it; call synchronize() after update returns.",
+                path: backend.location)
+        } else {
+            do {
+                return try owner.sync(until: start + backend.timeout, work)
+            } catch is SuiteOwner.Busy {
+                refusal = busy()
+            }
+        }
+        if reporting { report(refusal) }
+        throw refusal
+    }
+
+    /// The failure of a call whose turn did not come within the backend's timeout.
+    private func busy() -> PreferenceError {
+        let unwritten = pendingKeys
+        return PreferenceError(
+            code: .lockTimedOut,
+            message: "Gave up after \(backend.timeout) waiting for the suite \(name)'s earlier write or update in this process to end (it waits for a lock or an answer, or an update body or failure observer of the app's is still running). The values stay pending and are written by the next flush."
+                + (unwritten.isEmpty ? "" : " Not written yet: \(unwritten.joined(separator: ", "))."),
+            path: backend.location)
+    }
+
+    /// Writes everything pending now; returns when it is on disk.
+    /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
+    ///   suite, where waiting for the write would wait for itself.
+    /// Every failure is reported to failure observers, once.
+    package func flushSynchronously(since start: ContinuousClock.Instant = .now) throws {
+        guard hasPendingWrites else { return }
+        // One timeout in all, counted from `start`: waiting for a write already running (for
+        // the same lock, maybe) counts too.
+        try runAsJob("synchronize() or the exit flush", since: start, reporting: true) { try commitPending(since: start) }
+    }
+
+    /// Whether values set are not written yet.
+    var hasPendingWrites: Bool { state.withLock { !$0.local.isEmpty || $0.flushScheduled } }
+
+    /// The keys written by the next flush, for messages.
+    var pendingKeys: [String] { state.withLock { $0.pendingKeys } }
+
+    /// Writes everything pending without blocking the caller's thread.
+    func flush() async throws {
+        let start = ContinuousClock.now
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            owner.async { [self] in
+                continuation.resume(with: Result { try commitPending(since: start) })
+            }
+        }
+    }
+
+    /// Runs `body` as a read-modify-write under the suite's file lock, on the freshest values.
+    func update<R>(_ body: (inout PreferenceTransaction) throws -> R) throws -> R {
+        let start = ContinuousClock.now
+        return try withoutActuallyEscaping(body) { body in
+            try runAsJob("update", since: start) { try commit(body, since: start)! }
+        }
+    }
+
+    /// ``update(_:)`` without blocking the caller's thread: the body runs on the store's queue
+    /// (never on Swift's cooperative pool), after the store's earlier jobs, waiting for them one
+    /// ``SuiteBackend/timeout`` at most.
+    func update<R: Sendable>(_ body: @escaping @Sendable (inout PreferenceTransaction) throws -> R) async throws -> R {
+        let start = ContinuousClock.now
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+            owner.async(until: start + backend.timeout) { [self] in
+                continuation.resume(with: Result { try commit(body, since: start)! })
+            } expired: { [self] in
+                continuation.resume(throwing: busy())
+            }
+        }
+    }
+
+    /// Writes the pending operations, if any. A job of the owner's.
+    func commitPending(since start: ContinuousClock.Instant) throws {
+        _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?, since: start)
+    }
+
+    /// The write path: the backend brings the values up to date under its lock (or
+    /// compare-and-swap) → merge the pending operations key by key → run the transaction → the
+    /// backend writes → tell observers. Returns `nil` when there was nothing to do.
+    /// A job of the owner's.
+    /// - Parameter start: When the caller began to wait: a lock is waited for until one lock
+    ///   timeout after it.
+    private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?, since start: ContinuousClock.Instant) throws -> R? {
+        // The pending operations become the ones being written.
+        let writing = state.withLock { s -> Operations? in
+            var writing: Operations = [:]
+            for (key, local) in s.local {
+                guard case .pending(let operation) = local.operations else { continue }
+                writing[key] = operation
+                s.local[key]!.operations = .writing(operation)
+            }
+            return transaction != nil || !writing.isEmpty ? writing : nil
+        }
+        guard let writing else { return nil }
+        do {
+            var result: R? = nil
+            var written: Operations = [:]
+            var transactionKeys: Set<PlistKey> = []
+            let committed = try backend.commit(since: start) { loaded throws -> WritePlan in
+                adopt(loaded)
+                // The transaction sees the stored values with the operations being written,
+                // without the newer local ones still pending.
+                var operations = writing
+                var reads: Set<PlistKey>? = nil
+                if let transaction {
+                    var tx = state.withLock { s in
+                        PreferenceTransaction(
+                            base: s.values,
+                            overrides: s.local.compactMapValues { local in
+                                local.operations.pending.map { _ in local.operations.writing.map(\.value) ?? local.stored }
+                            },
+                            registered: s.registered)
+                    }
+                    result = try transaction(&tx)
+                    if let (key, type) = tx.unencodable.min(by: { $0.key < $1.key }) {
+                        throw PreferenceError(
+                            code: .unsupportedValue,
+                            message: "Not written, nor anything else of the update: it set key \"\(key)\" in suite \(name) to a \(type), \(noStoredForm).",
+                            path: backend.location)
+                    }
+                    for (key, operation) in tx.operations {
+                        if let error = refusal(of: operation, forKey: key.string) { throw error }
+                    }
+                    operations.merge(tx.operations) { _, transaction in transaction }
+                    transactionKeys = Set(tx.operations.keys)
+                    reads = tx.reads
+                }
+                written = operations
+                let changesSomething = state.withLock { s in operations.contains { s.storedValue($0.key) != $0.value.value } }
+                return WritePlan(
+                    operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil,
+                    stored: { self.state.withLock { $0.stored } })
+            }
+            adoptWritten(written, transactionKeys: transactionKeys, counted: committed.wrote)
+            for notice in committed.notices { reportNotice(notice) }
+            if let failure = committed.failure { throw failure }
+            return result
+        } catch {
+            // Put the operations back unless newer ones replaced them (after a quarantine they
+            // were written and adopted). After a failed transaction body they are
+            // written by the next background flush; after an I/O failure, by the next write, flush
+            // or exit (not in a loop against a full disk). A failure of the write itself reaches
+            // failure observers here, once, whoever else hears of it.
+            let (retry, unwritten) = state.withLock { s in
+                for (key, local) in s.local where local.operations.writing != nil {
+                    s.local[key]!.operations = .pending(local.operations.pending ?? local.operations.writing!)
+                }
+                return (transaction != nil && !(error is PreferenceError) && !s.local.isEmpty, s.pendingKeys)
+            }
+            if retry { apply([:], forceFlush: true) }
+            guard var error = error as? PreferenceError else { throw error }
+            if error.code == .lockTimedOut, !unwritten.isEmpty {
+                error.message += " Not written yet: \(unwritten.joined(separator: ", "))."
+            }
+            logger.error("\(error)")
+            report(error)
+            throw error
+        }
+    }
+
+    // MARK: Re-reading
+
+    /// Called by a reader thread (or a backend's watch) with a burst of events already coalesced:
+    /// re-reads on the calling thread when no job of the store runs, otherwise queues one re-read
+    /// behind the running job. Never waits for the store's I/O. Observers that take other
+    /// processes' changes on this thread (``OrderedDelivery``) get them once the re-read's job has
+    /// ended, so that their handlers may use the suite's I/O (`synchronize()`, `update`).
+    package func scheduleReload() {
+        _Stages.mark("R")
+        var inline: [OrderedDelivery] = []
+        let ran = owner.runIfIdle {
+            state.withLock { $0.inlineDeliveries = [:] }
+            reloadNow()
+            inline = state.withLock { s in
+                defer { s.inlineDeliveries = nil }
+                return Array(s.inlineDeliveries!.values)
+            }
+        }
+        if ran {
+            for delivery in inline { delivery.deliverPending() }
+            return
+        }
+        let schedule = state.withLock { s -> Bool in
+            if s.reloadScheduled { return false }
+            s.reloadScheduled = true
+            return true
+        }
+        if schedule {
+            owner.async { [self] in
+                state.withLock { $0.reloadScheduled = false }
+                reloadNow()
+            }
+        }
+    }
+
+    /// Re-reads the file if its stamp changed and tells observers what other writers changed;
+    /// failures go to the log and to failure observers. A job of the owner's.
+    func reloadNow() {
+        do {
+            try reload()
+        } catch {
+            logger.warning("\(error)")
+            report(error)
+        }
+    }
+
+    /// Reads what changed in the stored values; failures throw. A job of the owner's, or run
+    /// before the store is shared.
+    package func reload() throws(PreferenceError) {
+        adopt(try backend.load())
+    }
+
+    /// Makes values just read the stored state: what changed in them reaches `values`, except
+    /// where a local change not yet written hides it, and observers hear of it as external.
+    /// A job of the owner's, or run before the store is shared.
+    func adopt(_ loaded: Loaded) {
+        for notice in state.withLock({ $0.stand(loaded) }) { reportNotice(notice) }
+        guard let read = loaded.values else { return }
+        change { s, changes in
+            s.statistics.fileReads += 1
+            let delta: FileDelta
+            switch read {
+            case .full(let values): delta = s.delta(to: values)
+            case .changes(let changes): delta = changes
+            }
+            for (key, new) in delta {
+                if s.local[key] != nil {
+                    s.local[key]!.stored = new
+                } else {
+                    see(key, new, .external, in: &s, changes: &changes)
+                }
+            }
+            _Stages.mark("P")
+        }
+    }
+
+    /// Makes values just written (or found to hold `operations` already) the stored state.
+    /// A transaction's changes reach `values` here and are told to observers, on the thread that
+    /// runs the `update`, before it returns.
+    private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, counted: Bool) {
+        change { s, changes in
+            if counted { s.statistics.fileWrites += 1 }
+            for (key, operation) in operations {
+                if let pending = s.local[key]?.operations.pending {
+                    // A newer local change still hides what was written.
+                    s.local[key] = Local(stored: operation.value, operations: .pending(pending))
+                } else {
+                    s.local[key] = nil
+                    see(key, operation.value, transactionKeys.contains(key) ? .local : .external, in: &s, changes: &changes)
+                }
+            }
+        }
+    }
+
+    /// A failure a backend met that did not stop its read or write: logged and reported.
+    private func reportNotice(_ notice: PreferenceError) {
+        logger.warning("\(notice)")
+        report(notice)
+    }
+}

@@ -1,0 +1,214 @@
+import Dispatch
+import Foundation
+import SharedPrefs
+import SharedPrefsLocking
+import SharedPrefsTestSupport
+import Testing
+
+/// CLOCK_MONOTONIC in nanoseconds, the clock of Python's `time.monotonic_ns()`.
+private func monotonic() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+}
+
+/// The threads of this process that read changes (`prefs.watcher`).
+private func readerThreads() -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.count { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.hasPrefix("prefs.watcher") == true }
+}
+
+/// Writes `k` of each suite file given, in order, by an atomic replace, as a foreign writer
+/// (Python's plistlib) would, and prints the monotonic time of the last rename.
+private let writeEach = """
+    import os, plistlib, sys, time
+    value = int(sys.argv[1])
+    for path in sys.argv[2:]:
+        with open(path + '.new', 'wb') as f: plistlib.dump({'k': value}, f, fmt=plistlib.FMT_BINARY)
+        os.rename(path + '.new', path)
+    print(time.monotonic_ns(), flush=True)
+    """
+
+/// What a handler that blocks, and a suite that waits, may hold up: only their own.
+@Suite("Isolation and bounds") struct IsolationTests {
+    /// 30 suites whose `.synchronousExternalChanges` handlers block for 1.5 s, and an ordinary
+    /// observer of a 31st: its change arrives while they block (it took 1.0–9.1 s when a watchdog
+    /// moved the reading one suite a second), and the reader threads the blocked handlers took
+    /// end once they return.
+    @Test func thirtyBlockedHandlersDelayNoOtherSuite() async throws {
+        let directory = try TemporaryDirectory()
+        let files = (0...30).map { directory.file("s\($0).plist").path }
+        _ = try await python(writeEach, ["0"] + files)
+        let suites = try files.map { try PreferenceSuite(fileURL: URL(filePath: $0)) }
+        let blocked = Recorder<Int>()
+        let never = DispatchSemaphore(value: 0)
+        let tokens = suites.prefix(30).enumerated().map { i, suite in
+            suite.observe(.key("k"), options: .synchronousExternalChanges) { _ in
+                blocked.record(i)
+                _ = never.wait(timeout: .now() + 1.5)
+            }
+        }
+        let heard = Recorder<Int64>()
+        let last = suites[30].observe(.key("k")) { _ in heard.record(monotonic()) }
+        defer { withExtendedLifetime((tokens, last)) {} }
+        let written = try await python(writeEach, ["1"] + files)
+        let sent = try #require(Int64(written.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(written.output)")
+        let arrival = try await heard.wait(for: 1)[0]
+        #expect(arrival - sent < 1_500_000_000, "the 31st suite's change took \(Double(arrival - sent) / 1e9) s")
+        // Every blocked handler got its change (none waits behind another), and when they have
+        // returned the readers they held end: two stay, waiting.
+        _ = try await blocked.wait(for: 30, timeout: .seconds(10))
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while readerThreads() > 2 && clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(readerThreads() == 2)
+    }
+
+    /// A new suite file that appears while a `.synchronousExternalChanges` handler blocks is
+    /// announced at once, not when the handler returns (nor, as before, never).
+    @Test func aNewSuiteIsAnnouncedWhileAHandlerBlocks() async throws {
+        let directory = try TemporaryDirectory()
+        let stuck = directory.file("stuck.plist").path
+        _ = try await python(writeEach, ["0", stuck])
+        let suite = try PreferenceSuite(fileURL: URL(filePath: stuck))
+        let release = DispatchSemaphore(value: 0)
+        let entered = Recorder<Bool>()
+        let token = suite.observe(.key("k"), options: .synchronousExternalChanges) { _ in
+            entered.record(true)
+            _ = release.wait(timeout: .now() + 10)
+        }
+        defer { release.signal(); token.cancel() }
+        let added = Recorder<String>()
+        let additions = try SuiteDirectory(url: directory.url).observeSuiteAdditions { added.record($0) }
+        defer { additions.cancel() }
+        // One foreign writer changes the suite and, right after, creates another.
+        _ = try await python(writeEach, ["1", stuck, directory.file("fresh.plist").path])
+        _ = try await entered.wait(for: 1)
+        #expect(try await added.wait(until: { $0.contains("fresh") }).contains("fresh"))
+    }
+
+    /// The flush at exit of 4 suites whose locks another process holds: one lock timeout in all,
+    /// not one per suite (it took 4 timeouts), each suite's unsaved keys named.
+    @Test func theExitFlushOfFourHeldSuitesTakesOneLockTimeout() async throws {
+        let directory = try TemporaryDirectory()
+        let names = (0..<4).map { "held\($0)" }
+        var holders: [Launched] = []
+        for name in names { holders.append(try await lockHolder(directory.file(".\(name).plist.lock"))) }
+        defer { for holder in holders { try? holder.closeInput() } }
+        let result = try await run(childExecutable, ["set-each"] + names.map { directory.file("\($0).plist").path } + ["--lock-timeout-ms", "2000"])
+        let took = result.output.split(separator: "\n").first { $0.hasPrefix("exit flush took ") }
+            .flatMap { Int($0.split(separator: " ")[3]) }
+        #expect(took.map { $0 < 3_000 } == true, "\(result.output)")
+        for name in names { #expect(result.output.contains("pending value(s) of \(name) at exit"), "\(result.output)") }
+    }
+
+    /// `synchronize()` with a lock timeout of 1 s while another program appends a 4 MB suite file
+    /// in place, 16 KB every 5 ms: it gives up within its bound instead of reading the file again
+    /// for as long as it changes (26–31 s before).
+    @Test func synchronizeKeepsItsBoundWhileTheFileIsRewrittenInPlace() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("streamed.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .seconds(1)))
+        suite.set(0, forKey: "k")
+        #expect(suite.synchronize())
+        // Appends 4 MB in 16 KB pieces every 5 ms, and again from the start, until its input ends:
+        // the file is never a whole property list meanwhile.
+        let writer = try Launched(URL(filePath: "/usr/bin/env"), [
+            "python3", "-c",
+            """
+            import select, sys, time
+            header = b'<?xml version="1.0" encoding="UTF-8"?>\\n<plist version="1.0"><dict><key>x</key><string>'
+            done = lambda: select.select([sys.stdin], [], [], 0)[0]
+            with open(sys.argv[1], 'r+b') as f:
+                print('writing', flush=True)
+                while not done():
+                    f.seek(0); f.truncate(0); f.write(header); f.flush()
+                    for _ in range(256):
+                        if done(): break
+                        f.write(b'y' * 16384); f.flush(); time.sleep(0.005)
+            """,
+            file.path,
+        ])
+        _ = try await writer.records.wait(for: 1)
+        suite.set(1, forKey: "k")  // its background write meets the file being written, as does synchronize
+        // Timed where it runs: the task may wait for a thread of the cooperative pool first.
+        let (written, took) = await Task.detached {
+            let clock = ContinuousClock()
+            let start = clock.now
+            return (suite.synchronize(), clock.now - start)
+        }.value
+        #expect(took < .milliseconds(1_500), "synchronize() took \(took) with a lock timeout of 1 s")
+        #expect(!written)
+        try writer.closeInput()
+        _ = try await writer.status(timeout: .seconds(60))
+    }
+
+    /// A listener of a directory on a FUSE file system (bindfs), where inotify misses what is
+    /// written through another path, is polled for as long as it lives: the poll did not hand it
+    /// an inotify watch after its first tick.
+    @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install bindfs)"))
+    func aListenerOnAFUSEDirectoryStaysPolled() async throws {
+        let directory = try TemporaryDirectory()
+        let (source, mount) = (directory.file("source"), directory.file("mount"))
+        for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
+        try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
+        defer { _ = system("/bin/umount '\(mount.path)'") }
+        let added = Recorder<String>()
+        let additions = try SuiteDirectory(url: mount).observeSuiteAdditions { added.record($0) }
+        defer { additions.cancel() }
+        // Written beside the mount, where only polling sees them, several poll ticks apart.
+        for name in ["first", "second", "third"] {
+            _ = try await python(writeEach, ["1", source.appending(path: "\(name).plist").path])
+            #expect(try await added.wait(until: { $0.contains(name) }).contains(name))
+        }
+    }
+
+    /// `prefs-watch tail` whose reader stops reading for 10 s while 100 changes of 1 KB each are
+    /// made, 50 ms apart (more than the pipe holds): once it reads again, it gets every one, in
+    /// order. The thread that reads changes never waits for the output (it did: the changes made
+    /// while it waited reached it as one).
+    @Test func aTailWhoseReaderStopsGetsEveryChangeOnceItReadsAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("stalled.plist")
+        try await child("set", file.path, "k=str:start")
+        let tail = Process()
+        tail.executableURL = prefsWatch
+        tail.arguments = ["tail", file.path, "--initial", "--format", "%n"]
+        let output = Pipe()
+        tail.standardOutput = output
+        tail.standardError = FileHandle.nullDevice
+        try tail.run()
+        defer {
+            kill(tail.processIdentifier, SIGKILL)
+            tail.waitUntilExit()
+        }
+        let lines = Recorder<String>()
+        let reading = DispatchSemaphore(value: 0)
+        let reader = output.fileHandleForReading
+        Thread {
+            var pending = Data()
+            var first = true
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { return }
+                pending += chunk
+                while let end = pending.firstIndex(of: 10) {
+                    lines.record(String(decoding: pending[..<end], as: UTF8.self))
+                    pending.removeSubrange(...end)
+                    // The initial record read, the reader stops until told to go on.
+                    if first { first = false; reading.wait() }
+                }
+            }
+        }.start()
+        #expect(try await lines.wait(for: 1) == ["start"])
+        _ = try await python(
+            "import os, plistlib, sys, time\nfor i in range(100):\n    with open(sys.argv[1] + '.new', 'wb') as f: plistlib.dump({'k': 'x' * 1000 + str(i)}, f, fmt=plistlib.FMT_BINARY)\n    os.rename(sys.argv[1] + '.new', sys.argv[1])\n    time.sleep(0.05)",
+            file.path)
+        try await Task.sleep(for: .seconds(5))  // the reader stays stopped: 10 s in all
+        reading.signal()
+        let printed = try await lines.wait(until: { $0.last?.hasSuffix("x99") == true }, timeout: .seconds(30))
+        let numbers: [String] = printed.dropFirst().map { line in String(line.drop { $0 == "x" }) }
+        let expected: [String] = (0..<100).map { String($0) }
+        #expect(numbers == expected)
+    }
+}

@@ -86,6 +86,7 @@ struct Measures {
             sent.append(time)
             gap(2)
         }
+        gap(50)  // the end comes well after the last change, never in the same read
         let done = openat(dirfd, ".prep", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         close(done)
         renameat(dirfd, ".prep", dirfd, "done")
@@ -186,6 +187,7 @@ struct Measures {
         }
         writer.sync {}
         if replaced >= 0 { close(replaced) }
+        gap(50)  // the end comes well after the last change, never in the same read
         let last = openat(dirfd, ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         write(last, -1)
         close(last)
@@ -221,6 +223,7 @@ struct Measures {
             sent.append(time)
             gap(gapMs)
         }
+        gap(50)  // the end comes well after the last change, never in the same read
         suite.set(now(), forKey: "done")  // a new value each time: a suite is measured in several blocks
         let observed = children.map { read($0) }
         return (Block(sent: sent, arrivals: observed.map(\.arrivals)), observed.compactMap(\.cpu))

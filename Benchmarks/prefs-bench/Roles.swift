@@ -133,7 +133,7 @@ enum Role {
                 let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                 let name = String(cString: (buffer + offset + MemoryLayout<inotify_event>.size).assumingMemoryBound(to: CChar.self))
                 offset += MemoryLayout<inotify_event>.size + Int(event.len)
-                if name == "done" { return nil }
+                if name == "done" { return sent.isEmpty ? nil : sent + [-1] }
                 if name.hasPrefix("f-"), let time = Int64(name.dropFirst(2)) { sent.append(time) }
             }
             return sent
@@ -159,8 +159,9 @@ enum Role {
     }
 
     /// Blocks in `read` on an inotify descriptor watching `directory` for renames into it, and
-    /// hands each batch of events to `sent`, which returns the send times it names (`nil`: the
-    /// end). The arrival is taken when `read` returns, or after `sent` when `stampedAfterReading`.
+    /// hands each batch of events to `sent`, which returns the send times it names (`nil`, or a
+    /// last time of -1 after them: the end). The arrival is taken when `read` returns, or after
+    /// `sent` when `stampedAfterReading`.
     private static func timeArrivals(
         in directory: String, stampedAfterReading: Bool = false, hop: Bool = false,
         _ sent: (_ buffer: UnsafeMutableRawPointer, _ count: Int) -> [Int64]?
@@ -188,7 +189,8 @@ enum Role {
                 handed.wait()
                 arrival = handedAt
             }
-            for time in times { pairs.append((time, arrival - time)) }
+            for time in times where time >= 0 { pairs.append((time, arrival - time)) }
+            if times.contains(-1) { break }
         }
         let cpu = cpuTime() - cpuAtStart
         for (sent, latency) in pairs { print("L \(sent) \(latency)") }

@@ -75,7 +75,9 @@ struct HardeningTests {
     /// every other writer takes, and so the one this writer must take.
     @Test func aLockFileReplacedBetweenWritesIsTheOneTaken() async throws {
         let directory = try TemporaryDirectory()
-        let writer = try await writerThatHasWritten(in: directory.file("folder"), "--lock-timeout-ms", "300")
+        // A second: a write of the suite (two fsyncs) under ThreadSanitizer on a busy machine takes
+        // hundreds of milliseconds, and a synchronize() behind one waits for it within its timeout.
+        let writer = try await writerThatHasWritten(in: directory.file("folder"), "--lock-timeout-ms", "1000")
         let lock = directory.file("folder/.s.plist.lock")
         try FileManager.default.removeItem(at: lock)
         let holder = try await lockHolder(lock)

@@ -60,7 +60,7 @@ extension SuiteFile {
         if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
         if whole, !PropertyListFormat.looksWhole(bytes) {
             return .corrupt(
-                PreferenceError(code: .corruptFile, message: "The suite file \(path) is not a whole property list (it ends before its end).", path: path),
+                PreferenceError(code: .corruptFile, message: "The suite file \(path) is not a valid property list (it does not end as one: it is cut short, or still being written).", path: path),
                 looksLikePropertyList: true, stamp: FileStamp(st))
         }
         let version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt)
@@ -106,23 +106,23 @@ extension SuiteFile {
         let clock = ContinuousClock()
         var quietSince = clock.now
         var pause = Duration.milliseconds(1)
+        let gaveUp = PreferenceError(
+            code: .corruptFile,
+            message: "\(error.message) Another program kept writing it while this write waited, so nothing was written; the values stay pending. Try again once that program is done with it.",
+            path: path)
         while true {
-            // Checked before each read too: a file rewritten without end must not keep this going.
-            guard clock.now < deadline else {
-                throw PreferenceError(
-                    code: .corruptFile,
-                    message: "\(error.message) Another program kept writing it while this write waited, so nothing was written; the values stay pending. Try again once that program is done with it.",
-                    path: path)
-            }
             let writing = isOpenForWriting(in: dir)
-            // Read again if it changed, also when its writer closed it in the meantime.
+            // Read again if it changed, also when its writer closed it in the meantime: not past
+            // the deadline, which a file rewritten without end would otherwise never reach.
             if case .success(let st) = Syscall.lstatat(dir.fd, fileName), FileStamp(st) != stamp {
+                guard clock.now < deadline else { throw gaveUp }
                 contents = try read(in: dir, previous: previous, whole: true)
                 guard case .corrupt(_, true, let current) = contents else { return contents }
                 (stamp, quietSince) = (current, clock.now)
                 continue
             }
             if writing == false || (writing == nil && clock.now - quietSince >= Self.settleQuiet) { return contents }
+            guard clock.now < deadline else { throw gaveUp }
             Thread.sleep(forTimeInterval: pause / .seconds(1))
             pause = min(pause * 2, .milliseconds(50))
         }

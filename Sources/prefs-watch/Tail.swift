@@ -208,7 +208,8 @@ final class TailSession: Sendable {
     }
 
     /// Starts printing the suite's changes (and, per `announce`, its current values), once per
-    /// suite name. Changes come on the thread that reads them (the watcher thread): no queue.
+    /// suite name. Changes come on the thread that reads them (a reader thread): no queue; the
+    /// writer thread prints them.
     func attach(_ suite: PreferenceSuite, announce: Announce) {
         let isNew = state.withLock { s in
             guard s.attached[suite.name] == nil else { return false }

@@ -489,7 +489,7 @@ struct EtcdSuiteTests {
         #expect(early.contains { $0.code == .corruptFile && $0.message.contains(prefix + "binary") }, "\(early)")
 
         for _ in 1...3 {
-            try suite.update { tx in tx["count"] = PlistValue((tx.values["count"]?.get(Int.self) ?? 0) + 1) }
+            try await suite.update { tx in tx["count"] = PlistValue((tx.values["count"]?.get(Int.self) ?? 0) + 1) }
         }
         #expect(suite.integer(forKey: "count") == 3)
         #expect(!suite.storedValues.keys.contains { $0.contains("\u{FFFD}") })
@@ -803,7 +803,7 @@ struct EtcdSuiteTests {
             if suite == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
         let opened = try #require(suite)
-        try opened.update { $0["greeting"] = .string("hello") }
+        try await opened.update { $0["greeting"] = .string("hello") }
         #expect(opened.string(forKey: "greeting") == "hello")
 
         // Without the client certificate the member refuses the connection: an error, no suite.

@@ -116,8 +116,11 @@ struct ObservableDefaultsReadmeTests {
             try readSuiteFile(file) == [
                 "theme": "dark", "person": ["name": "fat", "age": 11], "lastTheme": "light", "lastPerson": ["name": "ada", "age": 36],
             ])
-        // Another process's value reaches the property; nil removes the key.
+        // Another process's value reaches the property (once it has arrived); nil removes the key.
+        let (themes, token) = suite.record(.key("theme"))
+        defer { token.cancel() }
         try await child("set", file.path, "theme=light")
+        _ = try await themes.wait(until: { $0.last?.newValue == "light" })
         let otherSuite = try PreferenceSuite(fileURL: file)
         let again = ObservableDefaultsReadme.PlainTypes(userDefaults: otherSuite)
         #expect(again.theme == .light && again.person.age == 11 && again.lastPerson?.name == "ada")

@@ -40,10 +40,8 @@ typealias Watcher = (path: String, sink: Sink)
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
 
-    /// `IN_CREATE` notices a suite published with `link(2)`. A writer of this library makes the
-    /// temporary file of its next write right after its last one (``SuiteFile/makeSpare(in:)``),
-    /// so that a write creates no file, and the creation of the next one mostly comes with the
-    /// last one's rename events rather than as a wake-up of its own.
+    /// `IN_CREATE` notices a suite published with `link(2)`. (A write's own temporary file,
+    /// created at its start, may wake a reader on its own: that reader finds no suite to read.)
     static let mask: UInt32 =
         UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)

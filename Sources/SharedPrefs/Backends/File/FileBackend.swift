@@ -10,9 +10,6 @@ final class FileBackend: SuiteBackend {
     private let last = Lock<(version: FileVersion, image: SuiteImage?)?>(nil)
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
-    /// The next write's temporary file, made after this process's last write (from its second on:
-    /// a process that writes once leaves nothing behind), and whether it has written before.
-    private let spare = Lock<(name: String?, wrote: Bool)>((nil, false))
 
     init(file: SuiteFile) {
         self.file = file
@@ -58,20 +55,6 @@ final class FileBackend: SuiteBackend {
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
-        let committed = try commit(in: dir, since: start, plan)
-        // Once the locks are let go: the next write's file.
-        #if !SHAREDPREFS_NO_SPARE
-        if committed.wrote, spare.withLock({ $0.name == nil && $0.wrote }) {
-            let made = file.makeSpare(in: dir)
-            spare.withLock { $0.name = made }
-        }
-        spare.withLock { $0.wrote = $0.wrote || committed.wrote }
-        #endif
-        return committed
-    }
-
-    /// ``commit(since:_:)`` in the suite's directory, open.
-    private func commit(in dir: OpenDirectory, since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         _Stages.mark("D")
         let deadline = start + file.options.lockTimeout
         let lock = try file.lock(in: dir, until: deadline)
@@ -127,10 +110,8 @@ final class FileBackend: SuiteBackend {
         if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
             logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
         }
-        let version = try file.write(bytes, in: dir, spare: spare.withLock { s in
-            defer { s.name = nil }
-            return s.name
-        })
+        let temporaryName = file.newTemporaryName()
+        let version = try file.write(bytes, in: dir, as: temporaryName)
         last.withLock { $0 = (version, image) }
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         return Committed(wrote: true, failure: failure)

@@ -13,27 +13,20 @@ extension SuiteFile {
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
     /// that `durability` asks for, and returns the new file's version. Nothing stays open.
     ///
-    /// The temporary file is `spare`, made empty after this process's last write
-    /// (``makeSpare(in:)``), when it is still that (a regular file of this user's, empty, with no
-    /// other link), or else a new one (``newTemporaryName()``, created `O_EXCL`); one that a
+    /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL`; one that a
     /// writer killed mid-write leaves behind is removed by a later writer
     /// (``removeStaleTemporaryFiles(in:)``). Call it holding both locks (``lock(in:until:)``,
     /// ``lockSuiteFile(in:until:)``).
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, spare: String? = nil) throws(PreferenceError) -> FileVersion {
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String) throws(PreferenceError) -> FileVersion {
         if bytes.count > options.maximumFileSize {
             throw PreferenceError(
                 code: .fileTooLarge,
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
                 path: path)
         }
-        var tempName = spare ?? newTemporaryName()
-        var fd = spare.flatMap { openSpare($0, in: dir) } ?? -1
-        if fd < 0 {
-            if spare != nil { tempName = newTemporaryName() }
-            fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
-                .get("openat", path: directory + "/" + tempName, doing: "create the temporary file")
-        }
         let tempPath = directory + "/" + tempName
+        let fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+            .get("openat", path: tempPath, doing: "create the temporary file")
         let version: FileVersion
         _Stages.mark("O")
         do throws(PreferenceError) {
@@ -75,28 +68,6 @@ extension SuiteFile {
             }
         }
         return version
-    }
-
-    /// Makes the next write's temporary file: empty, named, `O_EXCL`, closed at once (held by no
-    /// one, written only by that write, under the lock; removed by the stale sweep if no write
-    /// comes). Its name, or `nil` when it could not be made (the write then makes one).
-    func makeSpare(in dir: OpenDirectory) -> String? {
-        let name = newTemporaryName()
-        guard case .success(let fd) = Syscall.openat(dir.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions) else { return nil }
-        if dir.isGroupContainer { _ = Syscall.fchmod(fd, options.filePermissions & 0o777) }
-        Syscall.close(fd)
-        return name
-    }
-
-    /// The spare `name` opened for writing, if it is still what ``makeSpare(in:)`` made: a
-    /// regular file of this user's, empty, with no other link (a neighbour may have replaced it).
-    private func openSpare(_ name: String, in dir: OpenDirectory) -> CInt? {
-        guard case .success(let fd) = Syscall.openat(dir.fd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
-        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_size == 0, st.st_nlink == 1 else {
-            Syscall.close(fd)
-            return nil
-        }
-        return fd
     }
 
     /// A new name for a temporary file of this suite: `.<suite>.plist.<random>.tmp`.

@@ -84,8 +84,9 @@ extension Measures {
     /// between them is what each suite costs, without what a process sets up once.
     mutating func memory() throws {
         let counts = quick ? [10, 100] : [100, 1000]
-        let dir = directory.appending(path: "memory")
+        let dir = scratch.appending(path: "memory")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
         let data = PlistValue.dictionary(realisticValues(100)).propertyListData(format: .binary)
         for i in 0..<counts[1] { try data.write(to: dir.appending(path: "s\(i).plist")) }
         try data.write(to: dir.appending(path: "warm-up.plist"))
@@ -105,8 +106,8 @@ extension Measures {
             id: "9.memory", group: "9. memory", name: "a process watching suites of 100 realistic keys: the cost of each, from \(counts[0]) to \(counts[1]) suites", n: counts[1],
             throughput: Quantity(value: rss, unit: "KiB"),
             note: String(
-                format: "resident %.1f KiB and heap in use (mallinfo2) %.1f KiB per suite, whose file is %.1f KiB (keys of 12–40 characters; strings of 20–200 bytes, integers, dates, data); RSS %.1f → %.1f MiB; target: resident ≤ 16 KiB beyond the file's size",
-                rss, heap, file, Double(low.rss) / 1_048_576, Double(high.rss) / 1_048_576),
+                format: "resident %.1f KiB and heap in use (mallinfo2) %.1f KiB per suite, whose file is %.1f KiB (keys of 12–40 characters; strings of 20–200 bytes, integers, dates, data); RSS %.1f → %.1f MiB; files on %@; target: resident ≤ 16 KiB beyond the file's size",
+                rss, heap, file, Double(low.rss) / 1_048_576, Double(high.rss) / 1_048_576, fileSystem(of: dir.path)),
             targets: [Target(what: Target.all[8], figure: rss - file, bound: 16, atMost: true)],
             cost: rss, detail: ["heapKiB": heap, "fileKiB": file]))
     }
@@ -192,13 +193,16 @@ extension Measures {
     /// How many suites one process opens, writes and observes under `ulimit -n 1024`.
     mutating func suitesPerProcess() throws {
         let count = quick ? 1_000 : 10_000
-        let child = try Child(["many-suites", directory.path, String(count)])
+        let dir = scratch.appending(path: "many")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let child = try Child(["many-suites", dir.path, String(count)])
         let fields = child.nextLine(timeout: 600)?.split(separator: " ") ?? []
         child.waitForExit()
         guard fields.count == 3, let done = Int(fields[1]), let open = Int(fields[2]) else { throw BenchError("the many-suites child printed no count") }
         rows.append(Row(
             id: "15.descriptors", group: "15. descriptors", name: "suites opened, written and observed by one process under ulimit -n 1024", n: done,
             throughput: Quantity(value: Double(done), unit: "suites"),
-            note: "\(done) of \(count) tried; \(open) descriptors open with all of them kept"))
+            note: "\(done) of \(count) tried; \(open) descriptors open with all of them kept; files in \(dir.deletingLastPathComponent().path) (\(fileSystem(of: dir.path)))"))
     }
 }

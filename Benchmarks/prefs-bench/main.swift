@@ -140,6 +140,7 @@ for (number, name, step) in steps where selected?.contains(number) ?? true {
 
 _Stages.dump()
 try? FileManager.default.removeItem(at: directory)
+try? FileManager.default.removeItem(at: measures.scratch)
 print("prefs-bench — \(measures.rows[0].note)\n")
 print("| group | measure | n | p50 | p99 | throughput | ratio | note |")
 print("|---|---|---|---|---|---|---|---|")

@@ -109,10 +109,8 @@ struct CoreTests {
     @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install bindfs)"))
     func aThousandWritesOnAFileSystemWithoutUnnamedFilesLeakNoDescriptor() async throws {
         let directory = try TemporaryDirectory()
-        let (source, mount) = (directory.file("source"), directory.file("mount"))
-        for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
-        try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
-        defer { _ = system("/bin/umount '\(mount.path)'") }
+        let (_, mount, unmount) = try mountBindfs(in: directory)
+        defer { unmount() }
         try await expectNoDescriptorLeak(writing: mount.appending(path: "many.plist"))
     }
 

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-@_spi(Testing) import SharedPrefs
+import SharedPrefs
 import SharedPrefsLocking
 import SharedPrefsTestSupport
 import Testing
@@ -66,28 +66,20 @@ private let writeEach = """
 
     /// A new suite file that appears while a `.synchronousExternalChanges` handler blocks is
     /// announced while it blocks, not when the handler returns (nor, as before, never once the
-    /// reading had moved to another thread).
+    /// reading had moved to another thread). The observing process is a child: holding its
+    /// readers (a test hook) holds no other test's.
     @Test(.enabled(if: testHooksBuiltIn, "needs the test hooks of a debug build"))
     func aNewSuiteIsAnnouncedWhileAHandlerBlocks() async throws {
-        #if SHAREDPREFS_TESTING
         let directory = try TemporaryDirectory()
         let stuck = directory.file("stuck.plist").path
         _ = try await python(writeEach, ["0", stuck])
-        let suite = try PreferenceSuite(fileURL: URL(filePath: stuck))
-        let release = DispatchSemaphore(value: 0)
-        let entered = Recorder<Bool>()
-        let token = suite.observe(.key("k"), options: .synchronousExternalChanges) { _ in
-            entered.record(true)
-            release.wait()
-        }
-        defer { release.signal(); token.cancel() }
-        let added = Recorder<String>()
-        let additions = try SuiteDirectory(url: directory.url).observeSuiteAdditions { added.record($0) }
-        defer { additions.cancel() }
+        let watcher = try Launched(childExecutable, ["watch", stuck, "--block"])
+        defer { try? watcher.closeInput() }
+        try await watcher.records.wait { $0.contains("ready") }
         // One foreign writer changes the suite and creates another while the events wait unread
         // (the readers held a moment), so that one read finds both.
-        TestingHooks.holdWatcher(true)
-        defer { TestingHooks.holdWatcher(false) }
+        try watcher.send("hold")
+        try await watcher.records.wait { $0.contains("ok hold") }
         _ = try await python(
             """
             import os, plistlib, sys
@@ -95,10 +87,9 @@ private let writeEach = """
                 with open(path + '.new', 'wb') as f: plistlib.dump({'k': 1}, f, fmt=plistlib.FMT_BINARY)
             for path in sys.argv[1:]: os.rename(path + '.new', path)
             """, stuck, directory.file("fresh.plist").path)
-        TestingHooks.holdWatcher(false)
-        _ = try await entered.wait(for: 1)
-        #expect(try await added.wait(until: { $0.contains("fresh") }, timeout: .seconds(10)).contains("fresh"))
-        #endif
+        try watcher.send("release")
+        // The handler never returns: "added fresh" comes while it blocks, or the wait fails.
+        try await watcher.records.wait { $0.contains("entered") && $0.contains("added fresh") }
     }
 
     /// The flush at exit of 4 suites whose locks another process holds: one lock timeout in all,
@@ -163,10 +154,8 @@ private let writeEach = """
     @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install bindfs)"))
     func aListenerOnAFUSEDirectoryStaysPolled() async throws {
         let directory = try TemporaryDirectory()
-        let (source, mount) = (directory.file("source"), directory.file("mount"))
-        for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
-        try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
-        defer { _ = system("/bin/umount '\(mount.path)'") }
+        let (source, mount, unmount) = try mountBindfs(in: directory)
+        defer { unmount() }
         let added = Recorder<String>()
         let additions = try SuiteDirectory(url: mount).observeSuiteAdditions { added.record($0) }
         defer { additions.cancel() }

@@ -8,6 +8,15 @@ import Testing
 let canMountFUSE = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/bindfs")
     && FileManager.default.fileExists(atPath: "/dev/fuse")
 
+/// A FUSE file system (bindfs) in `directory`: `source` seen through `mount`, and what unmounts it.
+func mountBindfs(in directory: borrowing TemporaryDirectory) throws -> (source: URL, mount: URL, unmount: () -> Void) {
+    let (source, mount) = (directory.file("source"), directory.file("mount"))
+    for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
+    // bindfs daemonizes, and Foundation's Process does not see its parent exit: use system(3).
+    try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
+    return (source, mount, { _ = system("/bin/umount '\(mount.path)'") })
+}
+
 @Suite("The watcher under stress")
 struct WatcherStressTests {
     @Test func anInotifyQueueOverflowEndsInTheExactFinalStateAndIsReported() async throws {
@@ -61,12 +70,8 @@ struct WatcherStressTests {
     @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install bindfs)"))
     func aSuiteOnAFileSystemWithoutInotifyEventsIsPolled() async throws {
         let directory = try TemporaryDirectory()
-        let source = directory.file("source")
-        let mount = directory.file("mount")
-        for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
-        // bindfs daemonizes, and Foundation's Process does not see its parent exit: use system(3).
-        try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
-        defer { _ = system("/bin/umount '\(mount.path)'") }
+        let (source, mount, unmount) = try mountBindfs(in: directory)
+        defer { unmount() }
         let suite = try PreferenceSuite(fileURL: mount.appending(path: "remote.plist"))
         let (all, token) = suite.record(.all)
         defer { _ = token }

@@ -9,14 +9,15 @@
 //       forever: update-increments "counter" ("confirmed <n>"), then sets "flushed" and
 //       synchronizes ("flushed <n>"). --stop-before-rename: after the first round, the next write
 //       prints "renaming <temporary file>" and stops there, the suite locked, until it is killed.
-//   prefs-test-child watch <plist> [--fail-watches]
+//   prefs-test-child watch <plist> [--fail-watches] [--block]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
 //       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" and
 //       synchronizes (exits if that fails) and prints "held <descriptors in the directory>",
 //       "try-write" does so and prints "written" or "not written", "dump" prints
 //       "values k=v,…" (sorted), "watches" prints "watches <inotify watches of this process>";
 //       exits at end of input. --fail-watches makes inotify_add_watch
-//       fail with ENOSPC first.
+//       fail with ENOSPC first. --block: a .synchronousExternalChanges handler prints "entered"
+//       and blocks for good, and "added <suite>" is printed for each suite new in the directory.
 //   prefs-test-child additions <directory> [--fail-watches]
 //       prints "ready", then "added <suite>" for each suite that appears in the directory.
 //   prefs-test-child many <directory> <count>
@@ -298,6 +299,17 @@ case "watch":
     Task.detached {
         for await failure in failures { say("failure \(failure.code)") }
     }
+    var blocking: [AnyObject] = []
+    if arguments.contains("--block") {
+        blocking.append(suite.observe(.all, options: .synchronousExternalChanges) { _ in
+            say("entered")
+            DispatchSemaphore(value: 0).wait()
+        })
+        do {
+            blocking.append(try SuiteDirectory(url: URL(filePath: arguments[1]).deletingLastPathComponent())
+                .observeSuiteAdditions { say("added \($0)") })
+        } catch { fail("\(error)") }
+    }
     say("ready")
     while let command = readLine() {
         switch command {
@@ -323,7 +335,7 @@ case "watch":
         }
         say("ok \(command)")
     }
-    withExtendedLifetime(token) {}
+    withExtendedLifetime((token, blocking)) {}
 default:
     fail("unknown command \(arguments[0])")
 }

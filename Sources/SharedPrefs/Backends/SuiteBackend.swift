@@ -30,10 +30,19 @@ package protocol SuiteBackend: Sendable {
     /// call returns, until the subscription is released.
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription
 
+    /// Who holds what this suite's writes wait for (its lock), as a sentence for messages, or
+    /// `nil` when nothing does or the backend cannot tell.
+    var holder: String? { get }
+
     /// After a background write failed with `error`: how long to wait before writing again (a
     /// lock still held, a cluster that does not answer), or `nil` not to (the values stay pending
     /// for the next write, flush or exit: never a loop against a full disk).
     func retryDelay(after error: PreferenceError) -> Duration?
+}
+
+extension SuiteBackend {
+    /// Nothing to tell of (a backend without a lock).
+    package var holder: String? { nil }
 }
 
 /// The values of a suite as read: in full, or what changed since the last read or write.

@@ -45,7 +45,9 @@ extension SuiteStore {
         let unwritten = pendingKeys
         return PreferenceError(
             code: .lockTimedOut,
-            message: "Gave up after \(backend.timeout) waiting for the suite \(name)'s earlier write or update in this process to end (it waits for a lock or an answer, or an update body or failure observer of the app's is still running). The values stay pending and are written by the next flush."
+            message: "Gave up after \(backend.timeout) waiting for the suite \(name)'s earlier write or update in this process to end (it waits for a lock or an answer, or an update body or failure observer of the app's is still running)."
+                + (backend.holder.map { " \($0) A stopped or hung process, or one that only reads the lock file, holds it: end that process, or raise PreferenceSuite.Options.lockTimeout." } ?? "")
+                + " The values stay pending and are written by the next flush."
                 + (unwritten.isEmpty ? "" : " Not written yet: \(unwritten.joined(separator: ", "))."),
             path: backend.location)
     }
@@ -64,15 +66,20 @@ extension SuiteStore {
     /// Whether values set are not written yet.
     var hasPendingWrites: Bool { state.withLock { !$0.local.isEmpty || $0.flushScheduled } }
 
-    /// The keys written by the next flush, for messages.
+    /// The keys set and not written yet, for messages.
     var pendingKeys: [String] { state.withLock { $0.pendingKeys } }
 
-    /// Writes everything pending without blocking the caller's thread.
+    /// Writes everything pending without blocking the caller's thread, waiting for the store's
+    /// earlier jobs one ``SuiteBackend/timeout`` at most.
     func flush() async throws {
         let start = ContinuousClock.now
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            owner.async { [self] in
+            owner.async(until: start + backend.timeout) { [self] in
                 continuation.resume(with: Result { try commitPending(since: start) })
+            } expired: { [self] in
+                let error = busy()
+                report(error)
+                continuation.resume(throwing: error)
             }
         }
     }

@@ -31,11 +31,12 @@ typealias Watcher = (path: String, sink: Sink)
 /// event: an isolated change wakes one thread, which reads the events, arms the descriptor again
 /// and runs the re-read (and the handlers of ``ObservationOptions/synchronousExternalChanges``)
 /// itself. While it runs, the next events go to a reader still waiting; work found for several
-/// suites at once is shared out to other readers (a counting eventfd in the same epoll instance);
-/// and a reader that leaves none waiting starts one more (up to ``maximumReaders``). So a sink or
-/// listener that blocks (a handler that waits, a file system that hangs) holds its own thread and
-/// nothing else: other suites' changes and new suites keep arriving. Readers beyond two waiting
-/// end once their work is done. Polling runs on a timer in the same epoll instance, armed only
+/// suites at once is shared out to other readers (a counting eventfd in the same epoll instance),
+/// as many started at once as the jobs need; and a reader that leaves none waiting starts one more
+/// (up to ``maximumReaders`` in all). So a sink or listener that blocks (a handler that waits, a
+/// file system that hangs) holds its own thread and nothing else: other suites' changes and new
+/// suites keep arriving. Readers beyond two waiting end once their work is done, or after
+/// ``idleReaderLife`` with none. Polling runs on a timer in the same epoll instance, armed only
 /// while something is polled: an idle process never wakes.
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
@@ -50,6 +51,8 @@ final class InotifyWatcher: Sendable {
     /// The most reader threads at once: as many sinks or listeners may block at once before the
     /// next change waits for one of them.
     static let maximumReaders = 64
+    /// How long, in milliseconds, a reader beyond the first two waits for work before it ends.
+    static let idleReaderLife: CInt = 1000
 
     private struct Directory {
         var location: DirectoryLocation
@@ -97,6 +100,13 @@ final class InotifyWatcher: Sendable {
         var timerArmed = false
 
         var needsPolling: Bool { !vanished.isEmpty || !polled.isEmpty || !movedAncestors.isEmpty }
+
+        /// Counts up to `wanted` more readers, within ``maximumReaders``; returns how many to start.
+        mutating func start(_ wanted: Int) -> Int {
+            let count = max(0, min(wanted, InotifyWatcher.maximumReaders - readers))
+            readers += count
+            return count
+        }
     }
 
     /// The inotify instance, or -1 when there is none (everything is polled then).
@@ -314,17 +324,24 @@ final class InotifyWatcher: Sendable {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
         while true {
-            state.withLock { $0.waiting += 1 }
-            let ready = epoll >= 0 ? Syscall.epollWaitOne(epoll) : .success(timer)
+            // Beyond two readers, a reader waits a while, then ends if two others wait.
+            let extra = state.withLock { s in
+                s.waiting += 1
+                return s.readers > 2
+            }
+            let ready = epoll >= 0 ? Syscall.epollWaitOne(epoll, milliseconds: extra ? Self.idleReaderLife : -1) : .success(timer)
             if epoll < 0 { usleep(useconds_t(Self.pollInterval) * 1000) }
             // The last reader waiting stops waiting: one more, so that some reader always waits.
-            let more = state.withLock { s -> Bool in
+            let (more, idle) = state.withLock { s -> (Int, Bool) in
                 s.waiting -= 1
-                guard s.waiting == 0, s.readers < Self.maximumReaders, epoll >= 0 else { return false }
-                s.readers += 1
-                return true
+                if case .failure(let errno) = ready, errno.rawValue == ETIMEDOUT {
+                    if s.waiting >= 2 { s.readers -= 1 }
+                    return (0, s.waiting >= 2)
+                }
+                return (s.waiting == 0 && epoll >= 0 ? s.start(1) : 0, false)
             }
-            if more { Thread.start(named: "prefs.watcher") { [self] in read() } }
+            if idle { return }
+            start(more)
             var batch = Batch()
             var job: (@Sendable () -> Void)? = nil
             switch ready {
@@ -347,8 +364,14 @@ final class InotifyWatcher: Sendable {
             var jobs = batch.jobs
             if job == nil, !jobs.isEmpty { job = jobs.removeFirst() }
             if !jobs.isEmpty, work >= 0 {
-                state.withLock { $0.jobs += jobs }
+                // A reader for each job, and one more waiting, all started at once: one started
+                // by another in turn would take a thread's start-up time per job.
+                let helpers = state.withLock { s in
+                    s.jobs += jobs
+                    return s.start(jobs.count + 1 - s.waiting)
+                }
                 Syscall.post(work, UInt64(jobs.count))
+                start(helpers)
                 jobs = []
             }
             job?()
@@ -360,6 +383,11 @@ final class InotifyWatcher: Sendable {
             }
             if ends { return }
         }
+    }
+
+    /// Starts `count` reader threads (counted already by ``State/start(_:)``).
+    private func start(_ count: Int) {
+        for _ in 0..<count { Thread.start(named: "prefs.watcher") { [self] in read() } }
     }
 
     /// What one round of events asks for, gathered under the lock and acted on outside it.

@@ -24,7 +24,7 @@ extension PreferenceSuite {
     }
 
     /// Copies the values Foundation's `UserDefaults(suiteName:)` keeps for `suiteName` on Linux
-    /// (``userDefaultsFileURL(suiteName:)``) into this suite, in one ``update(_:)``, each with its
+    /// (``userDefaultsFileURL(suiteName:)``) into this suite, in one ``update(_:)-30e7n``, each with its
     /// type. The source file is only read, never changed or removed; Foundation rewrites it in
     /// place without a lock, so stop the programs that write it first.
     ///

@@ -398,7 +398,7 @@ public final class PreferenceSuite: Sendable {
         try store.update(body)
     }
 
-    /// ``update(_:)-(_)`` for async code: the same read-modify-write under the suite's file lock,
+    /// ``update(_:)-30e7n`` for async code: the same read-modify-write under the suite's file lock,
     /// run on a thread of the suite's own instead of blocking the caller's, which is one of Swift's
     /// cooperative pool (a lock wait, an `fsync` or a cluster's answer there would hold a thread
     /// every task shares). It waits for the suite's earlier work in this process and for the lock

@@ -1,4 +1,4 @@
-/// The view of a suite inside ``PreferenceSuite/update(_:)``: the freshest values, read under the
+/// The view of a suite inside ``PreferenceSuite/update(_:)-30e7n``: the freshest values, read under the
 /// suite's file lock, so a read-modify-write cannot race with any other process.
 ///
 /// ```swift

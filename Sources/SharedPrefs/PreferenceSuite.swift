@@ -369,9 +369,11 @@ public final class PreferenceSuite: Sendable {
         }
     }
 
-    /// Waits until every pending write is on disk.
-    /// - Throws: ``PreferenceError`` when the write failed; the values stay pending and are
-    ///   written by the next flush.
+    /// Waits until every pending write is on disk, one lock timeout at most from the call,
+    /// including the wait for the suite's earlier work in this process.
+    /// - Throws: ``PreferenceError`` when the write failed or its time ran out
+    ///   (``PreferenceError/Code/lockTimedOut``, naming the lock's holder where it can be found);
+    ///   the values stay pending and are written by the next flush.
     public func flush() async throws {
         try await store.flush()
     }

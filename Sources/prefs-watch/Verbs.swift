@@ -166,7 +166,7 @@ struct List: ParsableCommand {
     @OptionGroup var location: LocationOptions
 
     func run() throws {
-        for (place, _) in try location.everySuite(doing: "list") { print(place) }
+        for (place, _) in try location.everySuite(doing: "list") { print(place.displayed) }
     }
 }
 
@@ -192,7 +192,7 @@ struct Find: ParsableCommand {
         for (place, url) in try location.everySuite(doing: "find") {
             func matches(_ text: String) -> Bool { text.range(of: word, options: .caseInsensitive) != nil }
             if matches(url.deletingPathExtension().lastPathComponent) {
-                print(place)
+                print(place.displayed)
                 found = true
             }
             let values: PlistDictionary
@@ -204,7 +204,7 @@ struct Find: ParsableCommand {
                 continue
             }
             for (key, value) in values.sortedByKey where matches(key) || matches(value.json) {
-                print("\(place) \(key) = \(value.json)")
+                print("\(place.displayed) \(key.displayed) = \(value.json)")
                 found = true
             }
         }
@@ -302,9 +302,9 @@ struct Migrate: ParsableCommand {
             try prefs.importUserDefaults(suiteName: userDefaultsSuite, overwrite: overwrite)
         }
         let place = location.place(suite, prefs)
-        print("Copied \(moved.copied.count) key(s) from \(moved.source.path) into \(place)\(moved.copied.isEmpty ? "" : ": " + moved.copied.joined(separator: ", ")).")
+        print("Copied \(moved.copied.count) key(s) from \(moved.source.path.displayed) into \(place.displayed)\(moved.copied.isEmpty ? "" : ": " + moved.copied.map(\.displayed).joined(separator: ", ")).")
         if !moved.kept.isEmpty {
-            print("Kept \(moved.kept.count) key(s) the suite had (--overwrite replaces them): \(moved.kept.joined(separator: ", ")).")
+            print("Kept \(moved.kept.count) key(s) the suite had (--overwrite replaces them): \(moved.kept.map(\.displayed).joined(separator: ", ")).")
         }
     }
 }

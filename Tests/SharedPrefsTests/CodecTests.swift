@@ -142,6 +142,32 @@ struct CodecTests {
         #expect(throws: PropertyListDecodingError.self) { try BinaryPropertyList.decode(cycle) }
     }
 
+    /// XML whose bad text is 8 MB, or holds an escape sequence: what the message quotes of it is
+    /// 64 bytes at most, with no control character, and the whole message stays under 1 KB.
+    static let hostileXML: [String: String] = {
+        let huge = String(repeating: "9", count: 8 << 20)
+        let escape = "\u{1B}]0;owned\u{07}\u{1B}[2J"
+        return [
+            "<integer>": "<key>k</key><integer>\(huge)</integer>",
+            "<real>": "<key>k</key><real>x\(huge)</real>",
+            "<date>": "<key>k</key><date>\(huge)</date>",
+            "element name": "<key>k</key><x\(huge)/>",
+            "unterminated element": "<key>k</key><x\(huge)",
+            "tag instead of a key": "<x\(huge)>1</x>",
+            "escape sequence": "<key>k</key><integer>\(escape)</integer>",
+            "entity": "<key>k</key><string>&\u{1B}[2J;</string>",
+        ].mapValues { "<plist version=\"1.0\"><dict>\($0)</dict></plist>" }
+    }()
+
+    @Test(arguments: hostileXML.keys.sorted())
+    func aMessageQuotesAtMost64BytesOfTheFileAndNoControlCharacter(name: String) throws {
+        let xml = try #require(Self.hostileXML[name])
+        let error = #expect(throws: PropertyListDecodingError.self) { try PropertyListFormat.decodeSuite(Array(xml.utf8)).values }
+        let message = error?.description ?? ""
+        #expect(message.utf8.count < 1024, "\(message.prefix(200))…")
+        #expect(!message.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(message.debugDescription)")
+    }
+
     @Test func xmlEntitiesCommentsAndCDATAAreDecoded() throws {
         let xml = """
             <?xml version="1.0" encoding="UTF-8"?>

@@ -322,6 +322,22 @@ struct HardeningTests {
 
     /// A suite opened over a broken file logs it once and tells every failure observer that
     /// subscribes later, at once, while it stands; a good file read in full ends it.
+    /// A suite file whose `<integer>` is 8 MB of digits: the failure every observer is told (and
+    /// every observing process logs, and `prefs-watch read` prints) is under 1 KB.
+    @Test func anEightMegabyteValueMakesAMessageUnderAKilobyte() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("huge-value.plist")
+        let digits = String(repeating: "7", count: 8 << 20)
+        try Data("<plist version=\"1.0\"><dict><key>k</key><integer>\(digits)</integer></dict></plist>".utf8).write(to: file)
+        let suite = try PreferenceSuite(fileURL: file)
+        let seen = Recorder<PreferenceError>()
+        let observation = suite.observeFailures { seen.record($0) }
+        defer { observation.cancel() }
+        let failure = try await seen.wait(for: 1)[0]
+        #expect(failure.code == .corruptFile)
+        #expect(failure.message.utf8.count < 1024, "\(failure.message.utf8.count) bytes: \(failure.message.prefix(300))…")
+    }
+
     @Test func aFailureFoundBeforeAnyoneSubscribedIsToldToLaterSubscribers() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("early.plist")

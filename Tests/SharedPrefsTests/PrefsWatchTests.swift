@@ -122,6 +122,39 @@ struct PrefsWatchTests {
         #expect(missing.status == 1 && missing.output.contains(directory.file("config/nothing.plist").path), "\(missing.output)")
     }
 
+    /// Keys and file names with a newline or terminal escape sequences (planted by whoever may
+    /// write a suite, or name a file): `find`, `migrate` and `list` print one line per result,
+    /// none with a control byte, each key escaped as `read` escapes it.
+    @Test func findMigrateAndListPrintOneLinePerResultAndNoControlByte() async throws {
+        let directory = try TemporaryDirectory()
+        let environment = ["XDG_CONFIG_HOME": directory.file("config").path, "SHAREDPREFS_ROOT": directory.file("root").path]
+        let hostile = ["a\nforged = 1", "\u{1B}]0;owned\u{07}title", "csi\u{9B}2J", "dark"]
+        let preferences = directory.file("root/Preferences")
+        let planted = try await python(
+            """
+            import os, plistlib, sys
+            keys = sys.argv[4:]
+            for path in sys.argv[1:4]:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, 'wb') as f: plistlib.dump({k: 'dark ' + k for k in keys}, f, fmt=plistlib.FMT_BINARY)
+            """, preferences.appending(path: "plain.plist").path, preferences.appending(path: "line\nbreak\u{1B}[2J.plist").path,
+            directory.file("config/legacy.plist").path, hostile[0], hostile[1], hostile[2], hostile[3])
+        #expect(planted.status == 0, "\(planted.output)")
+        func isClean(_ output: String) -> Bool {
+            !output.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) }
+        }
+        let found = try await run(prefsWatch, ["find", "dark"], environment: environment)
+        #expect(found.status == 0 && isClean(found.output), "\(found.output.debugDescription)")
+        #expect(found.output.split(separator: "\n").count == hostile.count, "\(found.output.debugDescription)")
+        let migrated = try await run(prefsWatch, ["migrate", "settings", "legacy"], environment: environment)
+        #expect(migrated.status == 0 && isClean(migrated.output), "\(migrated.output.debugDescription)")
+        #expect(migrated.output.split(separator: "\n").count == 1 && migrated.output.contains(#""a\nforged = 1""#), "\(migrated.output.debugDescription)")
+        let listed = try await run(prefsWatch, ["list", "--dir", preferences.path], environment: environment)
+        #expect(listed.status == 0 && isClean(listed.output), "\(listed.output.debugDescription)")
+        // plain and settings: the file whose name no suite can have is left out.
+        #expect(listed.output.split(separator: "\n") == ["plain", "settings"], "\(listed.output.debugDescription)")
+    }
+
     /// On a terminal (`script` gives it one), an import that goes on for over a second says what
     /// it is doing, and a wait of over a second for a lock another process holds says so, naming
     /// the holder; in a pipe neither is printed.

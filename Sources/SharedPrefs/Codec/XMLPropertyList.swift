@@ -132,6 +132,23 @@ enum XMLPropertyList {
             if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
         }
 
+        /// `text` as a message may quote it: its first 64 bytes at most (whole characters),
+        /// control characters escaped, and its length when cut. A file's text can be megabytes
+        /// (a message then would be too, logged by every observing process) or hold escape
+        /// sequences for the terminal that prints it.
+        static func quoted(_ text: some StringProtocol) -> String {
+            var out = ""
+            var size = 0
+            for character in text {
+                size += character.utf8.count
+                if size > 64 { return out + "… (\(text.utf8.count) bytes)" }
+                for scalar in character.unicodeScalars {
+                    out += scalar.properties.generalCategory == .control ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
+                }
+            }
+            return out
+        }
+
         func fail(_ what: String) -> PropertyListDecodingError {
             let line = bytes[..<min(i, bytes.count)].reduce(1) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
             return PropertyListDecodingError("XML property list, line \(line): \(what)")
@@ -174,7 +191,7 @@ enum XMLPropertyList {
             while i < bytes.count, !" \t\r\n/>".utf8.contains(bytes[i]) { i += 1 }
             let name = String(decoding: bytes[start..<i], as: UTF8.self)
             while i < bytes.count, bytes[i] != UInt8(ascii: ">") { i += 1 }
-            guard i < bytes.count else { throw fail("unterminated <\(name)>") }
+            guard i < bytes.count else { throw fail("unterminated <\(Self.quoted(name))>") }
             let empty = bytes[i - 1] == UInt8(ascii: "/")
             i += 1
             return (name, empty)
@@ -221,7 +238,7 @@ enum XMLPropertyList {
                         let hex = entity.hasPrefix("#x") || entity.hasPrefix("#X")
                         guard entity.hasPrefix("#"), let code = UInt32(entity.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10),
                             let scalar = Unicode.Scalar(code)
-                        else { throw fail("unknown entity &\(entity);") }
+                        else { throw fail("unknown entity &\(Self.quoted(entity));") }
                         out.append(contentsOf: String(Character(scalar)).utf8)
                     }
                     continue
@@ -272,11 +289,11 @@ enum XMLPropertyList {
                 let negative = text.hasPrefix("-")
                 let digits = text.dropFirst(negative ? 1 : 0)
                 if digits.lowercased().hasPrefix("0x"), let v = Int64(digits.dropFirst(2), radix: 16) { return .integer(negative ? -v : v) }
-                throw fail("<integer>\(text)</integer> is not a 64-bit integer")
+                throw fail("<integer>\(Self.quoted(text))</integer> is not a 64-bit integer")
             case "real":
                 let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
                 guard let v = Double(text) ?? Double(text.lowercased().replacingOccurrences(of: "infinity", with: "inf")) else {
-                    throw fail("<real>\(text)</real> is not a number")
+                    throw fail("<real>\(Self.quoted(text))</real> is not a number")
                 }
                 return .real(v)
             case "true", "false":
@@ -284,7 +301,7 @@ enum XMLPropertyList {
                 return .bool(name == "true")
             case "date":
                 let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
-                guard let date = Self.parseDate(text) else { throw fail("<date>\(text)</date> is not YYYY-MM-DDTHH:MM:SSZ") }
+                guard let date = Self.parseDate(text) else { throw fail("<date>\(Self.quoted(text))</date> is not YYYY-MM-DDTHH:MM:SSZ") }
                 return .date(date)
             case "data":
                 let text = try scalarText(name, empty: empty).filter { !$0.isWhitespace }
@@ -305,12 +322,12 @@ enum XMLPropertyList {
                     try skipMisc()
                     if starts(with: "</") { try closeTag("dict"); return .dictionary(items) }
                     let (tag, keyEmpty) = try openTag()
-                    guard tag == "key" else { throw fail("expected <key> in <dict>, found <\(tag)>") }
+                    guard tag == "key" else { throw fail("expected <key> in <dict>, found <\(Self.quoted(tag))>") }
                     let key = try scalarText("key", empty: keyEmpty)
                     items[key] = try element(depth: depth + 1)
                 }
             default:
-                throw fail("unknown element <\(name)>")
+                throw fail("unknown element <\(Self.quoted(name))>")
             }
         }
 

@@ -6,10 +6,29 @@ import SharedPrefs
 /// goes, files and directories for paths, the keys of the suite named earlier on the line, and
 /// the type flags after a key.
 enum Completions {
-    static let suite = CompletionKind.custom { words, index, prefix in suites(words, index, prefix) }
-    static let key = CompletionKind.custom { words, index, prefix in keys(words, index, prefix) }
-    static let group = CompletionKind.custom { _, _, prefix in SuiteDirectory.groups().map(\.identifier).filter { $0.hasPrefix(prefix) } }
+    static let suite = CompletionKind.custom { words, index, prefix in offered(suites(words, index, prefix)) }
+    static let key = CompletionKind.custom { words, index, prefix in offered(keys(words, index, prefix)) }
+    static let group = CompletionKind.custom { _, _, prefix in offered(SuiteDirectory.groups().map(\.identifier).filter { $0.hasPrefix(prefix) }) }
     static let typeFlags = CompletionKind.list(ValueParser.typeFlags.sorted() + ["-array", "-array-add", "-dict", "-dict-add"])
+
+    /// Candidates as the shell asking for them (`SAP_SHELL`) takes them literally. Keys and file
+    /// names are anyone's who may write a suite or name a file: bash's script passes candidates
+    /// through `compgen -W`, which expands them (`$(…)` and backquotes would run), so each is
+    /// given there single-quoted, its metacharacters escaped for the command line it lands on;
+    /// zsh's `_describe` reads a colon as the start of a description, fish a tab. One with a
+    /// control character (a newline would make two) is left out.
+    static func offered(_ candidates: [String], shell: String? = ProcessInfo.processInfo.environment["SAP_SHELL"]) -> [String] {
+        let whole = candidates.filter { !$0.unicodeScalars.contains { $0.properties.generalCategory == .control } }
+        switch shell {
+        case "bash":
+            return whole.map { candidate in
+                let escaped = candidate.map { $0.isLetter || $0.isNumber || "._-/:=@%+,".contains($0) ? String($0) : "\\" + String($0) }.joined()
+                return "'" + escaped.replacingOccurrences(of: "'", with: "'\\''") + "'"
+            }
+        case "zsh": return whole.map { $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ":", with: "\\:") }
+        default: return whole
+        }
+    }
 
     /// Options that take a value: their value is not a positional word.
     private static let optionsWithValues: Set<String> = ["--group", "--dir", "--etcd", "--format", "--prefix", "--key", "--count", "-c", "--timeout", "-t"]

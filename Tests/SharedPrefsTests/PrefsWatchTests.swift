@@ -597,6 +597,53 @@ struct PrefsWatchTests {
         ], "\(result.output)")
     }
 
+    /// Keys and file names that hold `$(…)`, backquotes and `$HOME` (anyone who may write a
+    /// suite, or name a file, chooses them): TAB in bash runs none of them, and each candidate,
+    /// as bash reads it back from the command line, is the literal key or path. A key with a
+    /// newline, which cannot be one candidate, is left out.
+    @Test func bashCompletionRunsNothingAKeyOrFileNameHolds() async throws {
+        let directory = try TemporaryDirectory()
+        let root = ["SHAREDPREFS_ROOT": directory.url.path]
+        let keys = ["$(touch key-dollar)", "`touch key-backquote`", "$HOME", "two words", "it's"]
+        #expect(try await run(prefsWatch, ["write", "settings", "plain", "1"], environment: root).status == 0)
+        let planted = try await python(
+            """
+            import plistlib, sys
+            keys = sys.argv[2:] + ['new\\nline']
+            for path in (sys.argv[1] + '/Preferences/settings.plist', sys.argv[1] + '/Preferences/$(touch name-dollar).plist'):
+                with open(path, 'wb') as f: plistlib.dump({k: 1 for k in keys}, f, fmt=plistlib.FMT_BINARY)
+            """, [directory.url.path] + keys)
+        #expect(planted.status == 0, "\(planted.output)")
+        let script = """
+            cd '\(directory.url.path)'
+            source '\(repositoryRoot.appending(path: "docs/completions/prefs-watch.bash").path)'
+            complete_line() {
+                COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}
+                read -ra COMP_WORDS <<< "$COMP_LINE"
+                [[ "$COMP_LINE" == *" " ]] && COMP_WORDS+=("")
+                COMP_WORDS[0]='\(prefsWatch.path)'
+                COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+                COMPREPLY=()
+                _prefs-watch "${COMP_WORDS[0]}" "${COMP_WORDS[$COMP_CWORD]}" "${COMP_WORDS[$COMP_CWORD-1]}"
+                # Each candidate as the shell reads it once it is on the command line.
+                for candidate in "${COMPREPLY[@]}"; do eval "set -- $candidate"; printf '%s\\n' "$1"; done
+            }
+            complete_line "prefs-watch read settings "
+            echo --
+            cd Preferences
+            complete_line "prefs-watch read ./"
+            """
+        let result = try await run(URL(filePath: "/bin/bash"), ["-c", script], environment: root)
+        #expect(result.status == 0, "\(result.output)")
+        let lines = result.output.split(separator: "\n").map(String.init)
+        let dash = try #require(lines.firstIndex(of: "--"), "\(result.output)")
+        #expect(Set(lines[..<dash]) == Set(keys), "\(result.output)")
+        #expect(Set(lines[(dash + 1)...]) == ["./settings.plist", "./$(touch name-dollar).plist"], "\(result.output)")
+        let ran = try [directory.url.path, directory.url.path + "/Preferences"].flatMap { try FileManager.default.contentsOfDirectory(atPath: $0) }
+            .filter { $0.hasPrefix("key-") || $0.hasPrefix("name-") }
+        #expect(ran.isEmpty, "planted commands ran: \(ran)")
+    }
+
     #if !InotifyTools
     /// The completions in docs/ are what the default build generates (no `--raw`, which only
     /// the InotifyTools trait has).

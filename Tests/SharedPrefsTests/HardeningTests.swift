@@ -261,6 +261,46 @@ struct HardeningTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".corrupt-") }.isEmpty)
     }
 
+    /// A foreign program rewrites the suite in place, same size, in the second of this process's
+    /// last write, on a file system that keeps whole-second times (ext2 with 128-byte inodes,
+    /// which says it is ext4: inode, size, mtime and ctime stay as they were) and on the
+    /// temporary directory's. This process's next write keeps the foreign value (on ext2 it wrote
+    /// its own over it, 3 of 3, when the inode's generation was taken as proof there).
+    @Test(.enabled(if: canMountLoopDevices, "needs root, mkfs.ext2 (e2fsprogs) and loop devices"), arguments: [true, false])
+    func aSameSecondInPlaceRewriteIsNotMissed(wholeSeconds: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let (mount, unmount) = wholeSeconds ? try mountExt2WithSmallInodes(in: directory) : (directory.url, {})
+        defer { unmount() }
+        let file = mount.appending(path: "racy.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let rewriter = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", """
+            import os, sys
+            for line in sys.stdin:
+                with open(sys.argv[1], 'r+b') as f:
+                    data = f.read()
+                    f.seek(0); f.write(data.replace(b'aaaa', b'bbbb'))
+                print('done', os.stat(sys.argv[1]).st_ctime_ns, flush=True)
+            """, file.path])
+        defer { try? rewriter.closeInput() }
+        // Until the rewrite lands in the second of the write before it (one try in a few
+        // hundred crosses a second).
+        for attempt in 1...10 {
+            suite.set("aaaa", forKey: "k")
+            #expect(suite.synchronize())
+            var st = stat()
+            #expect(stat(file.path, &st) == 0)
+            try rewriter.send("go")
+            let done = try await rewriter.records.wait(for: attempt)[attempt - 1].split(separator: " ")
+            guard done.count == 2, let ctime = Int64(done[1]), ctime / 1_000_000_000 == Int64(st.st_ctim.tv_sec) else { continue }
+            #expect((st.st_ctim.tv_nsec == 0) == wholeSeconds, "\(st.st_ctim.tv_nsec) ns")
+            suite.set(attempt, forKey: "other")
+            #expect(suite.synchronize())
+            #expect(try readSuiteFile(file)["k"] == "bbbb", "the foreign rewrite was written over")
+            return
+        }
+        Issue.record("no rewrite landed in the second of the write before it in 10 tries")
+    }
+
     /// Foundation's `UserDefaults` on Linux rewrites its file in place. One stopped halfway for
     /// longer than a file may stay broken before it is called corrupt (half a second, where no
     /// lease can tell) is waited for while it holds the file open: the writer then merges into

@@ -198,3 +198,15 @@ let leasesWork: Bool = {
     guard fcntl(fd, setSignal, SIGURG) == 0, fcntl(fd, setLease, Int32(F_RDLCK)) == 0 else { return false }
     return fcntl(fd, setLease, Int32(F_UNLCK)) == 0
 }()
+
+/// Root may make and mount an ext2 file system on a loop device.
+let canMountLoopDevices = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/mkfs.ext2")
+    && FileManager.default.fileExists(atPath: "/dev/loop-control")
+
+/// An 8 MB ext2 file system with 128-byte inodes (times in whole seconds) mounted in `directory`.
+func mountExt2WithSmallInodes(in directory: borrowing TemporaryDirectory) throws -> (mount: URL, unmount: () -> Void) {
+    let (image, mount) = (directory.file("ext2.img"), directory.file("ext2"))
+    try FileManager.default.createDirectory(at: mount, withIntermediateDirectories: false)
+    try #require(system("truncate -s 8M '\(image.path)' && /usr/sbin/mkfs.ext2 -q -F -I 128 '\(image.path)' && mount -o loop '\(image.path)' '\(mount.path)'") == 0, "could not make and mount ext2 at \(mount.path)")
+    return (mount, { _ = system("/bin/umount '\(mount.path)'") })
+}

@@ -83,9 +83,12 @@ struct FileVersion: Sendable {
         }()
 
         /// The proof for the file open as `fd`, on the file system of type `fileSystem`, which
-        /// this process just wrote and `fstat`ed.
-        static func of(_ fd: CInt, on fileSystem: Int?) -> Proof {
-            guard kernelHasMultigrain, let fileSystem, let unique = multigrain[fileSystem] else { return .none }
+        /// this process just wrote and `fstat`ed as `st`. A `ctime` of whole seconds says the
+        /// file system keeps no finer times (ext2 and ext3, and ext4 with 128-byte inodes, share
+        /// ext4's `f_type`): a change in the same second leaves the stamp as it was, so nothing
+        /// but the content proves it.
+        static func of(_ fd: CInt, _ st: stat, on fileSystem: Int?) -> Proof {
+            guard kernelHasMultigrain, st.st_ctim.tv_nsec != 0, let fileSystem, let unique = multigrain[fileSystem] else { return .none }
             if unique { return .uniqueInodes }
             guard case .success(let generation) = Syscall.generation(fd) else { return .none }
             return .generation(generation)

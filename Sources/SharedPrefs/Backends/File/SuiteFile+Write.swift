@@ -52,7 +52,7 @@ extension SuiteFile {
             // After the rename, which sets the file's ctime.
             let takenAt = FileVersion.now()
             let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd, on: fileSystem))
+            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd, st, on: fileSystem))
         } catch {
             _ = Syscall.unlinkat(dir.fd, tempName)
             Syscall.close(fd)

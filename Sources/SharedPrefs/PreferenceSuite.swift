@@ -369,11 +369,12 @@ public final class PreferenceSuite: Sendable {
         }
     }
 
-    /// Waits until every pending write is on disk, one lock timeout at most from the call,
-    /// including the wait for the suite's earlier work in this process.
-    /// - Throws: ``PreferenceError`` when the write failed or its time ran out
-    ///   (``PreferenceError/Code/lockTimedOut``, naming the lock's holder where it can be found);
-    ///   the values stay pending and are written by the next flush.
+    /// Waits until every pending write is on disk: after the suite's earlier work in this process
+    /// (a background write of the same values, which ends within its own lock timeout), its own
+    /// write gives up one lock timeout after the call.
+    /// - Throws: ``PreferenceError`` when the write failed (``PreferenceError/Code/lockTimedOut``
+    ///   names the lock's holder where the system shows it); the values stay pending and are
+    ///   written by the next flush.
     public func flush() async throws {
         try await store.flush()
     }

@@ -69,17 +69,14 @@ extension SuiteStore {
     /// The keys set and not written yet, for messages.
     var pendingKeys: [String] { state.withLock { $0.pendingKeys } }
 
-    /// Writes everything pending without blocking the caller's thread, waiting for the store's
-    /// earlier jobs one ``SuiteBackend/timeout`` at most.
+    /// Writes everything pending without blocking the caller's thread, after the store's
+    /// earlier jobs (a background write of the same values among them, whose outcome it then
+    /// reports as its own: a write's job ends within its own timeout).
     func flush() async throws {
         let start = ContinuousClock.now
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            owner.async(until: start + backend.timeout) { [self] in
+            owner.async { [self] in
                 continuation.resume(with: Result { try commitPending(since: start) })
-            } expired: { [self] in
-                let error = busy()
-                report(error)
-                continuation.resume(throwing: error)
             }
         }
     }

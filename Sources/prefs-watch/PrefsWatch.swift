@@ -79,19 +79,17 @@ struct PrefsWatch: ParsableCommand {
         return FileManager.default.fileExists(atPath: url.path)
     }
 
-    /// Levenshtein distance: insertions, deletions and substitutions.
+    /// Edits from `a` to `b`: insertions, deletions, substitutions, and two neighbours swapped
+    /// (`wirte`, `lsit`), each one edit (the optimal string alignment distance).
     static func editDistance(_ a: String, _ b: String) -> Int {
         let (a, b) = (Array(a), Array(b))
-        var row = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var previous = row[0]
-            row[0] = i
-            for j in 1...max(b.count, 1) where !b.isEmpty {
-                let current = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
-                previous = current
+        var d = (0...a.count).map { i in (0...b.count).map { j in i == 0 ? j : j == 0 ? i : 0 } }
+        for i in a.indices.map({ $0 + 1 }) {
+            for j in b.indices.map({ $0 + 1 }) {
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
             }
         }
-        return row[b.count]
+        return d[a.count][b.count]
     }
 }

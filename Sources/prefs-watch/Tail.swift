@@ -94,6 +94,13 @@ struct Tail: ParsableCommand {
     /// re-armed a timer every second.
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
+        // SIGTERM, SIGINT and SIGHUP end a tail at once, whatever signal mask it inherited (a
+        // parent that blocks them leaves them blocked in what it starts: a tail started by the
+        // tests outlived their `terminate()`). One ignored on purpose (`nohup`) stays ignored.
+        var ending = sigset_t()
+        sigemptyset(&ending)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&ending, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &ending, nil)
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
         let session = TailSession(style: style, terminator: nulTerminated ? 0 : 10, filters: filters, count: count, timeout: timeout)

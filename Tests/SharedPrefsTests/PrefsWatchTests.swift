@@ -122,6 +122,18 @@ struct PrefsWatchTests {
         #expect(missing.status == 1 && missing.output.contains(directory.file("config/nothing.plist").path), "\(missing.output)")
     }
 
+    /// SIGTERM (Foundation's `terminate()`), SIGINT and SIGHUP each end a running tail, though
+    /// the process that started it (this test's) blocks them: it outlived every test run before.
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
+    func aSignalEndsATail(_ signal: Int32) async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let tail = try Launched(prefsWatch, ["tail", file.path, "--initial"])
+        try await tail.records.wait(for: 1)
+        kill(tail.pid, signal)
+        #expect(try await tail.status() == signal)
+    }
+
     /// Keys and file names with a newline or terminal escape sequences (planted by whoever may
     /// write a suite, or name a file): `find`, `migrate` and `list` print one line per result,
     /// none with a control byte, each key escaped as `read` escapes it.
@@ -250,7 +262,9 @@ struct PrefsWatchTests {
     @Test func aMistypedVerbIsAUsageErrorNamingTheVerbMeant() async throws {
         let directory = try TemporaryDirectory()
         let root = ["SHAREDPREFS_ROOT": directory.url.path]
-        for (arguments, meant) in [(["wrte", "settings", "k", "v"], "write"), (["reed", "settings"], "read"), (["remove", "settings", "k"], "delete"), (["help", "wrte"], "write")] {
+        for (arguments, meant) in [(["wrte", "settings", "k", "v"], "write"), (["reed", "settings"], "read"), (["remove", "settings", "k"], "delete"), (["help", "wrte"], "write"),
+            // Two neighbours swapped are one edit.
+            (["wirte", "settings", "k", "v"], "write"), (["raed", "settings"], "read"), (["lsit"], "list"), (["tial", "settings"], "tail")] {
             let result = try await run(prefsWatch, arguments, environment: root)
             #expect(result.status == 64 && result.output.contains("did you mean \(meant)?"), "\(arguments): \(result.output)")
         }

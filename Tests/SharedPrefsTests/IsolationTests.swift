@@ -56,12 +56,12 @@ private let writeEach = """
         let arrival = try await heard.wait(for: 1)[0]
         #expect(arrival - sent < 1_500_000_000, "the 31st suite's change took \(Double(arrival - sent) / 1e9) s")
         // Every blocked handler got its change (none waits behind another), and when they have
-        // returned the readers they held end: two stay, waiting.
+        // returned the readers they held end: three at most stay, waiting.
         _ = try await blocked.wait(for: 30, timeout: .seconds(10))
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
-        while readerThreads() > 2 && clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(readerThreads() == 2)
+        while readerThreads() > 3 && clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(readerThreads() <= 3, "\(readerThreads()) reader threads")
     }
 
     /// A new suite file that appears while a `.synchronousExternalChanges` handler blocks is

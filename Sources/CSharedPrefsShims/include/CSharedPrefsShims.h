@@ -5,7 +5,6 @@
 
 #include <linux/fs.h>
 #include <malloc.h>
-#include <errno.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -91,12 +90,11 @@ static inline int sharedprefs_epoll_arm(int epfd, int fd, int once, int modify) 
     return epoll_ctl(epfd, modify ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
 }
 
-/// Waits in epoll_wait(2) on `epfd`, up to `milliseconds` (-1: without a timeout), for one ready
-/// descriptor: the descriptor, or -1 with errno set (ETIMEDOUT when none was ready in time).
-static inline int sharedprefs_epoll_wait_one(int epfd, int milliseconds) {
+/// Waits in epoll_wait(2) on `epfd`, without a timeout, for one ready descriptor: the descriptor,
+/// or -1 with errno set.
+static inline int sharedprefs_epoll_wait_one(int epfd) {
     struct epoll_event event;
-    int count = epoll_wait(epfd, &event, 1, milliseconds);
-    if (count == 0) errno = ETIMEDOUT;
+    int count = epoll_wait(epfd, &event, 1, -1);
     return count == 1 ? event.data.fd : -1;
 }
 

@@ -32,12 +32,13 @@ typealias Watcher = (path: String, sink: Sink)
 /// and runs the re-read (and the handlers of ``ObservationOptions/synchronousExternalChanges``)
 /// itself. While it runs, the next events go to a reader still waiting; work found for several
 /// suites at once is shared out to other readers (a counting eventfd in the same epoll instance),
-/// as many started at once as the jobs need; and a reader that leaves none waiting starts one more
-/// (up to ``maximumReaders`` in all). So a sink or listener that blocks (a handler that waits, a
-/// file system that hangs) holds its own thread and nothing else: other suites' changes and new
-/// suites keep arriving. Readers beyond two waiting end once their work is done, or after
-/// ``idleReaderLife`` with none. Polling runs on a timer in the same epoll instance, armed only
-/// while something is polled: an idle process never wakes.
+/// as many started at once as the jobs need; and a reader about to run work that may block (a
+/// sink, a listener, a poll tick) that would leave no reader free starts one more (up to
+/// ``maximumReaders`` in all), while one that only reads events starts none. So a sink or
+/// listener that blocks (a handler that waits, a file system that hangs) holds its own thread
+/// and nothing else: other suites' changes and new suites keep arriving. A reader that ends its
+/// work while more than ``freeReaders`` others are free ends. Polling runs on a timer in the same
+/// epoll instance, armed only while something is polled: an idle process never wakes.
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
 
@@ -51,8 +52,10 @@ final class InotifyWatcher: Sendable {
     /// The most reader threads at once: as many sinks or listeners may block at once before the
     /// next change waits for one of them.
     static let maximumReaders = 64
-    /// How long, in milliseconds, a reader beyond the first two waits for work before it ends.
-    static let idleReaderLife: CInt = 1000
+    /// The most readers kept free, waiting, once their work is done. Two start; a third stays
+    /// once two were busy at once (a write's rename and close are two events, often read by two
+    /// readers): ending it after each change would start and end a thread per change.
+    static let freeReaders = 3
 
     private struct Directory {
         var location: DirectoryLocation
@@ -94,9 +97,10 @@ final class InotifyWatcher: Sendable {
         var nextID: UInt64 = 0
         /// Work a reader found for other readers, one count of `work` each, in order.
         var jobs: [@Sendable () -> Void] = []
-        /// Reader threads, and how many of them wait in `epoll_wait`.
+        /// Reader threads, and how many of them run work that may block; the others are free:
+        /// waiting in `epoll_wait`, or reading events, which never blocks.
         var readers = 0
-        var waiting = 0
+        var busy = 0
         var timerArmed = false
 
         var needsPolling: Bool { !vanished.isEmpty || !polled.isEmpty || !movedAncestors.isEmpty }
@@ -318,34 +322,19 @@ final class InotifyWatcher: Sendable {
     // MARK: The readers
 
     /// A reader thread: waits for one of the epoll instance's descriptors, does what it asks,
-    /// shares out what more it found, and waits again, unless enough readers wait already.
+    /// shares out what more it found, and waits again, unless enough readers are free already.
     private func read() {
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
         while true {
-            // Beyond two readers, a reader waits a while, then ends if two others wait.
-            let extra = state.withLock { s in
-                s.waiting += 1
-                return s.readers > 2
-            }
-            let ready = epoll >= 0 ? Syscall.epollWaitOne(epoll, milliseconds: extra ? Self.idleReaderLife : -1) : .success(timer)
+            let ready = epoll >= 0 ? Syscall.epollWaitOne(epoll) : .success(timer)
             if epoll < 0 { usleep(useconds_t(Self.pollInterval) * 1000) }
-            // The last reader waiting stops waiting: one more, so that some reader always waits.
-            let (more, idle) = state.withLock { s -> (Int, Bool) in
-                s.waiting -= 1
-                if case .failure(let errno) = ready, errno.rawValue == ETIMEDOUT {
-                    if s.waiting >= 2 { s.readers -= 1 }
-                    return (0, s.waiting >= 2)
-                }
-                return (s.waiting == 0 && epoll >= 0 ? s.start(1) : 0, false)
-            }
-            if idle { return }
-            start(more)
             var batch = Batch()
             var job: (@Sendable () -> Void)? = nil
             switch ready {
             case .success(fd):
+                // Reading events never blocks.
                 _Stages.mark("N")
                 #if SHAREDPREFS_TESTING
                 while TestingHooks.watcherHeld.load(ordering: .relaxed) { usleep(1_000) }
@@ -353,6 +342,8 @@ final class InotifyWatcher: Sendable {
                 readEvents(buffer, bufferSize, into: &batch)
                 Syscall.epollRearm(epoll, fd)
             case .success(timer):
+                // A poll tick asks file systems, which may hang: another reader stays free.
+                start(state.withLock { $0.readers - $0.busy <= 1 && epoll >= 0 ? $0.start(1) : 0 })
                 _ = Syscall.take(timer)
                 pollTick(into: &batch)
                 if epoll >= 0 { Syscall.epollRearm(epoll, timer) }
@@ -360,28 +351,41 @@ final class InotifyWatcher: Sendable {
                 if Syscall.take(work) { job = state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() } }
             default: break
             }
-            // The first job here, the others to readers waiting (all here, without a way to share).
+            // The first job here, the others to other readers (all here, without a way to share).
             var jobs = batch.jobs
             if job == nil, !jobs.isEmpty { job = jobs.removeFirst() }
-            if !jobs.isEmpty, work >= 0 {
-                // A reader for each job, and one more waiting, all started at once: one started
-                // by another in turn would take a thread's start-up time per job.
-                let helpers = state.withLock { s in
-                    s.jobs += jobs
-                    return s.start(jobs.count + 1 - s.waiting)
-                }
-                Syscall.post(work, UInt64(jobs.count))
-                start(helpers)
-                jobs = []
-            }
-            job?()
+            guard let job else { continue }
+            let shared = epoll >= 0 && work >= 0 ? jobs : []
+            if !shared.isEmpty { jobs = [] }
+            begin(shared)
+            job()
             for job in jobs { job() }
-            let ends = state.withLock { s -> Bool in
-                guard s.waiting >= 2 else { return false }
-                s.readers -= 1
-                return true
-            }
-            if ends { return }
+            if end() { return }
+        }
+    }
+
+    /// Before work that may block (a sink or a listener): counts this reader busy and
+    /// shares out `jobs`, starting at once a reader for each of them and one more to stay free,
+    /// less those free already (one started by another in turn would take a thread's start-up
+    /// per job).
+    private func begin(_ jobs: [@Sendable () -> Void]) {
+        let helpers = state.withLock { s in
+            s.busy += 1
+            s.jobs += jobs
+            return epoll >= 0 ? s.start(jobs.count + 1 - (s.readers - s.busy)) : 0
+        }
+        if !jobs.isEmpty { Syscall.post(work, UInt64(jobs.count)) }
+        start(helpers)
+    }
+
+    /// After ``begin(_:)``'s work: whether this reader ends (more than ``freeReaders`` others are
+    /// free).
+    private func end() -> Bool {
+        state.withLock { s in
+            s.busy -= 1
+            guard s.readers - s.busy > Self.freeReaders else { return false }
+            s.readers -= 1
+            return true
         }
     }
 

@@ -288,10 +288,10 @@ enum Syscall {
         _ = valueOrErrno { sharedprefs_epoll_arm(epfd, fd, 1, 1) }
     }
 
-    /// Waits, up to `milliseconds` (-1: without a timeout), for one descriptor of `epfd` to be
-    /// ready; returns it, or `ETIMEDOUT`. The corresponding C function is `epoll_wait`.
-    static func epollWaitOne(_ epfd: CInt, milliseconds: CInt = -1) -> Result<CInt, Errno> {
-        valueOrErrno { sharedprefs_epoll_wait_one(epfd, milliseconds) }
+    /// Waits, without a timeout, for one descriptor of `epfd` to be ready; returns it. The
+    /// corresponding C function is `epoll_wait`.
+    static func epollWaitOne(_ epfd: CInt) -> Result<CInt, Errno> {
+        valueOrErrno { sharedprefs_epoll_wait_one(epfd) }
     }
 
     /// A non-blocking timer on the monotonic clock. The corresponding C function is `timerfd_create`.

@@ -206,9 +206,9 @@ struct CoreTests {
     }
 
     /// An idle `tail` wakes only for changes: four threads (main, blocked in `pause`; two
-    /// readers, blocked in `epoll_wait`; the output writer, waiting for records) and no armed
-    /// timer, also after it printed a change. (Run as tasks, it had six threads and two timer
-    /// descriptors, one re-armed every second.)
+    /// readers, blocked in `epoll_wait`, three once two were busy at once; the output writer,
+    /// waiting for records) and no armed timer, also after it printed a change. (Run as tasks, it
+    /// had six threads and two timer descriptors, one re-armed every second.)
     @Test func anIdleTailRunsFourThreadsAndNoArmedTimer() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("idle.plist")
@@ -221,8 +221,9 @@ struct CoreTests {
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(tail.pid)/task")
         let names = try tasks.map { try String(contentsOfFile: "/proc/\(tail.pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
         // ThreadSanitizer's runtime adds a thread of its own, named like the process.
-        let expected = (underThreadSanitizer ? ["prefs-watch"] : []) + ["prefs-watch", "prefs-watch.out", "prefs.watcher", "prefs.watcher"]
-        #expect(names.sorted() == expected, "\(names)")
+        let expected = (underThreadSanitizer ? ["prefs-watch"] : []) + ["prefs-watch", "prefs-watch.out"]
+        #expect(names.filter { $0 != "prefs.watcher" }.sorted() == expected, "\(names)")
+        #expect((2...3).contains(names.count { $0 == "prefs.watcher" }), "\(names)")
         // The readers' poll timer exists, disarmed: it is armed only while something is polled.
         let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(tail.pid)/fd")
         let timers = try descriptors.filter { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(tail.pid)/fd/\($0)").contains("timerfd") }

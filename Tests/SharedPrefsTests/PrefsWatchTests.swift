@@ -576,6 +576,25 @@ struct PrefsWatchTests {
         #expect(render.status == 0 && render.output.isEmpty, "\(render.output)")
     }
 
+    /// bash that sources the committed completions and defines `complete_line LINE`: completes
+    /// LINE as bash does on TAB, then runs `printing` with `COMPREPLY` set.
+    func bashCompletion(printing: String) -> String {
+        """
+        source '\(repositoryRoot.appending(path: "docs/completions/prefs-watch.bash").path)'
+        complete_line() {
+            COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}
+            read -ra COMP_WORDS <<< "$COMP_LINE"
+            [[ "$COMP_LINE" == *" " ]] && COMP_WORDS+=("")
+            COMP_WORDS[0]='\(prefsWatch.path)'
+            COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+            COMPREPLY=()
+            _prefs-watch "${COMP_WORDS[0]}" "${COMP_WORDS[$COMP_CWORD]}" "${COMP_WORDS[$COMP_CWORD-1]}"
+            \(printing)
+        }
+
+        """
+    }
+
     /// The committed bash completions, run by bash against the built binary: suite names and
     /// group identifiers, keys of the suite on the line, type flags after a key, groups after
     /// --group, directories and suite files for a path.
@@ -585,18 +604,7 @@ struct PrefsWatchTests {
         for arguments in [["write", "settings", "theme", "dark"], ["write", "settings", "volume", "-int", "3"], ["write", "group.com.example.app", "k", "-int", "1"]] {
             #expect(try await run(prefsWatch, arguments, environment: root).status == 0)
         }
-        let script = """
-            source '\(repositoryRoot.appending(path: "docs/completions/prefs-watch.bash").path)'
-            complete_line() {
-                COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}
-                read -ra COMP_WORDS <<< "$COMP_LINE"
-                [[ "$COMP_LINE" == *" " ]] && COMP_WORDS+=("")
-                COMP_WORDS[0]='\(prefsWatch.path)'
-                COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-                COMPREPLY=()
-                _prefs-watch "${COMP_WORDS[0]}" "${COMP_WORDS[$COMP_CWORD]}" "${COMP_WORDS[$COMP_CWORD-1]}"
-                echo "${COMPREPLY[*]}"
-            }
+        let script = bashCompletion(printing: #"echo "${COMPREPLY[*]}""#) + """
             complete_line "prefs-watch read "
             complete_line "prefs-watch read se"
             complete_line "prefs-watch read settings vo"
@@ -632,20 +640,8 @@ struct PrefsWatchTests {
                 with open(path, 'wb') as f: plistlib.dump({k: 1 for k in keys}, f, fmt=plistlib.FMT_BINARY)
             """, [directory.url.path] + keys)
         #expect(planted.status == 0, "\(planted.output)")
-        let script = """
-            cd '\(directory.url.path)'
-            source '\(repositoryRoot.appending(path: "docs/completions/prefs-watch.bash").path)'
-            complete_line() {
-                COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}
-                read -ra COMP_WORDS <<< "$COMP_LINE"
-                [[ "$COMP_LINE" == *" " ]] && COMP_WORDS+=("")
-                COMP_WORDS[0]='\(prefsWatch.path)'
-                COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-                COMPREPLY=()
-                _prefs-watch "${COMP_WORDS[0]}" "${COMP_WORDS[$COMP_CWORD]}" "${COMP_WORDS[$COMP_CWORD-1]}"
-                # Each candidate as the shell reads it once it is on the command line.
-                for candidate in "${COMPREPLY[@]}"; do eval "set -- $candidate"; printf '%s\\n' "$1"; done
-            }
+        // Each candidate as the shell reads it once it is on the command line.
+        let script = "cd '\(directory.url.path)'\n" + bashCompletion(printing: #"for candidate in "${COMPREPLY[@]}"; do eval "set -- $candidate"; printf '%s\n' "$1"; done"#) + """
             complete_line "prefs-watch read settings "
             echo --
             cd Preferences

@@ -70,8 +70,9 @@ extension SuiteStore {
     var pendingKeys: [String] { state.withLock { $0.pendingKeys } }
 
     /// Writes everything pending without blocking the caller's thread, after the store's
-    /// earlier jobs (a background write of the same values among them, whose outcome it then
-    /// reports as its own: a write's job ends within its own timeout).
+    /// earlier jobs (a background write under way among them, which ends within its own
+    /// timeout): then nothing is left when that write succeeded, and what is left is written with
+    /// a lock wait counted from the call.
     func flush() async throws {
         let start = ContinuousClock.now
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in

@@ -36,8 +36,8 @@ typealias Watcher = (path: String, sink: Sink)
 /// sink, a listener, a poll tick) that would leave no reader free starts one more (up to
 /// ``maximumReaders`` in all), while one that only reads events starts none. So a sink or
 /// listener that blocks (a handler that waits, a file system that hangs) holds its own thread
-/// and nothing else: other suites' changes and new suites keep arriving. A reader that ends its
-/// work while more than ``freeReaders`` others are free ends. Polling runs on a timer in the same
+/// and nothing else: other suites' changes and new suites keep arriving. Readers beyond
+/// ``freeReaders`` free end once their work is done. Polling runs on a timer in the same
 /// epoll instance, armed only while something is polled: an idle process never wakes.
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
@@ -378,8 +378,8 @@ final class InotifyWatcher: Sendable {
         start(helpers)
     }
 
-    /// After ``begin(_:)``'s work: whether this reader ends (more than ``freeReaders`` others are
-    /// free).
+    /// After ``begin(_:)``'s work: whether this reader ends (more than ``freeReaders`` would be
+    /// free, this one among them).
     private func end() -> Bool {
         state.withLock { s in
             s.busy -= 1

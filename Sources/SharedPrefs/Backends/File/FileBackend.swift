@@ -24,12 +24,13 @@ final class FileBackend: SuiteBackend {
         return Subscription { InotifyWatcher.shared.unwatch(id) }
     }
 
-    /// Another writer holds the lock: try again in a second, for as long as it does.
+    /// The lock file's holder, from `/proc/locks`.
     var holder: String? {
         guard case .success(let st) = Syscall.stat(file.lockPath) else { return nil }
         return LockHolder.find(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)).map { "Its lock \(file.lockPath) is held by \($0)." }
     }
 
+    /// Another writer holds the lock: try again in a second, for as long as it does.
     func retryDelay(after error: PreferenceError) -> Duration? {
         error.code == .lockTimedOut ? .seconds(1) : nil
     }

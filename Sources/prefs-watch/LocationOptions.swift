@@ -138,12 +138,14 @@ struct LocationOptions: ParsableArguments {
     func open(_ spec: String, create: Bool) throws -> PreferenceSuite {
         if let suite = try etcdSuite(spec) { return suite }
         let url = try fileURL(of: spec)
-        if isPath(spec), !spec.hasSuffix(".plist"), !create, !FileManager.default.fileExists(atPath: url.path) {
-            throw ValidationError("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
+        // A mistyped path or --dir must not become a new file or directory tree: one rule, one
+        // status (1) and one message for a folder, however it was named.
+        let folder = isPath(spec) ? url.deletingLastPathComponent().path : dir
+        if let folder, !create, !FileManager.default.fileExists(atPath: folder) {
+            throw failure("The directory \(folder) does not exist; pass --create to create it and a suite in it.")
         }
-        // A mistyped --dir must not become a new directory (read, tail and list would say it does not exist).
-        if let dir, !create, !FileManager.default.fileExists(atPath: dir) {
-            throw failure("The directory \(dir) does not exist; pass --create to create it and a suite in it.")
+        if isPath(spec), !spec.hasSuffix(".plist"), !create, !FileManager.default.fileExists(atPath: url.path) {
+            throw failure("\(url.path) does not exist and does not end in .plist; pass --create to create a suite there.")
         }
         return try suite(spec, url, options: try options(keeping: url, refusingAnythingButASuite: true))
     }

@@ -39,18 +39,35 @@ struct PrefsWatch: ParsableCommand {
     static func main() {
         CommandLineLog.bootstrap()
         if let error = mistypedVerb(Array(CommandLine.arguments.dropFirst())) { exit(withError: error) }
+        var verb: ParsableCommand.Type = PrefsWatch.self
         do {
             var command = try parseAsRoot()
+            verb = type(of: command)
             try command.run()
         } catch let error as PreferenceError where error.code == .invalidName {
-            exit(withError: ValidationError(error.message))
+            exit(usageError: error.message, of: verb)
         } catch let error as PreferenceError {
             // Said once, with the one label of every line this command prints.
             if !CommandLineLog.wasPrinted("\(error)") { FileHandle.standardError.write(Data("prefs-watch: \(error)\n".utf8)) }
             exit(withError: ExitCode.failure)
+        } catch where verb != PrefsWatch.self && exitCode(for: error) == .validationFailure {
+            exit(usageError: message(for: error), of: verb)
         } catch {
             exit(withError: error)
         }
+    }
+
+    /// Every problem line starts with the command's name, as the docs say (ArgumentParser's own
+    /// would say `Error:`).
+    static var _errorPrefix: String { "prefs-watch: " }
+
+    /// A usage error found while a verb ran: said as a parse error is, with that verb's usage
+    /// (ArgumentParser would show the top level's), status 64.
+    static func exit(usageError message: String, of verb: ParsableCommand.Type) -> Never {
+        let name = verb == PrefsWatch.self ? "prefs-watch" : "prefs-watch \(verb.configuration.commandName ?? "")"
+        let usage = usageString(for: verb).split(separator: "\n").joined(separator: "\n       ")
+        FileHandle.standardError.write(Data("prefs-watch: \(message)\nUsage: \(usage)\n  See '\(name) --help' for more information.\n".utf8))
+        Foundation.exit(ExitCode.validationFailure.rawValue)
     }
 
     /// The words that name a verb (`help` too), and words of macOS `defaults` named otherwise here.

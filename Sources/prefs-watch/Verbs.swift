@@ -76,10 +76,13 @@ struct Write: ParsableCommand {
         abstract: "Set a key, through the locked, merged, atomic write path.",
         discussion: """
             The value is a string unless a type flag comes first:
-              -string S  -int N  -float X  -bool true|false|yes|no  -date ISO-8601|seconds  -data HEX
-              -array ITEM…       -array-add ITEM…   (items are strings, or typed with a flag: -int 3)
-              -dict KEY ITEM…    -dict-add KEY ITEM…
-            A value starting with { or [ is read as JSON, one starting with < as an XML property list.
+              -string S   -int N   -float X   -bool true|false|yes|no
+              -date ISO-8601|seconds   -data HEX
+              -array ITEM…   -array-add ITEM…   (an item typed: -int 3)
+              -dict KEY ITEM…   -dict-add KEY ITEM…
+
+            A value starting with { or [ is read as JSON, one starting with < as an \
+            XML property list.
 
             Examples:
               prefs-watch write settings theme dark
@@ -91,7 +94,7 @@ struct Write: ParsableCommand {
     @OptionGroup var location: LocationOptions
     @Argument(help: "The suite.", completion: Completions.suite) var suite: String
     @Argument(help: "The key.", completion: Completions.key) var key: String
-    @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
+    @Flag(help: "Create the suite at a path that does not end in .plist, or the directory it goes in.") var create = false
     @Argument(parsing: .captureForPassthrough, help: "The value, with an optional type flag.", completion: Completions.typeFlags) var value: [String] = []
 
     func run() throws {
@@ -245,7 +248,7 @@ struct Import: ParsableCommand {
     @Argument(help: "The suite.", completion: Completions.suite) var suite: String
     @Argument(help: "The source file, or - for standard input.", completion: .file(extensions: ["plist"])) var source: String
     @Flag(help: "Keep keys the file does not have.") var merge = false
-    @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
+    @Flag(help: "Create the suite at a path that does not end in .plist, or the directory it goes in.") var create = false
 
     func run() throws {
         let data: Data
@@ -294,7 +297,7 @@ struct Migrate: ParsableCommand {
     @Argument(help: "The suite to copy into.", completion: Completions.suite) var suite: String
     @Argument(help: "The name the program passed to UserDefaults(suiteName:).") var userDefaultsSuite: String
     @Flag(help: "Let the UserDefaults values replace the suite's own.") var overwrite = false
-    @Flag(help: "Create the suite at a path that does not end in .plist.") var create = false
+    @Flag(help: "Create the suite at a path that does not end in .plist, or the directory it goes in.") var create = false
 
     func run() throws {
         let prefs = try location.open(suite, create: create)

@@ -251,6 +251,13 @@ struct PrefsWatchTests {
         #expect(refused.status == 1 && refused.output.contains("--create"), "\(refused.output)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("no").path))
         #expect(try await prefsWatchRun("write", "--dir", missing, "s", "k", "v", "--create").status == 0)
+        // A path's folder follows the same rule, with the same status and words.
+        let missingPath = directory.file("nor/this/s.plist").path
+        let refusedPath = try await prefsWatchRun("write", missingPath, "k", "v")
+        #expect(refusedPath.status == 1 && refusedPath.output.contains("The directory \(directory.file("nor/this").path) does not exist; pass --create"), "\(refusedPath.output)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("nor").path))
+        #expect(try await prefsWatchRun("write", missingPath, "k", "v", "--create").status == 0)
+        #expect(try readSuiteFile(URL(filePath: missingPath)) == ["k": "v"])
         #if !Etcd
         #expect(try await prefsWatchRun("write", "--help").output.contains("--etcd") == false)
         #endif
@@ -287,6 +294,29 @@ struct PrefsWatchTests {
         }
         #expect(try await run(prefsWatch, ["read", "settings", "nokey"], environment: root).status == 1)
         #expect(try await run(prefsWatch, ["read", "nosuite"], environment: root).status == 1)
+    }
+
+    /// A usage error, found while parsing or while the verb ran, says `prefs-watch:` as every
+    /// other problem line does and shows that verb's usage; `write --help`'s type flags fit 80
+    /// columns, on the screen and in the man page.
+    @Test func aUsageErrorHasTheDocumentedLabelAndTheVerbsUsage() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist").path
+        for (arguments, verb) in [
+            (["write", file, "k", "-int", "abc"], "write"), (["write", file, "k", "-int", "2", "extra"], "write"),
+            (["write", "--dir", directory.url.path, "a/b", "k", "v"], "write"), (["read"], "read"), (["delete", file, "--bogus"], "delete"),
+        ] {
+            let result = try await run(prefsWatch, arguments)
+            #expect(result.status == 64 && result.output.hasPrefix("prefs-watch: ") && !result.output.contains("Error:")
+                && result.output.contains("Usage: prefs-watch \(verb) ") && result.output.contains("See 'prefs-watch \(verb) --help'"), "\(arguments): \(result.output)")
+        }
+        let help = try await run(prefsWatch, ["write", "--help"], environment: ["COLUMNS": "80"]).output
+        let table = help.split(separator: "\n", omittingEmptySubsequences: false).drop { !$0.contains("type flag comes first") }.prefix { !$0.isEmpty }
+        #expect(table.count >= 5 && table.allSatisfy { $0.count <= 80 }, "\(table)")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/man") else { return }
+        let page = try await run(URL(filePath: "/usr/bin/man"), ["-l", repositoryRoot.appending(path: "docs/man/prefs-watch.1").path], environment: ["MANWIDTH": "80", "MANPAGER": "cat"])
+        let lines = page.output.split(separator: "\n")
+        #expect(page.status == 0 && lines.contains { $0.contains("-date ISO-8601|seconds") } && lines.allSatisfy { $0.count <= 80 }, "\(lines.filter { $0.count > 80 })")
     }
 
     @Test func aClosedPipeEndsTheTailCleanly() async throws {
@@ -452,7 +482,7 @@ struct PrefsWatchTests {
         let directory = try TemporaryDirectory()
         let target = directory.file("settings.conf")
         let refused = try await prefsWatchRun("write", target.path, "k", "v")
-        #expect(refused.status != 0 && refused.output.contains("--create"), "\(refused.output)")
+        #expect(refused.status == 1 && refused.output.contains("--create"), "\(refused.output)")
         #expect(!FileManager.default.fileExists(atPath: target.path))
         #expect(try await prefsWatchRun("write", target.path, "k", "v", "--create").status == 0)
         #expect(try readSuiteFile(target) == ["k": "v"])

@@ -149,7 +149,7 @@ _prefs-watch_write() {
         '--verbose[Print what the library notices too (its info log lines).]'
         ':suite:{__prefs-watch_custom_complete ---completion write -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':key:{__prefs-watch_custom_complete ---completion write -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
-        '--create[Create the suite at a path that does not end in .plist.]'
+        '--create[Create the suite at a path that does not end in .plist, or the directory it goes in.]'
         '*:value:{__prefs-watch_complete "${_value[@]}"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -236,7 +236,7 @@ _prefs-watch_import() {
         ':suite:{__prefs-watch_custom_complete ---completion import -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':source:_files -g '\''*.plist'\'''
         '--merge[Keep keys the file does not have.]'
-        '--create[Create the suite at a path that does not end in .plist.]'
+        '--create[Create the suite at a path that does not end in .plist, or the directory it goes in.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -255,7 +255,7 @@ _prefs-watch_migrate() {
         ':suite:{__prefs-watch_custom_complete ---completion migrate -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':user-defaults-suite:'
         '--overwrite[Let the UserDefaults values replace the suite'\''s own.]'
-        '--create[Create the suite at a path that does not end in .plist.]'
+        '--create[Create the suite at a path that does not end in .plist, or the directory it goes in.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

@@ -82,6 +82,11 @@ struct Demo {
         print("\(ms)  \(who.padding(toLength: 9, withPad: " ", startingAt: 0)) \(text)")
     }
 
+    /// Lines of events awaited in one order but seen in another (two processes): in time order.
+    func lines(_ entries: [(who: String, text: String, at: Int64)]) {
+        for entry in entries.sorted(by: { $0.at < $1.at }) { line(entry.who, entry.text, at: entry.at) }
+    }
+
     /// Starts tracking one property of the main process's object; each firing is an event.
     func track(_ property: String, _ read: @escaping () -> Void) {
         let events = self.events
@@ -129,26 +134,31 @@ struct Demo {
         let set = monotonicNanoseconds()
         settings.volume = 7
         line("main", "set volume = 7", at: set)
+        var seen: [(who: String, text: String, at: Int64)] = []
         for helper in helpers {
             let saw = try await events.first(after: cursor) { $0.source == "helper \(helper.id)" && $0.words.starts(with: ["saw", "demo.volume"]) }
-            line("helper \(helper.id)", "saw volume \(saw.words[2] == "-" ? "(not set)" : saw.words[2]) -> \(saw.words[3]), \(microseconds(saw.time - set)) later", at: saw.time)
+            seen.append(("helper \(helper.id)", "saw volume \(saw.words[2] == "-" ? "(not set)" : saw.words[2]) -> \(saw.words[3]), \(microseconds(saw.time - set)) later", saw.time))
             expect(saw.words[3] == "7", "helper \(helper.id) saw volume \(saw.words[3]), not 7")
             latencies.append(saw.time - set)
             changesObserved += 1
         }
+        lines(seen)
 
         print("\n3. Both helpers increment a shared counter \(increments) times each, concurrently, through update")
         cursor = events.count
         let before = try await suite.update { $0[counterKey] }
         let incrementStart = monotonicNanoseconds()
         for helper in helpers { helper.send("increment \(increments)") }
+        var finished: [(who: String, text: String, at: Int64)] = []
         for helper in helpers {
             let done = try await events.first(after: cursor, timeout: .seconds(300)) { $0.source == "helper \(helper.id)" && $0.words == ["done", "increment"] }
-            line("helper \(helper.id)", "finished \(increments) increments", at: done.time == 0 ? monotonicNanoseconds() : done.time)
+            finished.append(("helper \(helper.id)", "finished \(increments) increments", done.time == 0 ? monotonicNanoseconds() : done.time))
         }
-        let total = try await suite.update { $0[counterKey] } - before
-        let lost = increments * helpers.count - total
-        line("main", "counter = \(total) (expected \(increments * helpers.count), lost updates: \(max(lost, 0))) in \(String(format: "%.0f", Double(monotonicNanoseconds() - incrementStart) / 1e6)) ms")
+        lines(finished)
+        // What the suite holds (from 0: the run removed an earlier run's counter).
+        let after = try await suite.update { $0[counterKey] }
+        let lost = before + increments * helpers.count - after
+        line("main", "counter = \(after) (expected \(before + increments * helpers.count), lost updates: \(max(lost, 0))) in \(String(format: "%.0f", Double(monotonicNanoseconds() - incrementStart) / 1e6)) ms")
         if lost < 0 {
             // More than these helpers added: not a loss, but this run cannot count losses.
             print("           the counter rose by \(-lost) more than these helpers added: another process (a second demo on this container?) incremented it meanwhile")
@@ -169,9 +179,11 @@ struct Demo {
         let removed = try await events.first(after: cursor) { $0.source == "helper 2" && $0.words.first == "wrote" }
         let reverted = try await events.first(after: cursor) { $0.source == "main" && $0.words.starts(with: ["property", "nickname"]) }
         let otherHelper = try await events.first(after: cursor) { $0.source == "helper 1" && $0.words.starts(with: ["saw", "demo.nickname"]) }
-        line("helper 2", "removed nickname", at: removed.time)
-        line("main", "settings.nickname reverted to its default (\(settings.nickname.map { "\"\($0)\"" } ?? "nil")), \(microseconds(reverted.time - removed.time)) later", at: reverted.time)
-        line("helper 1", "saw nickname \(otherHelper.words[2]) -> removed, \(microseconds(otherHelper.time - removed.time)) later", at: otherHelper.time)
+        lines([
+            ("helper 2", "removed nickname", removed.time),
+            ("main", "settings.nickname reverted to its default (\(settings.nickname.map { "\"\($0)\"" } ?? "nil")), \(microseconds(reverted.time - removed.time)) later", reverted.time),
+            ("helper 1", "saw nickname \(otherHelper.words[2]) -> removed, \(microseconds(otherHelper.time - removed.time)) later", otherHelper.time),
+        ])
         expect(settings.nickname == nil && otherHelper.words[3] == "-", "the removal did not revert the nickname everywhere")
         latencies += [reverted.time - removed.time, otherHelper.time - removed.time]
         changesObserved += 2

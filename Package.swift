@@ -136,7 +136,13 @@ let package = Package(
         // (swift test --filter SharedPrefsUnitTests).
         .testTarget(name: "SharedPrefsUnitTests", dependencies: ["SharedPrefs", "SharedPrefsTestSupport"]),
         // What both test targets share: a recorder to await deliveries, the scripted backend.
-        .target(name: "SharedPrefsTestSupport", dependencies: ["SharedPrefs", "SharedPrefsLocking"], path: "Tests/SharedPrefsTestSupport"),
+        .target(
+            name: "SharedPrefsTestSupport",
+            dependencies: ["SharedPrefs", "SharedPrefsLocking", "CTestLogCapture", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/SharedPrefsTestSupport"
+        ),
+        // Routes the test process's log lines to SharedPrefsTestSupport's recorder at load, before any test.
+        .target(name: "CTestLogCapture", path: "Tests/CTestLogCapture"),
         // The etcd suite against a real 3-member cluster (swift test --traits Etcd), and its child process.
         .executableTarget(name: "prefs-etcd-child", dependencies: ["SharedPrefsEtcd"], path: "Tests/prefs-etcd-child"),
         .testTarget(

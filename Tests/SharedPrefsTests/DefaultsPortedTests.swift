@@ -2173,6 +2173,8 @@ struct DefaultsBridgePortedTests {
         suite.set("invalid_json_data", forKey: "invalidData")
         let result = suite[key]
         #expect(result.name == "fallback" && result.value == -1)
+        // Said once, as a warning naming the key and the type.
+        #expect(capturedLogs.items.contains { $0.hasPrefix("warning ") && $0.contains(#"key "invalidData", not a CodableStruct"#) })
     }
 
     @Test func enumStringKeys() {

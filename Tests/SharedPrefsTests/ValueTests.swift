@@ -208,6 +208,10 @@ struct ValueTests {
         #expect(error?.code == .invalidName)
         #expect(error?.message.contains("Use letters, digits") == true)
         #expect(PreferenceSuite(suiteName: name) == nil)
+        // The failable initializer says why, as an error log line (a name of printable ASCII as it is).
+        let printable = name.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x20 }
+        let said = printable ? "error The suite name \"\(name)\" is not allowed" : "error The suite name \""
+        #expect(capturedLogs.items.contains { $0.hasPrefix(said) && $0.contains("is not allowed") }, "no log line \(said)")
         #expect(throws: PreferenceError.self) { try AppGroup(identifier: name) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty, "something was created for \(name)")
     }

@@ -1,0 +1,1 @@
+// Nothing to import: capture.c only runs a constructor.

@@ -134,6 +134,44 @@ struct PermissionTests {
         #expect(try readSuiteFile(file)["a"] == 2)
     }
 
+    /// Every user may read a 0644 suite file, so every user may `flock` it. A reader who may not
+    /// write its directory holds its lock (shared or exclusive) and no write waits: the library's
+    /// own, `prefs-watch write`'s and an exiting process's. A holder who may write (a stopped
+    /// writer) still holds writers up, and the message names the suite file and its PID.
+    @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run a reader under another uid"), arguments: ["LOCK_SH", "LOCK_EX"])
+    func aReadersLockOnTheSuiteFileDelaysNoWrite(lock: String) async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        let file = directory.file("public.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(filePermissions: 0o644, lockTimeout: .milliseconds(500)))
+        suite.set(0, forKey: "before")
+        try await suite.flush()
+        let reader = try Launched(URL(filePath: "/usr/bin/setpriv"), [
+            "--reuid=\(Self.alice)", "--regid=\(Self.sharedGroup)", "--clear-groups", "/usr/bin/env", "python3", "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'rb'); fcntl.flock(f, fcntl.\(lock)); print('held', flush=True); sys.stdin.read()", file.path,
+        ])
+        try await reader.records.wait(for: 1)
+        suite.set(1, forKey: "k")
+        try await suite.flush()
+        let written = try await prefsWatchRun("write", file.path, "cli", "-int", "2")
+        #expect(written.status == 0, "\(written.output)")
+        let exiting = try await run(childExecutable, ["set", file.path, "exiting=int:3", "--lock-timeout-ms", "500"])
+        #expect(exiting.status == 0 && !exiting.output.contains("Could not save"), "\(exiting.output)")
+        #expect(try readSuiteFile(file) == ["before": 0, "k": 1, "cli": 2, "exiting": 3])
+        try reader.closeInput()
+        _ = try await reader.status()
+
+        // One who may write the directory holding it is waited for, and named.
+        let holder = try await lockHolder(file)
+        suite.set(4, forKey: "held")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        #expect(error?.code == .lockTimedOut && error?.message.contains("the lock \(file.path).") == true && error?.message.contains("PID \(holder.pid) (python3)") == true, "\(error?.message ?? "")")
+        try holder.closeInput()
+        _ = try await holder.status()
+        try await suite.flush()
+        #expect(try readSuiteFile(file)["held"] == 4)
+    }
+
     @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run a reader under another uid"))
     func aSuiteFileAnotherUserCannotReadIsAClearError() async throws {
         let directory = try TemporaryDirectory()

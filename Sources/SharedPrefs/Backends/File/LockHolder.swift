@@ -5,16 +5,39 @@ enum LockHolder {
     /// The holder of the `flock` on the file `device`/`inode`, or `nil` when `/proc/locks` does
     /// not say (no procfs, another PID namespace, or the lock was just released).
     static func find(device: UInt64, inode: UInt64, locks: String? = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) -> String? {
+        guard let pid = pids(device: device, inode: inode, locks: locks).first else { return nil }
+        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return "PID \(pid)" + (name.map { " (\($0))" } ?? "")
+    }
+
+    /// The processes holding a `flock` on the file `device`/`inode` (several for a shared lock);
+    /// empty when `/proc/locks` does not say.
+    static func pids(device: UInt64, inode: UInt64, locks: String? = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) -> [Int32] {
         // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number.
         let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
         let minor = (device & 0xff) | ((device >> 12) & ~0xff)
         let file = String(format: "%02x:%02x:%llu", major, minor, inode)
-        for line in (locks ?? "").split(separator: "\n") {
+        return (locks ?? "").split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, fields[1] != "->", fields[1] == "FLOCK", fields[5] == file, let pid = Int32(fields[4]), pid > 0 else { continue }
-            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-            return "PID \(pid)" + (name.map { " (\($0))" } ?? "")
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == file, let pid = Int32(fields[4]), pid > 0 else { return nil }
+            return pid
         }
-        return nil
+    }
+
+    /// Whether process `pid` may write a directory of owner, group and mode `st`, by the file
+    /// system uid, gid and groups `/proc/<pid>/status` shows (root may); `nil` when it shows
+    /// none (the process ended, or procfs hides it).
+    static func mayWrite(pid: Int32, _ st: stat, status: String? = nil) -> Bool? {
+        guard let status = status ?? (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) else { return nil }
+        func ids(_ field: String) -> [UInt32]? {
+            status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+                .map { $0.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).compactMap { UInt32($0) } }
+        }
+        // Uid and Gid: real, effective, saved, file system.
+        guard let uids = ids("Uid"), uids.count == 4, let gids = ids("Gid"), gids.count == 4 else { return nil }
+        let (uid, groups) = (uids[3], [gids[3]] + (ids("Groups") ?? []))
+        if uid == 0 { return true }
+        let write: mode_t = uid == st.st_uid ? 0o300 : groups.contains(st.st_gid) ? 0o030 : 0o003
+        return st.st_mode & write == write
     }
 }

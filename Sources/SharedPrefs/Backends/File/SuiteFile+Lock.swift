@@ -57,6 +57,12 @@ extension SuiteFile {
     /// one waited), or else the new one is locked. `nil` when there is no suite file yet, or
     /// something other than a regular file stands there (the read reports it).
     ///
+    /// Anyone who may read the suite file may `flock` it, and only the lock file's mode keeps
+    /// readers out of that one: so a lock on the suite file held only by processes that may not
+    /// write its directory (readers: a writer must be able to rename into it) is passed by, the
+    /// lock file alone excluding the writers. Where `/proc` does not show who holds it, it is
+    /// waited for.
+    ///
     /// Held until the write ends, the descriptor also keeps the file the write replaces from being
     /// freed inside the rename: where freeing is slow (ext4 without a journal, mounted with
     /// `discard`, discards the blocks at once; tmpfs frees its pages), the rename's watchers are
@@ -69,6 +75,11 @@ extension SuiteFile {
                 return nil
             }
             let lock = LockFile(fd: fd, identity: FileIdentity(st))
+            if case .failure(let errno) = Syscall.lock(fd, LOCK_EX | LOCK_NB), errno.rawValue == EWOULDBLOCK, onlyReadersHold(lock.identity, dir) {
+                if lock.isCurrent(fileName, in: dir) { return lock }
+                lock.unlock()
+                continue
+            }
             do throws(PreferenceError) {
                 try acquire(fd, lock.identity, of: path, until: deadline)
             } catch {
@@ -78,6 +89,14 @@ extension SuiteFile {
             if lock.isCurrent(fileName, in: dir) { return lock }
             lock.unlock()
         }
+    }
+
+    /// Whether every process holding a lock on the file may not write `dir`: readers, who cannot
+    /// be writers of this library. `false` when `/proc` does not tell.
+    private func onlyReadersHold(_ identity: FileIdentity, _ dir: OpenDirectory) -> Bool {
+        guard case .success(let st) = Syscall.fstat(dir.fd) else { return false }
+        let holders = LockHolder.pids(device: identity.device, inode: identity.inode)
+        return !holders.isEmpty && holders.allSatisfy { LockHolder.mayWrite(pid: $0, st) == false }
     }
 
     private func lockOnce(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {

@@ -12,6 +12,10 @@ public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
         case local
         /// Another process, or a foreign writer (an editor, `plistlib`, `defaults`).
         case external
+        /// A system layer: an administrator's or a package's defaults changed (``PreferenceLayer/administrator``,
+        /// ``PreferenceLayer/vendor``), or the key was locked or unlocked (``PreferenceLayer/locked``:
+        /// old and new value may then be equal; ``PreferenceSuite/isWritable(_:)`` tells which).
+        case layer(PreferenceLayer)
     }
 
     /// The suite's name.

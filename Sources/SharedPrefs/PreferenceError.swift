@@ -43,6 +43,8 @@ public struct PreferenceError: Error, Sendable, CustomStringConvertible {
         /// A suite file is larger than ``PreferenceSuite/Options/maximumFileSize``, or a write
         /// would make it so.
         public static let fileTooLarge = Code("fileTooLarge")
+        /// A write to a key that a system layer locks (see <doc:Layers>); nothing was written.
+        public static let keyLocked = Code("keyLocked")
         /// The suite's lock stayed held by another process for ``PreferenceSuite/Options/lockTimeout``.
         public static let lockTimedOut = Code("lockTimedOut")
         /// A value cannot be stored in a property list.

@@ -113,12 +113,12 @@ public final class PreferenceSuite: Sendable {
     /// - Throws: ``PreferenceError`` when the name is invalid or the directory cannot be created,
     ///   is insecure (writable by others without the sticky bit), or cannot be read.
     public convenience init(suiteName: String, in group: AppGroup?, options: Options = Options()) throws(PreferenceError) {
-        try self.init(name: suiteName, file: SuiteFile.named(suiteName, in: group, options: options))
+        try self.init(name: suiteName, group: group?.identifier, file: SuiteFile.named(suiteName, in: group, options: options))
     }
 
     /// Opens the suite stored in `file`, sharing the live store of every other object for it.
-    convenience init(name: String, file: SuiteFile) throws(PreferenceError) {
-        self.init(store: try StoreRegistry.store(name: name, file: file))
+    convenience init(name: String, group: String? = nil, file: SuiteFile) throws(PreferenceError) {
+        self.init(store: try StoreRegistry.store(name: name, group: group, file: file))
     }
 
     /// Checks a suite name without opening anything: letters, digits, `.`, `-`, `_`; no leading
@@ -175,9 +175,22 @@ public final class PreferenceSuite: Sendable {
 
     // MARK: Reading
 
-    /// The value of a key: the stored value, else the registered default.
+    /// The value of a key, from the highest layer that holds it: a locked key's from the system
+    /// layers, else the stored value, an administrator's or a package's default, the registered
+    /// default (<doc:Layers>).
     public func value(forKey key: String) -> PlistValue? {
         store.value(forKey: key)
+    }
+
+    /// Where the value of `key` comes from (its layer and file), or `nil` when no layer holds it.
+    public func source(ofKey key: String) -> PreferenceSource? {
+        store.source(ofKey: key)
+    }
+
+    /// Whether a write to `key` is stored: `false` for a key a system layer locks (a write to it
+    /// is refused with ``PreferenceError/Code/keyLocked``).
+    public func isWritable(_ key: String) -> Bool {
+        store.lock(of: key) == nil
     }
 
     /// The value as Foundation types (`String`, `Int`, `Double`, `Bool`, `Date`, `Data`, `[Any]`,
@@ -277,11 +290,18 @@ public final class PreferenceSuite: Sendable {
         return [String](plistValue: .array(v))
     }
 
-    /// Registered defaults overlaid with the stored values, as Foundation types (see
-    /// ``PlistValue/foundationValue`` for keys that differ only in Unicode normalization).
+    /// Every key's value as ``value(forKey:)`` reads it (registered defaults, system layers, stored
+    /// values, locks), as Foundation types (see ``PlistValue/foundationValue`` for keys that differ
+    /// only in Unicode normalization).
     public func dictionaryRepresentation() -> [String: Any] {
-        let (values, registered) = store.snapshot()
-        return registered.merging(values) { _, stored in stored }.swiftDictionary.mapValues(\.foundationValue)
+        let (values, registered, layers) = store.snapshot()
+        var merged = registered.merging(layers?.defaults ?? [:]) { _, layer in layer }.merging(values) { _, stored in stored }
+        if let layers {
+            for key in Array(merged.storage.keys) where layers.lock(of: key) != nil {
+                merged.storage[key] = layers.defaults.storage[key] ?? registered.storage[key]
+            }
+        }
+        return merged.swiftDictionary.mapValues(\.foundationValue)
     }
 
     /// The stored value of one key (no registered default), for `@ObservablePrefs`' runtime.

@@ -23,6 +23,7 @@ public struct PreferenceTransaction {
     private let base: PlistDictionary
     private let overrides: [PlistKey: PlistValue?]
     private let registered: PlistDictionary
+    private let layers: SystemLayers?
     private(set) var operations: Operations = [:]
     /// Typed values set with no stored form, by key (their type): the update fails with them.
     private(set) var unencodable: [String: String] = [:]
@@ -35,10 +36,11 @@ public struct PreferenceTransaction {
         var all = false
     }
 
-    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary) {
+    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary, layers: SystemLayers? = nil) {
         self.base = base
         self.overrides = overrides
         self.registered = registered
+        self.layers = layers
     }
 
     /// The keys this transaction read (its own writes aside); `nil` when it read the whole suite
@@ -60,12 +62,16 @@ public struct PreferenceTransaction {
         set { operations[PlistKey(key)] = newValue.map { .set($0) } ?? .remove }
     }
 
-    /// A typed value: stored → registered → declared default, as ``PreferenceSuite`` reads it.
-    /// Setting `Optional.none` removes the key; setting a value with no stored form makes the
-    /// update throw ``PreferenceError/Code/unsupportedValue``, writing nothing.
+    /// A typed value, as ``PreferenceSuite`` reads it: stored → system layers → registered →
+    /// declared default (a locked key's skips the stored value). Setting `Optional.none` removes
+    /// the key; setting a value with no stored form makes the update throw
+    /// ``PreferenceError/Code/unsupportedValue``, setting a locked key
+    /// ``PreferenceError/Code/keyLocked``, writing nothing.
     public subscript<Value: PreferenceValue>(key: PreferenceKey<Value>) -> Value {
         get {
-            for candidate in [self[key.name], registered[key.name]] {
+            let layered = layers?.defaults[key.name]
+            let stored = layers?.lock(of: PlistKey(key.name)) != nil ? nil : self[key.name]
+            for candidate in [stored, layered, registered[key.name]] {
                 if let candidate, let value = Value(plistValue: candidate) { return value }
             }
             return key.defaultValue

@@ -170,6 +170,21 @@ struct LocationOptions: ParsableArguments {
         return dir == nil ? (name, nil) : nil
     }
 
+    /// Whose system layers apply to the suite a suite argument names: its name and group as the
+    /// library opens it (a file's name without `.plist` for a path or `--dir`).
+    func layerIdentity(_ spec: String) throws -> SystemLayerIdentity {
+        if let (name, group) = try byName(spec) { return SystemLayerIdentity(suiteName: name, group: group?.identifier) }
+        return SystemLayerIdentity(suiteName: try fileURL(of: spec).deletingPathExtension().lastPathComponent, group: nil)
+    }
+
+    /// The system layers of a suite argument's suite, their problems said as the library's
+    /// warnings are (an etcd suite's are the host's files too).
+    func systemLayers(_ spec: String) throws -> SystemLayers {
+        let (layers, _, problems) = SystemLayers.load(try layerIdentity(spec))
+        for problem in problems { FileHandle.standardError.write(Data("prefs-watch: warning: \(problem)\n".utf8)) }
+        return layers
+    }
+
     /// Opens a suite that must already exist, for verbs that change it.
     func openExisting(_ spec: String) throws -> PreferenceSuite {
         if let suite = try etcdSuite(spec) { return suite }

@@ -27,7 +27,7 @@ struct PrefsWatch: ParsableCommand {
         version: PreferenceSuite.libraryVersion,
         subcommands: [
             Tail.self, Read.self, ReadType.self, Write.self, Delete.self, List.self, Find.self, Export.self, Import.self,
-            Migrate.self, Rename.self, Edit.self,
+            Migrate.self, Rename.self, Edit.self, Locks.self,
         ],
         defaultSubcommand: Tail.self
     )

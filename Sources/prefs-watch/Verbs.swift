@@ -17,9 +17,14 @@ struct Read: ParsableCommand {
         commandName: "read",
         abstract: "Print a suite (as an XML property list) or one key's value.",
         discussion: """
+            The suite's own file; with --explain, a key's value as programs read it, with the \
+            layer and the file it comes from (a locked key, the suite, an administrator's or a \
+            package's defaults).
+
             Examples:
               prefs-watch read settings
               prefs-watch read settings theme
+              prefs-watch read --explain settings theme
               prefs-watch read --group group.com.example.app settings --json
             """)
 
@@ -27,14 +32,24 @@ struct Read: ParsableCommand {
     @Argument(help: "The suite: a name, group.… or a .plist path.", completion: Completions.suite) var suite: String
     @Argument(help: "The key; without it, the whole suite.", completion: Completions.key) var key: String?
     @Flag(help: "Print JSON instead.") var json = false
+    @Flag(help: "Print the key's value as programs read it, then its layer and file.") var explain = false
+
+    func validate() throws {
+        if explain && key == nil { throw ValidationError("--explain needs a key: read --explain <suite> <key>.") }
+    }
 
     func run() throws {
+        if explain, let key { return try explainKey(key) }
         let (url, values) = try location.readValues(suite)
         guard let key else {
             let all = PlistValue.dictionary(values)
             return json ? print(all.json) : printDocument(all)
         }
         guard let value = values[key] else { throw noKey(key, suite, url) }
+        show(value)
+    }
+
+    private func show(_ value: PlistValue) {
         if json { return print(value.json) }
         switch value {
         case .string(let v): print(v.displayed)
@@ -45,12 +60,47 @@ struct Read: ParsableCommand {
         }
     }
 
+    /// The key's value through every layer, and where it comes from: `layer: locked (…)` on a
+    /// line of its own after the value. Exits 1 when no layer holds it.
+    private func explainKey(_ key: String) throws {
+        let url = try location.fileURL(of: suite)
+        let stored = FileManager.default.fileExists(atPath: url.path) ? try location.readValues(suite).values : [:]
+        let (value, source) = try location.systemLayers(suite).explain(key, stored: stored, file: url.path)
+        guard let source else {
+            throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its file (\(url.path)), nor a system layer; a program reads its registered or declared default.")
+        }
+        if let value { show(value) } else { print("(no system value: programs read their registered or declared default)") }
+        print("layer: \(source)")
+    }
+
     /// An XML property list, or, for values XML cannot carry (control characters), the escaped
     /// one-line rendering: never raw control characters or binary bytes on a terminal.
     private func printDocument(_ value: PlistValue) {
         let xml = value.propertyListData(format: .xml)
         if xml.starts(with: Array("bplist".utf8)) { return print(value.description) }
         print(String(decoding: xml, as: UTF8.self), terminator: "")
+    }
+}
+
+struct Locks: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "locks",
+        abstract: "List the keys a system layer locks in a suite, each with its locks file.",
+        discussion: """
+            A locked key's value is the system layers', and writes to it are refused. Locks live \
+            in /etc/sharedprefs/locks/<suite> (and <dir>/sharedprefs/locks/<suite> for each of \
+            $XDG_DATA_DIRS; in an app group, <dir>/<group>/locks/<suite>): one key per line, \
+            prefix* for every key under a prefix.
+
+            Example:
+              prefs-watch locks settings
+            """)
+
+    @OptionGroup var location: LocationOptions
+    @Argument(help: "The suite.", completion: Completions.suite) var suite: String
+
+    func run() throws {
+        for (key, path) in try location.systemLayers(suite).locks { print("\(key.displayed)\t\(path.displayed)") }
     }
 }
 

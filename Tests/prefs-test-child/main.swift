@@ -34,6 +34,13 @@
 //       parent waits for the child and prints "child <exit status>".
 //   prefs-test-child user-defaults <name>
 //       writes keys of every property-list type through Foundation's UserDefaults(suiteName:).
+//   prefs-test-child layers <plist> <key>…
+//       prints "failure <code> <message>" for each standing failure (system layers ignored), then
+//       per key "<key> value=<value(forKey:)> int=<typed Int, default 5> source=<layer> writable=<bool>",
+//       and "observable volume=<ChildSettings.volume>".
+//   prefs-test-child layer-write <plist> <key> <int>
+//       sets the key through set, update and (for app.volume) @ObservablePrefs, and prints what
+//       each did: "set <failure code or ok>", "update <error code or ok>", "observable <volume read back>".
 //   --lock-timeout-ms N (any command): the suite's lock timeout.
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
@@ -69,6 +76,14 @@ enum ChildTheme: String, PreferenceValue { case system, light, dark }
 final class ChildSettings {
     var theme: ChildTheme = .system
     var volume = 5
+}
+
+/// Failures as a failure observer hears them (on whichever thread reports them).
+final class Collected: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [PreferenceError] = []
+    func append(_ error: PreferenceError) { lock.withLock { errors.append(error) } }
+    var items: [PreferenceError] { lock.withLock { errors } }
 }
 
 func fail(_ message: String) -> Never {
@@ -290,9 +305,40 @@ case "observable":
         default: fail("unknown property \(parts[0])")
         }
     }
+case "layers":
+    let failures = Collected()
+    let token = suite.observeFailures { failures.append($0) }
+    for failure in failures.items { say("failure \(failure.code) \(failure.message)") }
+    for key in arguments.dropFirst(2) {
+        let typed = suite[PreferenceKey<Int>(key, default: 5)]  // ChildSettings.volume's default
+        say("\(key) value=\(suite.value(forKey: key).map { "\($0)" } ?? "-") int=\(typed) source=\(suite.source(ofKey: key)?.layer.rawValue ?? "-") writable=\(suite.isWritable(key))")
+    }
+    say("observable volume=\(ChildSettings(suite: suite).volume)")
+    withExtendedLifetime(token) {}
+case "layer-write":
+    let (key, value) = (arguments[2], Int(arguments[3]) ?? 0)
+    let failures = Collected()
+    let token = suite.observeFailures { failures.append($0) }
+    let known = failures.items.count
+    suite.set(value, forKey: key)
+    say("set \(failures.items.dropFirst(known).first.map { "\($0.code) \($0.message)" } ?? "ok")")
+    do {
+        try suite.update { $0[key] = .integer(Int64(value)) }
+        say("update ok")
+    } catch let error as PreferenceError {
+        say("update \(error.code) \(error.message)")
+    }
+    if key == "app.volume" {
+        let settings = ChildSettings(suite: suite)
+        settings.volume = value
+        say("observable \(settings.volume)")
+    }
+    guard suite.synchronize() else { fail("synchronize failed") }
+    withExtendedLifetime(token) {}
 case "watch":
     let token = suite.observe(.all) { change in
-        say("change \(change.key) \(change.newValue.map { "\($0)" } ?? "-")")
+        let layer = if case .layer(let layer) = change.origin { " layer=\(layer)" } else { "" }
+        say("change \(change.key) \(change.newValue.map { "\($0)" } ?? "-")\(layer)")
     }
     let failures = suite.failures()
     // Detached: top-level code is on the main actor, whose thread blocks in readLine below.

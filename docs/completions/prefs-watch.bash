@@ -173,13 +173,13 @@ _prefs-watch() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|help)
+    tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|locks|help)
         # Offer subcommand argument completions
         "_prefs-watch_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import migrate rename edit help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import migrate rename edit locks help' -- "${cur}"))
         ;;
     esac
 }
@@ -230,7 +230,7 @@ _prefs-watch_tail() {
 
 _prefs-watch_read() {
     repeating_flags=()
-    non_repeating_flags=(-q --quiet --verbose --json --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --json --explain --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2
@@ -555,6 +555,34 @@ _prefs-watch_edit() {
         ;;
     2)
         __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion edit -- positional@1 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_prefs-watch_locks() {
+    repeating_flags=()
+    non_repeating_flags=(-q --quiet --verbose --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--group --dir)
+    __prefs-watch_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--group')
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion locks -- --group "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--dir')
+        __prefs-watch_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion locks -- positional@0 "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
         return
         ;;
     esac

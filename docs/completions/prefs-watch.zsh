@@ -62,13 +62,14 @@ _prefs-watch() {
             'migrate:Copy a Foundation UserDefaults suite'\''s values into a suite, types kept; the UserDefaults file is only read.'
             'rename:Rename a key, atomically.'
             'edit:Edit a suite (or one key) in $VISUAL or $EDITOR; only the keys you change are written.'
+            'locks:List the keys a system layer locks in a suite, each with its locks file.'
             'help:Show subcommand help information.'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|help)
+        tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|locks|help)
             "_prefs-watch_${words[1]}" && ret=0
             ;;
         esac
@@ -114,6 +115,7 @@ _prefs-watch_read() {
         ':suite:{__prefs-watch_custom_complete ---completion read -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':key:{__prefs-watch_custom_complete ---completion read -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--json[Print JSON instead.]'
+        '--explain[Print the key'\''s value as programs read it, then its layer and file.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -292,6 +294,22 @@ _prefs-watch_edit() {
         ':suite:{__prefs-watch_custom_complete ---completion edit -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':key:{__prefs-watch_custom_complete ---completion edit -- positional@1 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--create[Create the suite at a path that does not end in .plist.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_prefs-watch_locks() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--group[Look suite names up in this app group'\''s container.]:id:{__prefs-watch_custom_complete ---completion locks -- --group "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
+        '--dir[Look suite names up in this directory (a container\: its Library/Preferences is used when present).]:path:_files -/'
+        '(-q --quiet)'{-q,--quiet}'[Print no warnings of the library, only errors.]'
+        '--verbose[Print what the library notices too (its info log lines).]'
+        ':suite:{__prefs-watch_custom_complete ---completion locks -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

@@ -144,7 +144,7 @@ extension SuiteStore {
                             overrides: s.local.compactMapValues { local in
                                 local.operations.pending.map { _ in local.operations.writing.map(\.value) ?? local.stored }
                             },
-                            registered: s.registered)
+                            registered: s.registered, layers: s.layers)
                     }
                     result = try transaction(&tx)
                     if let (key, type) = tx.unencodable.min(by: { $0.key < $1.key }) {
@@ -156,6 +156,9 @@ extension SuiteStore {
                     for (key, operation) in tx.operations {
                         if let error = refusal(of: operation, forKey: key.string) { throw error }
                     }
+                    let layers = state.withLock { $0.layers }
+                    let locked = layers.flatMap { layers in tx.operations.keys.lazy.compactMap { key in layers.lock(of: key).map { (key, $0) } }.first }
+                    if let (key, lock) = locked { throw lockedKey(key.string, lockedBy: lock) }
                     operations.merge(tx.operations) { _, transaction in transaction }
                     transactionKeys = Set(tx.operations.keys)
                     reads = tx.reads

@@ -57,7 +57,7 @@ extension SuiteStore {
         let (id, standing) = state.withLock { s in
             s.nextObserverID += 1
             s.failureObservers[s.nextObserverID] = deliver
-            return (s.nextObserverID, s.standingNotices)
+            return (s.nextObserverID, s.layerNotices + s.standingNotices)
         }
         for notice in standing { deliver(notice) }
         return id

@@ -29,7 +29,7 @@ package final class SuiteStore: Sendable {
     /// cached values or the first observer on, never for a store that is only written.
     private let watching = Atomic(false)
     /// The backend's subscription, while watching; released with the store.
-    private let subscription = Lock<Subscription?>(nil)
+    let subscription = Lock<Subscription?>(nil)
 
     struct Observer: Sendable {
         let filter: KeyFilter
@@ -81,6 +81,15 @@ package final class SuiteStore: Sendable {
         /// and no copy of the suite is made when either changes.
         var local: [PlistKey: Local] = [:]
         var registered = PlistDictionary()
+        /// The suite's system layers (administrator and vendor defaults, locks); `nil` when it
+        /// has none, as most suites: reads then cost what they did without layers.
+        var layers: SystemLayers? = nil
+        /// Failures found in the system layers, told to every failure observer when it subscribes.
+        var layerNotices: [PreferenceError] = []
+        /// Locked keys whose value in the suite's file was found ignored, each reported once.
+        var ignoredLockedKeys: Set<PlistKey> = []
+        /// Failures found under the state lock, reported once it is let go (``change(_:)``).
+        var unreported: [PreferenceError] = []
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
@@ -95,6 +104,14 @@ package final class SuiteStore: Sendable {
         /// observer when it subscribes. A full read replaces them.
         var standingNotices: [PreferenceError] = []
         var statistics = PreferenceSuite.Statistics()
+
+        /// The value this process reads for `key` above registered defaults: a locked key's from
+        /// the system layers, any other's from the suite (its own changes applied), else from them.
+        func visible(_ key: PlistKey) -> PlistValue? {
+            guard let layers else { return values.storage[key] }
+            if layers.lock(of: key) != nil { return layers.defaults.storage[key] }
+            return values.storage[key] ?? layers.defaults.storage[key]
+        }
 
         /// The value of `key` in the stored suite as last read or written.
         func storedValue(_ key: PlistKey) -> PlistValue? {
@@ -132,12 +149,23 @@ package final class SuiteStore: Sendable {
         var pendingKeys: [String] { local.keys.map(\.string).sorted() }
     }
 
-    /// - Parameter loaded: The values read before the store is shared, to start from.
-    package init(name: String, backend: any SuiteBackend, loaded: Loaded = Loaded()) {
+    /// Which system layers apply (``SystemLayers``); `nil` for none.
+    let layerIdentity: SystemLayerIdentity?
+    /// The watches of the system layers' files and directories, while watching.
+    let layerWatches = Lock<[SystemLayers.Watched: Subscription]>([:])
+    /// Whether a re-read of the system layers is queued on the owner.
+    let layerReloadScheduled = Atomic(false)
+
+    /// - Parameters:
+    ///   - loaded: The values read before the store is shared, to start from.
+    ///   - layers: Whose system layers apply (read now; watched with the suite).
+    package init(name: String, backend: any SuiteBackend, loaded: Loaded = Loaded(), layers: SystemLayerIdentity? = nil) {
         self.name = name
         self.backend = backend
+        layerIdentity = layers
         owner = SuiteOwner(label: "SharedPrefs.io.\(name)")
         adopt(loaded)
+        if layers != nil { reloadLayers() }
     }
 
     /// Starts watching, at the first read of the cached values or the first observer, and reads
@@ -154,6 +182,7 @@ package final class SuiteStore: Sendable {
             }
         }
         self.subscription.withLock { $0 = subscription }
+        if layerIdentity != nil { scheduleLayerReload() }
         // Inside an update body this thread runs the store's job already.
         if owner.isCurrent { reloadNow() } else { scheduleReload() }
     }
@@ -162,12 +191,13 @@ package final class SuiteStore: Sendable {
 
     func value(forKey key: String) -> PlistValue? {
         watch()
-        return state.withLock { $0.values[key] ?? $0.registered[key] }
+        return state.withLock { $0.visible(PlistKey(key)) ?? $0.registered[key] }
     }
 
+    /// The value above registered defaults: the suite's, or its system layers'.
     func storedValue(forKey key: String) -> PlistValue? {
         watch()
-        return state.withLock { $0.values[key] }
+        return state.withLock { $0.visible(PlistKey(key)) }
     }
 
     func registeredValue(forKey key: String) -> PlistValue? {
@@ -176,9 +206,9 @@ package final class SuiteStore: Sendable {
 
     var statistics: PreferenceSuite.Statistics { state.withLock { $0.statistics } }
 
-    func snapshot() -> (values: PlistDictionary, registered: PlistDictionary) {
+    func snapshot() -> (values: PlistDictionary, registered: PlistDictionary, layers: SystemLayers?) {
         watch()
-        return state.withLock { ($0.values, $0.registered) }
+        return state.withLock { ($0.values, $0.registered, $0.layers) }
     }
 
     func register(_ defaults: PlistDictionary) {
@@ -252,8 +282,10 @@ package final class SuiteStore: Sendable {
         if scheduleFlush { scheduleBackgroundFlush() }
     }
 
-    /// A local operation: seen at once, written by the next flush.
+    /// A local operation: seen at once, written by the next flush. A locked key's is refused
+    /// (reported once the state lock is let go).
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
+        if let lock = s.layers?.lock(of: key) { return s.unreported.append(lockedKey(key.string, lockedBy: lock)) }
         switch s.local[key]?.operations {
         case nil: s.local[key] = Local(stored: s.values.storage[key], operations: .pending(operation))
         case .pending: s.local[key]!.operations = .pending(operation)
@@ -269,20 +301,52 @@ package final class SuiteStore: Sendable {
     /// once the lock is let go (their handlers may call back into the suite).
     func change<T>(_ body: (inout State, inout [PreferenceChange]) throws -> T) rethrows -> T {
         var synchronous: [() -> Void] = []
+        var unreported: [PreferenceError] = []
         let result = try state.withLock { s in
             var changes: [PreferenceChange] = []
-            defer { synchronous = publish(changes, in: &s) }
+            defer {
+                synchronous = publish(changes, in: &s)
+                if !s.unreported.isEmpty { swap(&unreported, &s.unreported) }
+            }
             return try body(&s, &changes)
+        }
+        for error in unreported {
+            logger.error("\(error)")
+            report(error)
         }
         for deliver in synchronous { deliver() }
         return result
     }
 
     /// Makes `new` the value of `key` this process sees, and notes the change for observers.
+    /// With system layers, what observers hear is the value this process reads: a change under
+    /// a locked key, or of a key the suite's file now holds as a layer did, is no change.
     func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, in s: inout State, changes: inout [PreferenceChange]) {
+        let before = s.layers == nil ? nil : s.visible(key)
         let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
-        if old != new, !s.observers.isEmpty {
-            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin))
+        guard let layers = s.layers else {
+            if old != new, !s.observers.isEmpty {
+                changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin))
+            }
+            return
         }
+        let after = s.visible(key)
+        if before != after, !s.observers.isEmpty {
+            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: before, newValue: after, origin: origin))
+        }
+        if let lock = layers.lock(of: key), new != nil, s.ignoredLockedKeys.insert(key).inserted {
+            s.unreported.append(PreferenceError(
+                code: .keyLocked,
+                message: "Ignored the value of key \"\(key.string)\" in suite \(name)'s file (\(backend.location ?? "memory")): \(lock) locks it, so the system layers' value stands. Remove the key from the suite, or ask whoever administers the machine to unlock it.",
+                path: backend.location))
+        }
+    }
+
+    /// The error of a write to a locked key.
+    func lockedKey(_ key: String, lockedBy lock: String) -> PreferenceError {
+        PreferenceError(
+            code: .keyLocked,
+            message: "Not stored: key \"\(key)\" of suite \(name) is locked by \(lock); its value is the system layers'. Nothing was written. Ask whoever administers the machine, or use another key.",
+            path: lock)
     }
 }

@@ -1,0 +1,250 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A layer a value is looked up in, highest first: ``locked``, ``suite``, ``administrator``,
+/// ``vendor``, ``registered``. See <doc:Layers>.
+public enum PreferenceLayer: String, Sendable, Hashable, CustomStringConvertible {
+    /// A key an administrator or a package locked: its value is the system layers' (else the
+    /// registered or declared default), whatever the suite's file holds, and writes are refused.
+    case locked
+    /// The suite's own file (or etcd prefix): what `set`, `update` and other processes write.
+    case suite
+    /// An administrator's defaults: `/etc/sharedprefs/<suite>.plist`.
+    case administrator
+    /// Defaults a package ships: `<dir>/sharedprefs/<suite>.plist` for each of `$XDG_DATA_DIRS`.
+    case vendor
+    /// `register(defaults:)`, and the defaults `PreferenceKey`s declare.
+    case registered
+
+    public var description: String { rawValue }
+}
+
+/// Where a key's value comes from: its layer, and the file that holds it (`nil` for values
+/// registered in this process, and for a suite in memory).
+public struct PreferenceSource: Sendable, Hashable, CustomStringConvertible {
+    public let layer: PreferenceLayer
+    public let path: String?
+    /// For a ``PreferenceLayer/locked`` key: the file that locks it.
+    public let lockPath: String?
+
+    public var description: String {
+        [layer.rawValue, path, lockPath.map { "locked by \($0)" }].compactMap { $0 }.joined(separator: ", ")
+    }
+}
+
+/// The system layers of one suite: administrator and vendor defaults and locks, read from files
+/// that only root (or, under `SHAREDPREFS_SYSTEM_ROOT`, the running user) may write.
+///
+/// The layout, in each system directory `D` (`/etc/sharedprefs` for the administrator, then
+/// `<each of $XDG_DATA_DIRS>/sharedprefs` for vendors; `SHAREDPREFS_SYSTEM_ROOT` puts all of them
+/// under another root, for tests and images): `D/<suite>.plist` holds defaults, and `D/locks/<suite>`
+/// lists locked keys, one per line (`prefix*` locks a prefix, `#` starts a comment). A suite in an
+/// app group looks in `D/<group>/` instead of `D/`.
+package struct SystemLayers: Sendable, Equatable {
+    /// The defaults of every system layer, the higher layer's value kept.
+    var defaults = PlistDictionary()
+    /// Each default's layer and file.
+    var sources: [PlistKey: PreferenceSource] = [:]
+    /// Locked keys, and the locks file of each.
+    var lockedKeys: [PlistKey: String] = [:]
+    /// Locked prefixes, and the locks file of each.
+    var lockedPrefixes: [(prefix: String, path: String)] = []
+
+    var isEmpty: Bool { defaults.storage.isEmpty && lockedKeys.isEmpty && lockedPrefixes.isEmpty }
+
+    /// The locks file that locks `key`, if one does.
+    func lock(of key: PlistKey) -> String? {
+        if let path = lockedKeys[key] { return path }
+        return lockedPrefixes.first { key.string.utf8.starts(with: $0.prefix.utf8) }?.path
+    }
+
+    /// The value of `key` for a suite whose file holds `stored`, and where it comes from, as an
+    /// open suite reads it (registered defaults aside): for `prefs-watch read --explain`, which
+    /// opens nothing.
+    package func explain(_ key: String, stored: PlistDictionary, file: String) -> (value: PlistValue?, source: PreferenceSource?) {
+        let key = PlistKey(key)
+        if let lock = lock(of: key) {
+            return (defaults.storage[key], PreferenceSource(layer: .locked, path: sources[key]?.path, lockPath: lock))
+        }
+        if let value = stored.storage[key] { return (value, PreferenceSource(layer: .suite, path: file, lockPath: nil)) }
+        return (defaults.storage[key], sources[key])
+    }
+
+    /// Every lock, as written in its locks file (`prefix*` for a prefix), and that file.
+    package var locks: [(key: String, path: String)] {
+        lockedKeys.map { ($0.key.string, $0.value) }.sorted { $0.key < $1.key } + lockedPrefixes.map { ($0.prefix + "*", $0.path) }
+    }
+
+    /// Every key these layers name (prefix locks aside): the keys a change of them may touch.
+    var keys: Set<PlistKey> { Set(defaults.storage.keys).union(lockedKeys.keys) }
+
+    package static func == (lhs: SystemLayers, rhs: SystemLayers) -> Bool {
+        lhs.defaults == rhs.defaults && lhs.sources == rhs.sources && lhs.lockedKeys == rhs.lockedKeys
+            && lhs.lockedPrefixes.map(\.prefix) == rhs.lockedPrefixes.map(\.prefix) && lhs.lockedPrefixes.map(\.path) == rhs.lockedPrefixes.map(\.path)
+    }
+}
+
+/// Which suite's system layers: its name, and its app group's identifier.
+package struct SystemLayerIdentity: Sendable, Hashable {
+    package var suiteName: String
+    package var group: String?
+
+    package init(suiteName: String, group: String?) {
+        self.suiteName = suiteName
+        self.group = group
+    }
+}
+
+extension SystemLayers {
+    /// The largest system layer file read: they hold defaults and key names, not data.
+    static let maximumFileSize = 1 << 20
+
+    /// The system directories, highest first: the administrator's, then the vendors'.
+    static func directories(environment: [String: String] = ProcessInfo.processInfo.environment) -> (directories: [(PreferenceLayer, String)], trustsUser: Bool) {
+        if let root = environment["SHAREDPREFS_SYSTEM_ROOT"], root.hasPrefix("/") {
+            let base = root.hasSuffix("/") ? String(root.dropLast()) : root
+            return ([(.administrator, base + "/etc/sharedprefs"), (.vendor, base + "/usr/local/share/sharedprefs"), (.vendor, base + "/usr/share/sharedprefs")], true)
+        }
+        let data = (environment["XDG_DATA_DIRS"] ?? "").split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
+        let vendors = (data.isEmpty ? ["/usr/local/share", "/usr/share"] : data).map { (PreferenceLayer.vendor, ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/sharedprefs") }
+        return ([(.administrator, "/etc/sharedprefs")] + vendors, false)
+    }
+
+    /// A place whose changes change these layers: a name in a directory.
+    package struct Watched: Hashable, Sendable {
+        var directory: String
+        var name: String
+    }
+
+    /// Reads the system layers of a suite. A file or directory that does not count (a link, a
+    /// FIFO, another owner, writable by others, too large, not a property list) is left unread
+    /// and named in `problems`.
+    package static func load(_ identity: SystemLayerIdentity) -> (layers: SystemLayers, watched: Set<Watched>, problems: [PreferenceError]) {
+        var layers = SystemLayers()
+        var watched = Set<Watched>()
+        var problems: [PreferenceError] = []
+        let (directories, trustsUser) = directories()
+        let reader = Reader(trustsUser: trustsUser)
+        for (layer, base) in directories {
+            var path = base
+            guard var dir = reader.openDirectory(path, problems: &problems) else { continue }
+            if let group = identity.group {
+                watched.insert(Watched(directory: path, name: group))
+                let sub = reader.openDirectory(group, in: dir, path: path + "/" + group, problems: &problems)
+                dir.close()
+                guard let sub else { continue }
+                (dir, path) = (sub, path + "/" + group)
+            }
+            defer { dir.close() }
+            let fileName = identity.suiteName + ".plist"
+            watched.insert(Watched(directory: path, name: fileName))
+            watched.insert(Watched(directory: path, name: "locks"))
+            if let bytes = reader.read(fileName, in: dir, path: path + "/" + fileName, problems: &problems) {
+                let file = path + "/" + fileName
+                do throws(PreferenceError) {
+                    guard case .dictionary(let values) = try PlistValue(propertyListData: Data(bytes)) else {
+                        throw PreferenceError(code: .corruptFile, message: "\(file) holds no dictionary at its root.", path: file)
+                    }
+                    for (key, value) in values.storage where layers.defaults.storage[key] == nil {
+                        layers.defaults.storage[key] = value
+                        layers.sources[key] = PreferenceSource(layer: layer, path: file, lockPath: nil)
+                    }
+                } catch {
+                    problems.append(PreferenceError(code: error.code, message: "Ignored the system layer \(file): \(error.message) Fix or remove it (its owner's job).", path: file))
+                }
+            }
+            if let locks = reader.openDirectory("locks", in: dir, path: path + "/locks", problems: &problems) {
+                defer { locks.close() }
+                watched.insert(Watched(directory: path + "/locks", name: identity.suiteName))
+                let file = path + "/locks/" + identity.suiteName
+                if let bytes = reader.read(identity.suiteName, in: locks, path: file, problems: &problems) {
+                    for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                        let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces)
+                        if entry.isEmpty { continue }
+                        if entry.hasSuffix("*") {
+                            layers.lockedPrefixes.append((String(entry.dropLast()), file))
+                        } else if layers.lockedKeys[PlistKey(entry)] == nil {
+                            layers.lockedKeys[PlistKey(entry)] = file
+                        }
+                    }
+                }
+            }
+        }
+        return (layers, watched, problems)
+    }
+
+    /// Opens and trusts system directories and files: owned by root (or the running user under a
+    /// test root), writable by nobody else, never through a link, never blocking on a FIFO.
+    private struct Reader {
+        var trustsUser: Bool
+
+        func openDirectory(_ path: String, problems: inout [PreferenceError]) -> OpenDirectory? {
+            guard case .success(let fd) = Syscall.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) else { return nil }
+            return trusted(fd, path: path, directory: true, problems: &problems)
+        }
+
+        func openDirectory(_ name: String, in dir: OpenDirectory, path: String, problems: inout [PreferenceError]) -> OpenDirectory? {
+            switch Syscall.openat(dir.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) {
+            case .success(let fd): return trusted(fd, path: path, directory: true, problems: &problems)
+            case .failure(let errno) where errno.rawValue == ELOOP || errno.rawValue == ENOTDIR:
+                problems.append(ignored(path, "it is a symbolic link or not a directory"))
+                return nil
+            case .failure: return nil
+            }
+        }
+
+        func read(_ name: String, in dir: OpenDirectory, path: String, problems: inout [PreferenceError]) -> [UInt8]? {
+            let fd: CInt
+            switch Syscall.openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) {
+            case .success(let descriptor): fd = descriptor
+            case .failure(let errno) where errno.rawValue == ELOOP:
+                problems.append(ignored(path, "it is a symbolic link"))
+                return nil
+            case .failure(let errno) where errno.rawValue == ENOENT: return nil
+            case .failure(let errno):
+                problems.append(ignored(path, "it cannot be opened (\(errno))"))
+                return nil
+            }
+            guard let file = trusted(fd, path: path, directory: false, problems: &problems) else { return nil }
+            defer { file.close() }
+            switch Syscall.readAll(file.fd, sizeHint: 4096, limit: SystemLayers.maximumFileSize + 1) {
+            case .success(let bytes) where bytes.count <= SystemLayers.maximumFileSize: return bytes
+            case .success:
+                problems.append(ignored(path, "it is larger than \(SystemLayers.maximumFileSize) bytes"))
+                return nil
+            case .failure(let errno):
+                problems.append(ignored(path, "it cannot be read (\(errno))"))
+                return nil
+            }
+        }
+
+        /// `fd` if it is a directory (or a regular file) that root (or this user) owns and nobody
+        /// else may write; closed and named in `problems` otherwise.
+        private func trusted(_ fd: CInt, path: String, directory: Bool, problems: inout [PreferenceError]) -> OpenDirectory? {
+            guard case .success(let st) = Syscall.fstat(fd) else {
+                Syscall.close(fd)
+                return nil
+            }
+            let problem: String? =
+                if st.st_mode & S_IFMT != (directory ? S_IFDIR : S_IFREG) { directory ? "it is not a directory" : "it is not a regular file (a FIFO, a device or a directory)" }
+                else if st.st_uid != 0 && !(trustsUser && st.st_uid == geteuid()) { "it belongs to uid \(st.st_uid), not to root" }
+                else if st.st_mode & 0o022 != 0 { "it is writable by \(st.st_mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(st.st_mode & 0o7777, radix: 8)))" }
+                else { nil }
+            if let problem {
+                Syscall.close(fd)
+                problems.append(ignored(path, problem))
+                return nil
+            }
+            return OpenDirectory(fd: fd, mode: st.st_mode, identity: FileIdentity(st))
+        }
+
+        private func ignored(_ path: String, _ why: String) -> PreferenceError {
+            PreferenceError(
+                code: .untrustedFile,
+                message: "Ignored the system layer \(path): \(why). A system layer counts only when root owns it and nobody else may write it, so that no user can plant an administrator's default or lock; fix its owner and mode (chown root: and chmod go-w), or remove it.",
+                path: path)
+        }
+    }
+}

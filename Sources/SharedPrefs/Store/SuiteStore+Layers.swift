@@ -1,0 +1,88 @@
+/// The system layers of a store: read at opening, watched with the suite, and adopted through
+/// the one way the state changes.
+extension SuiteStore {
+    /// Re-reads the system layers on the owner, once for a burst of events.
+    func scheduleLayerReload() {
+        guard layerReloadScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        owner.async { [self] in
+            layerReloadScheduled.store(false, ordering: .releasing)
+            reloadLayers()
+        }
+    }
+
+    /// Reads the system layers, adopts them, and watches what they are read from (while the
+    /// suite is watched).
+    func reloadLayers() {
+        guard let layerIdentity else { return }
+        let (layers, watched, problems) = SystemLayers.load(layerIdentity)
+        adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
+        guard subscription.withLock({ $0 != nil }) else { return }
+        let added = layerWatches.withLock { watches -> Set<SystemLayers.Watched> in
+            for gone in watches.keys where !watched.contains(gone) { watches[gone] = nil }
+            return watched.subtracting(watches.keys)
+        }
+        for place in added {
+            let id = InotifyWatcher.shared.watch(DirectoryLocation(trusted: place.directory), fileName: place.name) { [weak self] event in
+                if case .changed = event { self?.scheduleLayerReload() }
+            }
+            layerWatches.withLock { $0[place] = Subscription { InotifyWatcher.shared.unwatch(id) } }
+        }
+    }
+
+    /// Makes `layers` the suite's system layers: observers of each key whose value (or
+    /// writability) changed hear it, with the layer that changed as origin. Failures new since
+    /// the last read are logged and reported; all stand for failure observers to come.
+    func adoptLayers(_ layers: SystemLayers?, problems: [PreferenceError]) {
+        let fresh = change { s, changes -> [PreferenceError] in
+            let fresh = problems.filter { problem in !s.layerNotices.contains { $0.message == problem.message } }
+            s.layerNotices = problems
+            let old = s.layers
+            guard old != layers else { return fresh }
+            var keys = (old?.keys ?? []).union(layers?.keys ?? [])
+            if old?.lockedPrefixes.isEmpty == false || layers?.lockedPrefixes.isEmpty == false {
+                for key in Set(s.values.storage.keys).union(s.registered.storage.keys) where old?.lock(of: key) != nil || layers?.lock(of: key) != nil {
+                    keys.insert(key)
+                }
+            }
+            let before = keys.map { ($0, s.visible($0), old?.lock(of: $0) != nil) }
+            s.layers = layers
+            s.ignoredLockedKeys = s.ignoredLockedKeys.filter { layers?.lock(of: $0) != nil }
+            guard !s.observers.isEmpty else { return fresh }
+            for (key, oldValue, wasLocked) in before.sorted(by: { $0.0.string < $1.0.string }) {
+                let newValue = s.visible(key)
+                let isLocked = layers?.lock(of: key) != nil
+                guard oldValue != newValue || wasLocked != isLocked else { continue }
+                let layer = wasLocked != isLocked ? .locked : layers?.sources[key]?.layer ?? old?.sources[key]?.layer ?? .administrator
+                changes.append(PreferenceChange(suite: name, key: key.string, oldValue: oldValue, newValue: newValue, origin: .layer(layer)))
+            }
+            return fresh
+        }
+        for problem in fresh {
+            logger.warning("\(problem)")
+            report(problem)
+        }
+    }
+
+    /// Where the value of `key` comes from; `nil` when no layer holds it.
+    func source(ofKey key: String) -> PreferenceSource? {
+        watch()
+        let key = PlistKey(key)
+        return state.withLock { s in
+            if let lock = s.layers?.lock(of: key) {
+                if let source = s.layers?.sources[key], s.layers?.defaults.storage[key] != nil {
+                    return PreferenceSource(layer: .locked, path: source.path, lockPath: lock)
+                }
+                return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .locked, path: nil, lockPath: lock)
+            }
+            if s.values.storage[key] != nil { return PreferenceSource(layer: .suite, path: backend.location, lockPath: nil) }
+            if let source = s.layers?.sources[key] { return source }
+            return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .registered, path: nil, lockPath: nil)
+        }
+    }
+
+    /// The locks file that locks `key`, if one does.
+    func lock(of key: String) -> String? {
+        watch()
+        return state.withLock { $0.layers?.lock(of: PlistKey(key)) }
+    }
+}

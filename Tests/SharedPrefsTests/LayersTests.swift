@@ -1,0 +1,202 @@
+import Foundation
+import SharedPrefsTestSupport
+import Testing
+
+@testable import SharedPrefs
+
+/// System layers (administrator and vendor defaults, locks), through real processes whose
+/// `SHAREDPREFS_SYSTEM_ROOT` is a temporary directory this user owns.
+@Suite("Layers")
+struct LayersTests {
+    /// A system root with its administrator's and a vendor's directories (and their `locks/`),
+    /// writable by this user only, and a directory for the suites' own files.
+    final class Place {
+        let directory: TemporaryDirectory
+        var root: URL { directory.file("system") }
+        var admin: URL { root.appending(path: "etc/sharedprefs") }
+        var vendor: URL { root.appending(path: "usr/share/sharedprefs") }
+        var suites: URL { directory.file("suites") }
+        var environment: [String: String] { ["SHAREDPREFS_SYSTEM_ROOT": root.path] }
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            for path in ["system/etc/sharedprefs/locks", "system/usr/share/sharedprefs", "suites"] {
+                try FileManager.default.createDirectory(at: directory.file(path), withIntermediateDirectories: true)
+            }
+            for path in ["system", "system/etc", "system/etc/sharedprefs", "system/etc/sharedprefs/locks", "system/usr", "system/usr/share", "system/usr/share/sharedprefs"] {
+                chmod(directory.file(path).path, 0o755)
+            }
+        }
+
+        func suite(_ name: String) -> URL { suites.appending(path: name + ".plist") }
+
+        /// Puts `contents` at `url` as an administrator's tool would: written aside, mode 0644,
+        /// renamed in.
+        func install(_ url: URL, _ contents: Data) throws {
+            let aside = url.deletingLastPathComponent().appending(path: ".\(url.lastPathComponent).new")
+            try contents.write(to: aside)
+            chmod(aside.path, 0o644)
+            #expect(rename(aside.path, url.path) == 0)
+        }
+
+        func install(_ url: URL, _ values: [String: PlistValue]) throws {
+            try install(url, Data(PlistValue.dictionary(PlistDictionary(values)).propertyListData(format: .binary)))
+        }
+
+        func child(_ arguments: String...) async throws -> ProcessResult {
+            try await run(childExecutable, arguments, environment: environment)
+        }
+
+        func prefsWatch(_ arguments: String...) async throws -> ProcessResult {
+            try await run(SharedPrefsTests.prefsWatch, arguments, environment: environment)
+        }
+    }
+
+    /// Every combination of the suite's file, an administrator's and a vendor's default, each
+    /// present or absent, for a plain and a locked key: `value(forKey:)`, the typed key,
+    /// `@ObservablePrefs`, `source(ofKey:)`, `isWritable` and `prefs-watch read --explain` all
+    /// read what the lookup order says (locked: administrator, vendor, declared; else the file
+    /// first).
+    @Test func everyLayerPresentOrAbsentIsReadInTheDocumentedOrder() async throws {
+        let place = try Place()
+        for locked in [false, true] {
+            for mask in 0..<8 {
+                let (file, admin, vendor) = (mask & 1 != 0, mask & 2 != 0, mask & 4 != 0)
+                let name = "s\(locked ? 1 : 0)\(mask)"
+                if file { try place.install(place.suite(name), ["app.volume": 1]) }
+                if admin { try place.install(place.admin.appending(path: name + ".plist"), ["app.volume": 2]) }
+                if vendor { try place.install(place.vendor.appending(path: name + ".plist"), ["app.volume": 3]) }
+                if locked { try place.install(place.admin.appending(path: "locks/" + name), Data("# the kiosk's volume\napp.volume\n".utf8)) }
+                let value = locked ? (admin ? 2 : vendor ? 3 : 5) : (file ? 1 : admin ? 2 : vendor ? 3 : 5)
+                let layer = locked ? "locked" : file ? "suite" : admin ? "administrator" : vendor ? "vendor" : "registered"
+                let case_ = "locked \(locked), file \(file), administrator \(admin), vendor \(vendor)"
+
+                let read = try await place.child("layers", place.suite(name).path, "app.volume")
+                #expect(read.status == 0, "\(case_): \(read.output)")
+                #expect(read.output == "app.volume value=\(value) int=\(value) source=\(layer) writable=\(!locked)\nobservable volume=\(value)\n", "\(case_): \(read.output)")
+
+                let explained = try await place.prefsWatch("read", "--explain", place.suite(name).path, "app.volume")
+                let lines = explained.output.split(separator: "\n").map(String.init)
+                if layer == "registered" {
+                    #expect(explained.status == 1 && explained.output.contains("No layer of the suite"), "\(case_): \(explained.output)")
+                } else {
+                    #expect(explained.status == 0 && lines.count == 2 && lines[1].hasPrefix("layer: \(layer)"), "\(case_): \(explained.output)")
+                    #expect(lines.first == (value == 5 ? "(no system value: programs read their registered or declared default)" : "\(value)"), "\(case_): \(explained.output)")
+                }
+            }
+        }
+    }
+
+    /// A locked key is refused through `set` (reported), `update` (thrown), `@ObservablePrefs`,
+    /// `prefs-watch write`, `import`, `edit` and `migrate`, each naming the locks file; the suite's
+    /// file is left as it was.
+    @Test func aWriteToALockedKeyIsRefusedEverywhereAndNothingIsWritten() async throws {
+        let place = try Place()
+        let suite = place.suite("kiosk")
+        let locks = place.admin.appending(path: "locks/kiosk")
+        try place.install(place.admin.appending(path: "kiosk.plist"), ["app.volume": 2])
+        try place.install(locks, Data("app.*\n".utf8))
+        try place.install(suite, ["other": "kept"])
+        let before = try Data(contentsOf: suite)
+
+        let written = try await place.child("layer-write", suite.path, "app.volume", "9")
+        #expect(written.status == 0, "\(written.output)")
+        let said = written.output.split(separator: "\n").map(String.init)
+        #expect(said.contains { $0.hasPrefix("set keyLocked") && $0.contains(locks.path) }, "\(written.output)")
+        #expect(said.contains { $0.hasPrefix("update keyLocked") && $0.contains(locks.path) }, "\(written.output)")
+        #expect(said.contains("observable 2"), "\(written.output)")
+
+        let input = place.directory.file("input.plist")
+        try place.install(input, ["app.volume": 9])
+        let legacy = place.directory.file("config")
+        try FileManager.default.createDirectory(at: legacy, withIntermediateDirectories: true)
+        try place.install(legacy.appending(path: "legacy.plist"), ["app.theme": "dark"])
+        let editor = place.directory.file("editor.py")
+        try "import plistlib, sys\nd = plistlib.load(open(sys.argv[1], 'rb'))\nd['app.volume'] = 9\nplistlib.dump(d, open(sys.argv[1], 'wb'))\n".write(to: editor, atomically: true, encoding: .utf8)
+        for (verb, arguments, environment) in [
+            ("write", ["write", suite.path, "app.volume", "-int", "9"], [:]),
+            ("import", ["import", suite.path, input.path], [:]),
+            ("edit", ["edit", suite.path], ["EDITOR": "python3 \(editor.path)", "VISUAL": ""]),
+            ("migrate", ["migrate", suite.path, "legacy"], ["XDG_CONFIG_HOME": legacy.path]),
+        ] {
+            let result = try await run(SharedPrefsTests.prefsWatch, arguments, environment: place.environment.merging(environment) { $1 })
+            #expect(result.status == 1 && result.output.contains("is locked by \(locks.path)"), "\(verb): \(result.output)")
+        }
+        #expect(try Data(contentsOf: suite) == before, "the suite's file changed")
+        let listed = try await place.prefsWatch("locks", suite.path)
+        #expect(listed.status == 0 && listed.output == "app.*\t\(locks.path)\n", "\(listed.output)")
+    }
+
+    /// Another process hears an administrator's default change, a key locked and unlocked, with
+    /// the layer as origin; a foreign writer's value under a locked key is no change there, and
+    /// is reported once.
+    @Test func layerChangesReachAnotherProcessWithTheirOrigin() async throws {
+        let place = try Place()
+        let suite = place.suite("watched")
+        let (defaults, locks) = (place.admin.appending(path: "watched.plist"), place.admin.appending(path: "locks/watched"))
+        try place.install(suite, ["app.volume": 1])
+        try place.install(defaults, ["app.volume": 2, "app.theme": "light"])
+        let watcher = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", childExecutable.path, "watch", suite.path])
+        try await watcher.records.wait(for: 1)  // ready
+
+        try place.install(defaults, ["app.volume": 2, "app.theme": "dark"])
+        try await watcher.records.wait(for: 2)
+        #expect(watcher.records.items.last == #"change app.theme "dark" layer=administrator"#)
+        try place.install(locks, Data("app.volume\n".utf8))
+        try await watcher.records.wait(for: 3)
+        #expect(watcher.records.items.last == "change app.volume 2 layer=locked")
+        // Under the lock, a foreign writer's value changes nothing here, and is said once.
+        try place.install(suite, ["app.volume": 4])
+        try await watcher.records.wait(until: { $0.contains("failure keyLocked") })
+        try place.install(defaults, ["app.volume": 7, "app.theme": "dark"])
+        try await watcher.records.wait(until: { $0.last?.hasPrefix("change app.volume 7") == true })
+        #expect(watcher.records.items.last == "change app.volume 7 layer=administrator")
+        try FileManager.default.removeItem(at: locks)
+        try await watcher.records.wait(until: { $0.last?.hasPrefix("change app.volume 4") == true })
+        #expect(watcher.records.items.last == "change app.volume 4 layer=locked")
+        #expect(watcher.records.items.dropFirst() == [
+            #"change app.theme "dark" layer=administrator"#, "change app.volume 2 layer=locked", "failure keyLocked",
+            "change app.volume 7 layer=administrator", "change app.volume 4 layer=locked",
+        ], "\(watcher.records.items)")
+        try watcher.closeInput()
+        #expect(try await watcher.status() == 0)
+    }
+
+    /// Files no user may plant count; others are ignored, never read, and named: another owner,
+    /// group- or world-writable, a symbolic link, a FIFO, a reference bomb, a directory writable by
+    /// others. Each leaves the value to the layers below.
+    @Test func hostileSystemFilesAreIgnoredAndNamed() async throws {
+        let place = try Place()
+        var cases = [
+            ("group-writable", "writable by its group"), ("world-writable", "writable by every user"), ("link", "symbolic link"),
+            ("fifo", "not a regular file"), ("bomb", "Ignored the system layer"),
+        ]
+        if getuid() == 0 { cases.append(("owned", "belongs to uid 4243")) }
+        for (name, why) in cases {
+            try place.install(place.vendor.appending(path: name + ".plist"), ["app.volume": 3])
+            let url = place.admin.appending(path: name + ".plist")
+            switch name {
+            case "fifo": #expect(mkfifo(url.path, 0o644) == 0)
+            case "bomb": try place.install(url, HardeningTests.referenceBomb(outer: 2_900, inner: 2_900, pad: 0))
+            case "link":
+                let target = place.directory.file("elsewhere.plist")
+                try place.install(target, ["app.volume": 9])
+                try FileManager.default.createSymbolicLink(at: url, withDestinationURL: target)
+            default:
+                try place.install(url, ["app.volume": 9])
+                if name == "group-writable" { chmod(url.path, 0o664) }
+                if name == "world-writable" { chmod(url.path, 0o646) }
+                if name == "owned" { #expect(chown(url.path, 4243, 4243) == 0) }
+            }
+            let read = try await place.child("layers", place.suite(name).path, "app.volume")
+            let lines = read.output.split(separator: "\n").map(String.init)
+            #expect(read.status == 0 && lines.contains { $0.hasPrefix("failure ") && $0.contains(url.path) && $0.contains(why) }, "\(name): \(read.output)")
+            #expect(lines.contains("app.volume value=3 int=3 source=vendor writable=true"), "\(name): \(read.output)")
+        }
+        // A locks directory others may write locks nothing.
+        try place.install(place.admin.appending(path: "locks/open"), Data("app.volume\n".utf8))
+        chmod(place.admin.appending(path: "locks").path, 0o777)
+        let open = try await place.child("layers", place.suite("open").path, "app.volume")
+        #expect(open.output.contains("Ignored the system layer \(place.admin.appending(path: "locks").path)") && open.output.contains("app.volume value=5 int=5 source=registered writable=true"), "\(open.output)")
+    }
+}

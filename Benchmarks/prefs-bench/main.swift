@@ -113,6 +113,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (13, "cached read", { try $0.cachedRead() }),
     (14, "system calls", { try $0.systemCalls() }),
     (15, "suites per process", { try $0.suitesPerProcess() }),
+    (16, "system layers", { try $0.layers() }),
 ]
 #if Etcd
 var ownCluster: LocalEtcdCluster? = nil

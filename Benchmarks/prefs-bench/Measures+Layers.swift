@@ -1,0 +1,80 @@
+import Foundation
+import SharedPrefs
+
+/// 16. System layers: a cached read with layers present, and an administrator's default reaching
+/// another process.
+extension Measures {
+    mutating func layers() throws {
+        // A system root of this run: an administrator's and a vendor's defaults, and a lock.
+        let root = directory.appending(path: "system-root")
+        let (admin, vendor) = (root.appending(path: "etc/sharedprefs"), root.appending(path: "usr/share/sharedprefs"))
+        for dir in [admin.appending(path: "locks"), vendor] { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) }
+        for path in ["", "etc", "etc/sharedprefs", "etc/sharedprefs/locks", "usr", "usr/share", "usr/share/sharedprefs"] {
+            chmod(root.appending(path: path).path, 0o755)
+        }
+        func install(_ url: URL, _ bytes: [UInt8]) throws {
+            let aside = url.deletingLastPathComponent().appending(path: "." + url.lastPathComponent + ".new")
+            try Data(bytes).write(to: aside)
+            chmod(aside.path, 0o644)
+            guard rename(aside.path, url.path) == 0 else { throw BenchError("could not rename \(aside.path) over \(url.path)") }
+        }
+        func plist(_ values: PlistDictionary) -> [UInt8] { [UInt8](PlistValue.dictionary(values).propertyListData(format: .binary)) }
+
+        // Cached reads of a suite with a locked key and two system layers, against UserDefaults.
+        try install(admin.appending(path: "layered-read.plist"), plist(["admin.only": 1, "locked": 2]))
+        try install(vendor.appending(path: "layered-read.plist"), plist(["vendor.only": 3, "k": 4]))
+        try install(admin.appending(path: "locks/layered-read"), Array("locked\n".utf8))
+        setenv("SHAREDPREFS_SYSTEM_ROOT", root.path, 1)
+        let suite = try makeSuite("layered-read")
+        unsetenv("SHAREDPREFS_SYSTEM_ROOT")
+        suite.set(7, forKey: "k")
+        guard suite.source(ofKey: "locked")?.layer == .locked, suite.integer(forKey: "k") == 7 else { throw BenchError("the system layers of \(root.path) were not read") }
+        let count = quick ? 100_000 : 2_000_000
+        let defaults = UserDefaults(suiteName: "prefs-bench-layered-\(getpid())")!
+        defer { defaults.removePersistentDomain(forName: "prefs-bench-layered-\(getpid())") }
+        for (key, value) in realisticValues(100).swiftDictionary { defaults.set(value.foundationValue, forKey: key) }
+        defaults.set(7, forKey: "k")
+        func time(_ count: Int, _ read: () -> Int) -> Int64 {
+            var total = 0
+            let start = now()
+            for _ in 0..<count { total &+= read() }
+            blackHole(total)
+            return now() - start
+        }
+        _ = (time(count / 20) { suite.integer(forKey: "k") }, time(count / 20) { defaults.integer(forKey: "k") })  // warm-up
+        var elapsed = [Int64](repeating: 0, count: 2)
+        interleave(arms: 2, blocks: 10) { arm in
+            elapsed[arm] += arm == 0 ? time(count / 10) { suite.integer(forKey: "k") } : time(count / 10) { defaults.integer(forKey: "k") }
+        }
+        let (ours, theirs) = (Double(elapsed[0]) / Double(count), Double(elapsed[1]) / Double(count))
+        rows.append(Row(
+            id: "16.cached-read", group: "16. system layers", name: "integer(forKey:) of a 100-key suite with a locked key and two system layers, \(count) times", n: count,
+            throughput: Quantity(value: (1e9 / ours).rounded(), unit: "reads/s"),
+            note: String(format: "%.0f ns a read; Foundation UserDefaults %.0f ns: %.1f× faster; 10 alternating blocks; target ≥ 20×", ours, theirs, theirs / ours),
+            targets: [Target(what: Target.all[11], figure: theirs / ours, bound: 20, atMost: false)], cost: ours / 1e9))
+
+        // An administrator's default renamed in (as install(1) does) → an observer process of a
+        // suite that does not hold the key: the default's value is its send time.
+        let watched = try makeSuite("layered")
+        let target = admin.appending(path: "layered.plist")
+        try install(target, plist(["stamp": 0]))
+        let child = try Child(["observe", watched.fileURL!.path, "stamp"], environment: ["SHAREDPREFS_SYSTEM_ROOT": root.path])
+        try child.ready()
+        var sent: [Int64] = []
+        for _ in 0..<(warmUp + scaled(300)) {
+            let time = now()
+            try install(target, plist(["stamp": .integer(time)]))
+            sent.append(time)
+            gap(2)
+        }
+        gap(50)
+        watched.set(now(), forKey: "done")
+        var tally = Tally()
+        tally.add(Block(sent: sent, arrivals: [read(child).arrivals]), warmUp: warmUp)
+        let p99 = Latencies(tally.latencies).p99
+        rows.append(Row(
+            id: "16.administrator", group: "16. system layers", name: "an administrator's default changed (written aside, renamed in) → observer in another process",
+            tally: tally, note: "the send time is taken before the file is written; target p99 ≤ 50 ms",
+            targets: [Target(what: Target.all[12], figure: Double(p99) / 1e6, bound: 50, atMost: true)]))
+    }
+}

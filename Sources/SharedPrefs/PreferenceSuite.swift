@@ -35,6 +35,10 @@ public final class PreferenceSuite: Sendable {
         /// The largest suite file that is read or written, in bytes. A larger file is refused with
         /// ``PreferenceError/Code/fileTooLarge`` and the last good values are kept.
         public var maximumFileSize: Int
+        /// Whether `-key value` pairs among the process's arguments override the suite's values,
+        /// as `UserDefaults`' argument domain does (``PreferenceLayer/launchArguments``; never
+        /// written). The standard suite reads them.
+        public var launchArguments: Bool = false
 
         /// - Parameters:
         ///   - format: `.binary` (default) or `.xml`.
@@ -161,7 +165,9 @@ public final class PreferenceSuite: Sendable {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
         var name = String(ProcessInfo.processInfo.processName.map { allowed.contains($0) ? $0 : "_" }.prefix(SuiteName.maximumBytes))
         if name.isEmpty || name.hasPrefix(".") { name = "app" + name }
-        let suite = PreferenceSuite(suiteName: name) ?? .inMemory(name: name)
+        var options = Options()
+        options.launchArguments = true
+        let suite = (try? PreferenceSuite(suiteName: name, in: nil, options: options)) ?? .inMemory(name: name)
         suite.store.register(StandardSuiteDefaults.opened())
         return suite
     }()

@@ -87,6 +87,37 @@ struct LayersTests {
         }
     }
 
+    /// `-key value` among a process's arguments, for a suite opened to read them: above the
+    /// suite's file and system defaults, under a lock, never written; values read as
+    /// `UserDefaults` reads its argument domain (JSON, OpenStep text, else a string).
+    @Test func launchArgumentsOverrideTheFileButNotALockAndAreNeverWritten() async throws {
+        let place = try Place()
+        let suite = place.suite("launched")
+        try place.install(suite, ["app.volume": 1, "mode": "file"])
+        try place.install(place.admin.appending(path: "launched.plist"), ["app.volume": 2, "kiosk": 2])
+        try place.install(place.admin.appending(path: "locks/launched"), Data("kiosk\n".utf8))
+        let before = try Data(contentsOf: suite)
+        let read = try await place.child(
+            "layers", suite.path, "app.volume", "kiosk", "mode", "--launch-arguments",
+            "-app.volume", "8", "-kiosk", "9", "-mode", "argument", "--", "-after", "1")
+        // (The typed read of "mode" as an Int logs that it holds a string: that line aside.)
+        #expect(read.output.split(separator: "\n").filter { !$0.contains(" SharedPrefs: ") }.joined(separator: "\n") + "\n" == """
+            app.volume value=8 int=8 source=launchArguments writable=true
+            kiosk value=2 int=2 source=locked writable=false
+            mode value="argument" int=5 source=launchArguments writable=true
+            observable volume=8
+
+            """, "\(read.output)")
+        // Without the option, the same arguments are nobody's business.
+        let plain = try await place.child("layers", suite.path, "app.volume", "-app.volume", "8")
+        #expect(plain.output.hasPrefix("app.volume value=1 int=1 source=suite"), "\(plain.output)")
+        #expect(try Data(contentsOf: suite) == before, "an argument was written")
+        // The forms UserDefaults reads.
+        #expect(LaunchArguments.parse(["-volume", "7", "-theme", "dark", "-flags", "(a, b)", "-window", #"{"width": 800}"#, "-legacy", #"{ title = "main window"; size = (1, 2); }"#, "-ratio", "1.5", "-on", "true", "-broken", "(a,", "lone", "-x"]) == [
+            "volume": 7, "theme": "dark", "flags": ["a", "b"], "window": ["width": 800], "legacy": ["title": "main window", "size": ["1", "2"]], "ratio": 1.5, "on": true, "broken": "(a,",
+        ])
+    }
+
     /// A locked key is refused through `set` (reported), `update` (thrown), `@ObservablePrefs`,
     /// `prefs-watch write`, `import`, `edit` and `migrate`, each naming the locks file; the suite's
     /// file is left as it was.

@@ -41,7 +41,8 @@
 //   prefs-test-child layer-write <plist> <key> <int>
 //       sets the key through set, update and (for app.volume) @ObservablePrefs, and prints what
 //       each did: "set <failure code or ok>", "update <error code or ok>", "observable <volume read back>".
-//   --lock-timeout-ms N (any command): the suite's lock timeout.
+//   --lock-timeout-ms N (any command): the suite's lock timeout. --launch-arguments: the suite
+//       reads -key value pairs among the arguments (keys of "layers" end at the first of them).
 //
 // Values: int:5, real:1.5, bool:true, str:text (or plain text), date:<seconds since 1970>; "-" removes.
 import Foundation
@@ -124,6 +125,7 @@ var options = PreferenceSuite.Options()
 if let index = arguments.firstIndex(of: "--lock-timeout-ms"), index + 1 < arguments.count, let ms = Int(arguments[index + 1]) {
     options.lockTimeout = .milliseconds(ms)
 }
+options.launchArguments = arguments.contains("--launch-arguments")
 
 switch arguments[0] {
 case "user-defaults":
@@ -309,7 +311,7 @@ case "layers":
     let failures = Collected()
     let token = suite.observeFailures { failures.append($0) }
     for failure in failures.items { say("failure \(failure.code) \(failure.message)") }
-    for key in arguments.dropFirst(2) {
+    for key in arguments.dropFirst(2).prefix(while: { !$0.hasPrefix("-") }) {
         let typed = suite[PreferenceKey<Int>(key, default: 5)]  // ChildSettings.volume's default
         say("\(key) value=\(suite.value(forKey: key).map { "\($0)" } ?? "-") int=\(typed) source=\(suite.source(ofKey: key)?.layer.rawValue ?? "-") writable=\(suite.isWritable(key))")
     }

@@ -3,12 +3,15 @@ import Glibc
 #endif
 import Foundation
 
-/// A layer a value is looked up in, highest first: ``locked``, ``suite``, ``administrator``,
-/// ``vendor``, ``registered``. See <doc:Layers>.
+/// A layer a value is looked up in, highest first: ``locked``, ``launchArguments``, ``suite``,
+/// ``administrator``, ``vendor``, ``registered``. See <doc:Layers>.
 public enum PreferenceLayer: String, Sendable, Hashable, CustomStringConvertible {
     /// A key an administrator or a package locked: its value is the system layers' (else the
     /// registered or declared default), whatever the suite's file holds, and writes are refused.
     case locked
+    /// `-key value` among the process's arguments (``PreferenceSuite/Options/launchArguments``):
+    /// this process only, never written.
+    case launchArguments
     /// The suite's own file (or etcd prefix): what `set`, `update` and other processes write.
     case suite
     /// An administrator's defaults: `/etc/sharedprefs/<suite>.plist`.
@@ -51,8 +54,10 @@ package struct SystemLayers: Sendable, Equatable {
     var lockedKeys: [PlistKey: String] = [:]
     /// Locked prefixes, and the locks file of each.
     var lockedPrefixes: [(prefix: String, path: String)] = []
+    /// The process's `-key value` arguments, for a suite that reads them.
+    var arguments = PlistDictionary()
 
-    var isEmpty: Bool { defaults.storage.isEmpty && lockedKeys.isEmpty && lockedPrefixes.isEmpty }
+    var isEmpty: Bool { defaults.storage.isEmpty && lockedKeys.isEmpty && lockedPrefixes.isEmpty && arguments.storage.isEmpty }
 
     /// The locks file that locks `key`, if one does.
     func lock(of key: PlistKey) -> String? {
@@ -78,10 +83,10 @@ package struct SystemLayers: Sendable, Equatable {
     }
 
     /// Every key these layers name (prefix locks aside): the keys a change of them may touch.
-    var keys: Set<PlistKey> { Set(defaults.storage.keys).union(lockedKeys.keys) }
+    var keys: Set<PlistKey> { Set(defaults.storage.keys).union(lockedKeys.keys).union(arguments.storage.keys) }
 
     package static func == (lhs: SystemLayers, rhs: SystemLayers) -> Bool {
-        lhs.defaults == rhs.defaults && lhs.sources == rhs.sources && lhs.lockedKeys == rhs.lockedKeys
+        lhs.defaults == rhs.defaults && lhs.sources == rhs.sources && lhs.lockedKeys == rhs.lockedKeys && lhs.arguments == rhs.arguments
             && lhs.lockedPrefixes.map(\.prefix) == rhs.lockedPrefixes.map(\.prefix) && lhs.lockedPrefixes.map(\.path) == rhs.lockedPrefixes.map(\.path)
     }
 }
@@ -90,10 +95,13 @@ package struct SystemLayers: Sendable, Equatable {
 package struct SystemLayerIdentity: Sendable, Hashable {
     package var suiteName: String
     package var group: String?
+    /// Whether the process's `-key value` arguments apply too.
+    package var launchArguments = false
 
-    package init(suiteName: String, group: String?) {
+    package init(suiteName: String, group: String?, launchArguments: Bool = false) {
         self.suiteName = suiteName
         self.group = group
+        self.launchArguments = launchArguments
     }
 }
 

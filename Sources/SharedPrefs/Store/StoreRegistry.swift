@@ -70,7 +70,7 @@ package enum StoreRegistry {
             // starts no watcher.
             let backend = FileBackend(file: file)
             let loaded = try backend.load(in: dir)
-            return SuiteStore(name: name, backend: backend, loaded: loaded, layers: SystemLayerIdentity(suiteName: name, group: group))
+            return SuiteStore(name: name, backend: backend, loaded: loaded, layers: SystemLayerIdentity(suiteName: name, group: group, launchArguments: file.options.launchArguments))
         }
     }
 

@@ -14,7 +14,8 @@ extension SuiteStore {
     /// suite is watched).
     func reloadLayers() {
         guard let layerIdentity else { return }
-        let (layers, watched, problems) = SystemLayers.load(layerIdentity)
+        var (layers, watched, problems) = SystemLayers.load(layerIdentity)
+        if layerIdentity.launchArguments { layers.arguments = LaunchArguments.values }
         adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
         guard subscription.withLock({ $0 != nil }) else { return }
         let added = layerWatches.withLock { watches -> Set<SystemLayers.Watched> in
@@ -74,6 +75,7 @@ extension SuiteStore {
                 }
                 return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .locked, path: nil, lockPath: lock)
             }
+            if s.layers?.arguments.storage[key] != nil { return PreferenceSource(layer: .launchArguments, path: nil, lockPath: nil) }
             if s.values.storage[key] != nil { return PreferenceSource(layer: .suite, path: backend.location, lockPath: nil) }
             if let source = s.layers?.sources[key] { return source }
             return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .registered, path: nil, lockPath: nil)

@@ -110,7 +110,7 @@ package final class SuiteStore: Sendable {
         func visible(_ key: PlistKey) -> PlistValue? {
             guard let layers else { return values.storage[key] }
             if layers.lock(of: key) != nil { return layers.defaults.storage[key] }
-            return values.storage[key] ?? layers.defaults.storage[key]
+            return layers.arguments.storage[key] ?? values.storage[key] ?? layers.defaults.storage[key]
         }
 
         /// The value of `key` in the stored suite as last read or written.

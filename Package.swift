@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "SharedPrefsObservation", targets: ["SharedPrefsObservation"]),
         // Suites on an etcd v3 cluster (trait Etcd; without it the module is empty and builds no NIO).
         .library(name: "SharedPrefsEtcd", targets: ["SharedPrefsEtcd"]),
+        // A suite as a swift-configuration provider (trait Configuration; without it the module is empty).
+        .library(name: "SharedPrefsConfiguration", targets: ["SharedPrefsConfiguration"]),
         .executable(name: "prefs-watch", targets: ["prefs-watch"]),
         .executable(name: "AppGroupDemo", targets: ["AppGroupDemo"]),
         .executable(name: "prefs-bench", targets: ["prefs-bench"]),
@@ -20,6 +22,10 @@ let package = Package(
         .trait(
             name: "Etcd",
             description: "SharedPrefsEtcd: suites on an etcd v3 cluster, through its JSON gateway with async-http-client (SwiftNIO)."
+        ),
+        .trait(
+            name: "Configuration",
+            description: "SharedPrefsConfiguration: a suite as an apple/swift-configuration provider (ConfigReader, watchValue, snapshots)."
         ),
         .trait(
             name: "InotifyTools",
@@ -38,6 +44,8 @@ let package = Package(
         // SharedPrefsEtcd, with the Etcd trait only.
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // SharedPrefsConfiguration, with the Configuration trait only.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
     ],
     targets: [
         .target(
@@ -60,6 +68,21 @@ let package = Package(
                 "SharedPrefsLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Etcd"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Etcd"])),
+            ]
+        ),
+        // A suite as a ConfigProvider; empty without the Configuration trait.
+        .target(
+            name: "SharedPrefsConfiguration",
+            dependencies: [
+                "SharedPrefs",
+                .product(name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Configuration"])),
+            ]
+        ),
+        .testTarget(
+            name: "SharedPrefsConfigurationTests",
+            dependencies: [
+                "SharedPrefs", "SharedPrefsConfiguration", "SharedPrefsTestSupport",
+                .product(name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Configuration"])),
             ]
         ),
         // statfs(2) and eventfd(2), which Glibc's module map leaves out; ThreadSanitizer annotations.

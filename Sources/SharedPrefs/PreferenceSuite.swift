@@ -297,17 +297,22 @@ public final class PreferenceSuite: Sendable {
     }
 
     /// Every key's value as ``value(forKey:)`` reads it (registered defaults, system layers, stored
-    /// values, locks), as Foundation types (see ``PlistValue/foundationValue`` for keys that differ
-    /// only in Unicode normalization).
+    /// values, launch arguments, locks), as Foundation types (see ``PlistValue/foundationValue``
+    /// for keys that differ only in Unicode normalization).
     public func dictionaryRepresentation() -> [String: Any] {
+        resolvedValues.swiftDictionary.mapValues(\.foundationValue)
+    }
+
+    /// Every key's value as ``value(forKey:)`` reads it, through every layer (<doc:Layers>), as
+    /// property-list values; ``storedValues`` has the suite's own.
+    public var resolvedValues: PlistDictionary {
         let (values, registered, layers) = store.snapshot()
-        var merged = registered.merging(layers?.defaults ?? [:]) { _, layer in layer }.merging(values) { _, stored in stored }
-        if let layers {
-            for key in Array(merged.storage.keys) where layers.lock(of: key) != nil {
-                merged.storage[key] = layers.defaults.storage[key] ?? registered.storage[key]
-            }
+        guard let layers else { return registered.merging(values) { _, stored in stored } }
+        var merged = registered.merging(layers.defaults) { _, layer in layer }.merging(values) { _, stored in stored }.merging(layers.arguments) { _, argument in argument }
+        for key in Array(merged.storage.keys) where layers.lock(of: key) != nil {
+            merged.storage[key] = layers.defaults.storage[key] ?? registered.storage[key]
         }
-        return merged.swiftDictionary.mapValues(\.foundationValue)
+        return merged
     }
 
     /// The stored value of one key (no registered default), for `@ObservablePrefs`' runtime.

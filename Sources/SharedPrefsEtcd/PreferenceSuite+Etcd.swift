@@ -74,6 +74,10 @@ extension PreferenceSuite {
     /// writes to a suite file merge. An `update` needs the cluster: offline it throws
     /// ``PreferenceError/Code/clusterUnreachable``.
     ///
+    /// System layers (administrators' and packages' defaults and locks) are this host's files, as
+    /// for a file suite, for the suite named by the prefix with each `/` as `.` (`apps/demo/` is
+    /// `apps.demo`: `/etc/sharedprefs/apps.demo.plist`, `/etc/sharedprefs/locks/apps.demo`).
+    ///
     /// - Parameters:
     ///   - endpoints: The members' client URLs (`http://host:2379`); requests go to the last one
     ///     that answered, and on to the next when it does not.
@@ -98,10 +102,20 @@ extension PreferenceSuite {
         self.init(store: try StoreRegistry.store(id: EtcdSuite(endpoints: client.endpoints.sorted(), prefix: prefix)) { () throws(PreferenceError) in
             let backend = EtcdBackend(client: client, prefix: prefix, cache: cache)
             let (loaded, queued) = try backend.open()
-            let store = SuiteStore(name: prefix, backend: backend, loaded: loaded)
+            let store = SuiteStore(name: prefix, backend: backend, loaded: loaded, layers: Self.layerIdentity(prefix: prefix))
             if !queued.isEmpty { store.apply(queued) }
             return store
         })
+    }
+}
+
+extension PreferenceSuite {
+    /// The suite whose system layers apply to the etcd suite under `prefix`: its `/`s as `.`s,
+    /// with none at either end; `nil` when that is no valid suite name.
+    package static func layerIdentity(prefix: String) -> SystemLayerIdentity? {
+        let name = prefix.split(separator: "/", omittingEmptySubsequences: true).joined(separator: ".")
+        guard (try? PreferenceSuite.validate(suiteName: name)) != nil else { return nil }
+        return SystemLayerIdentity(suiteName: name, group: nil)
     }
 }
 

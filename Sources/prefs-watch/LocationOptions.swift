@@ -173,6 +173,12 @@ struct LocationOptions: ParsableArguments {
     /// Whose system layers apply to the suite a suite argument names: its name and group as the
     /// library opens it (a file's name without `.plist` for a path or `--dir`).
     func layerIdentity(_ spec: String) throws -> SystemLayerIdentity {
+        #if Etcd
+        if etcd != nil {
+            guard let identity = PreferenceSuite.layerIdentity(prefix: spec) else { throw ValidationError("The prefix \(spec) names no suite for system layers (its parts joined by dots must be a suite name).") }
+            return identity
+        }
+        #endif
         if let (name, group) = try byName(spec) { return SystemLayerIdentity(suiteName: name, group: group?.identifier) }
         return SystemLayerIdentity(suiteName: try fileURL(of: spec).deletingPathExtension().lastPathComponent, group: nil)
     }

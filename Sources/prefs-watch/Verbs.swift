@@ -63,11 +63,11 @@ struct Read: ParsableCommand {
     /// The key's value through every layer, and where it comes from: `layer: locked (…)` on a
     /// line of its own after the value. Exits 1 when no layer holds it.
     private func explainKey(_ key: String) throws {
-        let url = try location.fileURL(of: suite)
-        let stored = FileManager.default.fileExists(atPath: url.path) ? try location.readValues(suite).values : [:]
-        let (value, source) = try location.systemLayers(suite).explain(key, stored: stored, file: url.path)
+        let (place, stored) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
+            ? location.readValues(suite) : (location.fileURL(of: suite).path, [:])
+        let (value, source) = try location.systemLayers(suite).explain(key, stored: stored, file: place)
         guard let source else {
-            throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its file (\(url.path)), nor a system layer; a program reads its registered or declared default.")
+            throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its own (\(place)), nor a system layer; a program reads its registered or declared default.")
         }
         if let value { show(value) } else { print("(no system value: programs read their registered or declared default)") }
         print("layer: \(source)")

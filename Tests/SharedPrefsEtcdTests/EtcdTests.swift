@@ -685,6 +685,34 @@ struct EtcdSuiteTests {
         #expect(try await prefsWatch(["read", "--etcd", cluster.endpoints, prefix, "volume"]) == (["8"], 0))
     }
 
+    /// An etcd suite's system layers are this host's files, for the suite named by its prefix
+    /// with `/` as `.`: an administrator's default is read, a locked key's write refused (the
+    /// library's and prefs-watch's), and `read --explain` says where a value comes from.
+    @Test func anEtcdSuiteReadsThisHostsSystemLayers() async throws {
+        let cluster = try EtcdCluster()
+        let id = UUID().uuidString
+        let prefix = "apps/\(id)/"
+        let root = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-etcd-layers-\(id)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let admin = root.appending(path: "etc/sharedprefs")
+        try FileManager.default.createDirectory(at: admin.appending(path: "locks"), withIntermediateDirectories: true)
+        for path in ["", "etc", "etc/sharedprefs", "etc/sharedprefs/locks"] { chmod(root.appending(path: path).path, 0o755) }
+        try Data(PlistValue.dictionary(["volume": 3, "theme": "admin"]).propertyListData(format: .binary)).write(to: admin.appending(path: "apps.\(id).plist"))
+        try Data("volume\n".utf8).write(to: admin.appending(path: "locks/apps.\(id)"))
+        for file in ["apps.\(id).plist", "locks/apps.\(id)"] { chmod(admin.appending(path: file).path, 0o644) }
+        let environment = ["SHAREDPREFS_SYSTEM_ROOT": root.path]
+
+        let read = await (try Child(["get", cluster.endpoints, prefix, "volume", "theme"], cacheHome: cluster.cacheHome, environment: environment)).finish()
+        #expect(read.status == 0 && read.lines == ["volume 3", "theme admin"], "\(read.lines)")
+        let write = try Child(["write", "--etcd", cluster.endpoints, prefix, "volume", "-int", "9"], cacheHome: cluster.cacheHome, product: "prefs-watch", environment: environment)
+        #expect(await write.finish().status == 1)
+        #expect(write.errorOutput.contains("is locked by \(admin.appending(path: "locks/apps.\(id)").path)"), "\(write.errorOutput)")
+        let explained = await (try Child(["read", "--explain", "--etcd", cluster.endpoints, prefix, "theme"], cacheHome: cluster.cacheHome, product: "prefs-watch", environment: environment)).finish()
+        #expect(explained.status == 0 && explained.lines == ["admin", "layer: administrator, \(admin.appending(path: "apps.\(id).plist").path)"], "\(explained.lines)")
+        let keys = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only"])
+        #expect(keys.output.split(separator: "\n").filter { !$0.isEmpty }.isEmpty, "\(keys.output)")
+    }
+
     @Test(arguments: EtcdCluster.Fault.possible)
     func aWatchResumesOnAnotherMemberWhenItsMemberDiesOrFallsSilentMissingNothing(_ fault: EtcdCluster.Fault) async throws {
         let cluster = try EtcdCluster()

@@ -27,6 +27,8 @@ struct Record: Sendable {
     var old: PlistValue?
     var new: PlistValue?
     var message: String?
+    /// For a change a system layer made (an administrator's default, a lock): that layer.
+    var layer: PreferenceLayer? = nil
 }
 
 extension timespec {
@@ -199,7 +201,7 @@ enum OutputStyle: Sendable {
         let message = r.message?.displayed ?? ""
         switch r.operation {
         case .set, .removed:
-            return "\(head) \(key): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")"
+            return "\(head) \(key): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")" + (r.layer.map { " [\($0)]" } ?? "")
         case .initial: return "\(head) \(key) = \(r.new?.description ?? "(none)")"
         case .resync: return "\(head) RESYNC \(message)"
         case .error: return "\(head) ERROR \(message)"
@@ -214,6 +216,7 @@ enum OutputStyle: Sendable {
             "\"old\":\(r.old?.json ?? "null")", "\"new\":\(r.new?.json ?? "null")",
         ]
         if let message = r.message { fields.append("\"message\":\(JSON.quote(message))") }
+        if let layer = r.layer { fields.append("\"layer\":\"\(layer)\"") }
         return "{" + fields.joined(separator: ",") + "}"
     }
 

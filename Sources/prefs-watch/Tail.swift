@@ -227,9 +227,10 @@ final class TailSession: Sendable {
         let path = suite.fileURL?.path ?? suite.name
         let changes = suite.observe(.all, options: [.synchronousExternalChanges, .synchronousLocalChanges]) { [self] change in
             guard passes(change.key) else { return }
+            let layer: PreferenceLayer? = if case .layer(let layer) = change.origin { layer } else { nil }
             emit(Record(
                 suite: change.suite, path: path, key: change.key, operation: change.isRemoval ? .removed : .set,
-                old: change.oldValue, new: change.newValue))
+                old: change.oldValue, new: change.newValue, layer: layer))
         }
         let failures = suite.observeFailures { [self] failure in
             emit(Record(

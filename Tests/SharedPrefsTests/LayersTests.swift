@@ -169,6 +169,8 @@ struct LayersTests {
         try place.install(defaults, ["app.volume": 2, "app.theme": "light"])
         let watcher = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", childExecutable.path, "watch", suite.path])
         try await watcher.records.wait(for: 1)  // ready
+        let tail = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", SharedPrefsTests.prefsWatch.path, "tail", suite.path, "--json", "--count", "5", "--initial", "--key", "app.volume"])
+        try await tail.records.wait(for: 1)  // the file's value
 
         try place.install(defaults, ["app.volume": 2, "app.theme": "dark"])
         try await watcher.records.wait(for: 2)
@@ -191,6 +193,12 @@ struct LayersTests {
         ], "\(watcher.records.items)")
         try watcher.closeInput()
         #expect(try await watcher.status() == 0)
+        // prefs-watch tail says which layer made each change, and the ignored value.
+        #expect(try await tail.status() == 0, "\(tail.standardError)")
+        #expect(tail.records.items.dropFirst().map { record in
+            record.contains(#""op":"error""#) && record.contains("Ignored the value of key") ? "ignored"
+                : record.firstMatch(of: /"old":(.*),"new":(.*),"layer":"(\w+)"/).map { "\($0.output.1) -> \($0.output.2) \($0.output.3)" } ?? record
+        } == ["1 -> 2 locked", "ignored", "2 -> 7 administrator", "7 -> 4 locked"], "\(tail.records.items)")
     }
 
     /// Files no user may plant count; others are ignored, never read, and named: another owner,

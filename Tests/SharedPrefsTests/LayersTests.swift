@@ -178,12 +178,16 @@ struct LayersTests {
         try place.install(locks, Data("app.volume\n".utf8))
         try await watcher.records.wait(for: 3)
         #expect(watcher.records.items.last == "change app.volume 2 layer=locked")
+        // Each step waits for the tail too: a step read with the next one is one change there.
+        try await tail.records.wait(for: 2)
         // Under the lock, a foreign writer's value changes nothing here, and is said once.
         try place.install(suite, ["app.volume": 4])
         try await watcher.records.wait(until: { $0.contains("failure keyLocked") })
+        try await tail.records.wait(for: 3)
         try place.install(defaults, ["app.volume": 7, "app.theme": "dark"])
         try await watcher.records.wait(until: { $0.last?.hasPrefix("change app.volume 7") == true })
         #expect(watcher.records.items.last == "change app.volume 7 layer=administrator")
+        try await tail.records.wait(for: 4)
         try FileManager.default.removeItem(at: locks)
         try await watcher.records.wait(until: { $0.last?.hasPrefix("change app.volume 4") == true })
         #expect(watcher.records.items.last == "change app.volume 4 layer=locked")

@@ -172,6 +172,44 @@ struct PermissionTests {
         #expect(try readSuiteFile(file)["held"] == 4)
     }
 
+    /// In a group container the suite file belongs to whoever renamed it in last, and only a
+    /// file's owner may take the lease that tells whether a writer still holds it. Another
+    /// member's write waits for a foreign program that rewrites the file in place and pauses 2 s
+    /// halfway (before: 0.5 s unchanged called it corrupt, and its keys went to `.corrupt-*`):
+    /// nothing is moved aside, every key is kept.
+    @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run writers under other uids"))
+    func anotherMembersWriteWaitsForAPausedInPlaceWriterWithoutALease() async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        let container = directory.file("container")
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: false)
+        #expect(chown(container.path, 0, Self.sharedGroup) == 0 && chmod(container.path, 0o2770) == 0)
+        let file = container.appending(path: "shared.plist")
+        // Alice writes first: the file is hers.
+        #expect(try await childUnderStrictUmask(as: (Self.alice, Self.sharedGroup), "set", file.path, "alice=int:1").status == 0)
+        // Alice's own program rewrites it in place, pausing halfway.
+        let writer = try Launched(URL(filePath: "/usr/bin/setpriv"), [
+            "--reuid=\(Self.alice)", "--regid=\(Self.sharedGroup)", "--clear-groups", "/usr/bin/env", "python3", "-c", """
+            import plistlib, sys, time
+            data = plistlib.dumps({"alice": 1, **{f"foreign{i}": i for i in range(200)}}, fmt=plistlib.FMT_BINARY)
+            with open(sys.argv[1], "r+b") as f:
+                f.truncate(0); f.write(data[: len(data) // 2]); f.flush()
+                print("half", flush=True)
+                time.sleep(2)
+                f.write(data[len(data) // 2 :])
+            print("done", flush=True)
+            """, file.path,
+        ])
+        try await writer.records.wait(for: 1)
+        // Bob, who can take no lease on Alice's file, writes meanwhile.
+        let bob = try await childUnderStrictUmask(as: (Self.bob, Self.sharedGroup), "set", file.path, "bob=int:2")
+        #expect(bob.status == 0, "\(bob.output)")
+        #expect(try await writer.status() == 0)
+        let stored = try readSuiteFile(file)
+        #expect(stored.count == 202 && stored["bob"] == 2 && stored["foreign199"] == 199, "\(stored.count) keys")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path).filter { $0.contains(".corrupt-") }.isEmpty)
+    }
+
     @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run a reader under another uid"))
     func aSuiteFileAnotherUserCannotReadIsAClearError() async throws {
         let directory = try TemporaryDirectory()

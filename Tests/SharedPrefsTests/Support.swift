@@ -185,20 +185,6 @@ func lockHolder(_ lock: URL) async throws -> Launched {
     return holder
 }
 
-/// Whether a read lease can be taken on a file in the temporary directory (`F_SETLEASE`, which
-/// the library uses to tell whether a broken suite file is still being written).
-let leasesWork: Bool = {
-    let path = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-lease-\(UUID().uuidString)").path
-    guard FileManager.default.createFile(atPath: path, contents: nil) else { return false }
-    defer { unlink(path) }
-    let fd = open(path, O_RDONLY)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    let (setSignal, setLease): (Int32, Int32) = (10, 1024)  // F_SETSIG, F_SETLEASE
-    guard fcntl(fd, setSignal, SIGURG) == 0, fcntl(fd, setLease, Int32(F_RDLCK)) == 0 else { return false }
-    return fcntl(fd, setLease, Int32(F_UNLCK)) == 0
-}()
-
 /// Root may make and mount an ext2 file system on a loop device: tried once (a container may
 /// refuse loop mounts even to root).
 let canMountLoopDevices: Bool = {

@@ -89,22 +89,18 @@ extension SuiteFile {
         }
     }
 
-    /// How long a file that does not parse must stay unchanged before it is called corrupt, where
-    /// no lease tells whether a program still has it open for writing.
-    static let settleQuiet: Duration = .milliseconds(500)
-
     /// ``read(in:previous:)``, but a file that looks like a property list and does not parse is
     /// read again, with growing pauses, while a program rewrites it in place: while it changes,
-    /// and while some process holds it open for writing (a read lease is refused then; where
-    /// none can be taken, until it has stayed unchanged for ``settleQuiet``). It is called
-    /// corrupt once nobody is writing it, at once for a file no writer holds. A good file costs
-    /// one read and no pause.
+    /// and while some process holds it open for writing (a read lease is refused then). It is
+    /// called corrupt once nobody is writing it, at once for a file no writer holds. Where no
+    /// lease can be taken (only a file's owner may take one: in a group container, another
+    /// member's file), nothing tells whether a paused writer still holds it, so it is called
+    /// corrupt only if it stayed unchanged until `deadline`. A good file costs one read and no pause.
     /// - Throws: ``PreferenceError/Code/corruptFile`` when a writer still holds it at `deadline`.
     func readSettled(in dir: OpenDirectory, previous: SuiteImage?, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> SuiteFileContents {
         var contents = try read(in: dir, previous: previous, whole: true)
         guard case .corrupt(let error, true, var stamp) = contents else { return contents }
         let clock = ContinuousClock()
-        var quietSince = clock.now
         var pause = Duration.milliseconds(1)
         let gaveUp = PreferenceError(
             code: .corruptFile,
@@ -118,11 +114,15 @@ extension SuiteFile {
                 guard clock.now < deadline else { throw gaveUp }
                 contents = try read(in: dir, previous: previous, whole: true)
                 guard case .corrupt(_, true, let current) = contents else { return contents }
-                (stamp, quietSince) = (current, clock.now)
+                stamp = current
                 continue
             }
-            if writing == false || (writing == nil && clock.now - quietSince >= Self.settleQuiet) { return contents }
-            guard clock.now < deadline else { throw gaveUp }
+            if writing == false { return contents }
+            // Without a lease, unchanged until the deadline: no writer paused for less holds it.
+            guard clock.now < deadline else {
+                if writing == nil { return contents }
+                throw gaveUp
+            }
             Thread.sleep(forTimeInterval: pause / .seconds(1))
             pause = min(pause * 2, .milliseconds(50))
         }

@@ -1,8 +1,12 @@
 /// The system layers of a store: read at opening, watched with the suite, and adopted through
 /// the one way the state changes.
 extension SuiteStore {
-    /// Re-reads the system layers on the owner, once for a burst of events.
+    /// Re-reads the system layers as a job of the owner's: on this thread when no job runs (or
+    /// this thread runs one), else queued once for a burst of events. (Queued each time, the
+    /// first watch of every suite would start a thread of the owner's queue.)
     func scheduleLayerReload() {
+        if owner.isCurrent { return reloadLayers() }
+        if owner.runIfIdle({ reloadLayers() }) { return }
         guard layerReloadScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         owner.async { [self] in
             layerReloadScheduled.store(false, ordering: .releasing)

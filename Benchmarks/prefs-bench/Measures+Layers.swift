@@ -29,29 +29,8 @@ extension Measures {
         unsetenv("SHAREDPREFS_SYSTEM_ROOT")
         suite.set(7, forKey: "k")
         guard suite.source(ofKey: "locked")?.layer == .locked, suite.integer(forKey: "k") == 7 else { throw BenchError("the system layers of \(root.path) were not read") }
-        let count = quick ? 100_000 : 2_000_000
-        let defaults = UserDefaults(suiteName: "prefs-bench-layered-\(getpid())")!
-        defer { defaults.removePersistentDomain(forName: "prefs-bench-layered-\(getpid())") }
-        for (key, value) in realisticValues(100).swiftDictionary { defaults.set(value.foundationValue, forKey: key) }
-        defaults.set(7, forKey: "k")
-        func time(_ count: Int, _ read: () -> Int) -> Int64 {
-            var total = 0
-            let start = now()
-            for _ in 0..<count { total &+= read() }
-            blackHole(total)
-            return now() - start
-        }
-        _ = (time(count / 20) { suite.integer(forKey: "k") }, time(count / 20) { defaults.integer(forKey: "k") })  // warm-up
-        var elapsed = [Int64](repeating: 0, count: 2)
-        interleave(arms: 2, blocks: 10) { arm in
-            elapsed[arm] += arm == 0 ? time(count / 10) { suite.integer(forKey: "k") } : time(count / 10) { defaults.integer(forKey: "k") }
-        }
-        let (ours, theirs) = (Double(elapsed[0]) / Double(count), Double(elapsed[1]) / Double(count))
-        rows.append(Row(
-            id: "16.cached-read", group: "16. system layers", name: "integer(forKey:) of a 100-key suite with a locked key and two system layers, \(count) times", n: count,
-            throughput: Quantity(value: (1e9 / ours).rounded(), unit: "reads/s"),
-            note: String(format: "%.0f ns a read; Foundation UserDefaults %.0f ns: %.1f× faster; 10 alternating blocks; target ≥ 20×", ours, theirs, theirs / ours),
-            targets: [Target(what: Target.all[11], figure: theirs / ours, bound: 20, atMost: false)], cost: ours / 1e9))
+        rows.append(cachedReads(
+            suite, id: "16.cached-read", group: "16. system layers", name: "integer(forKey:) of a 100-key suite with a locked key and two system layers", target: 11))
 
         // An administrator's default renamed in (as install(1) does) → an observer process of a
         // suite that does not hold the key: the default's value is its send time.

@@ -238,23 +238,27 @@ struct HardeningTests {
 
     // MARK: Lost or altered data
 
-    /// A foreign program rewrites the suite in place, pausing halfway, while a new process writes.
+    /// A foreign program rewrites the suite in place, pausing halfway, while a new process writes:
+    /// the pause lasts until that process is seen writing (holding the suite's lock).
     @Test func aForeignInPlaceWriterRacingAWriterLosesNothing() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("inplace.plist")
         let script = """
-            import plistlib, sys, time
+            import plistlib, sys
             data = plistlib.dumps({f"foreign{i}": i for i in range(200)}, fmt=plistlib.FMT_BINARY)
             with open(sys.argv[1], "wb") as f:
                 f.write(data[: len(data) // 2]); f.flush()
                 print("half", flush=True)
-                time.sleep(0.3)
+                sys.stdin.read()
                 f.write(data[len(data) // 2 :])
             print("done", flush=True)
             """
         let writer = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path])
         try await writer.records.wait(for: 1)
-        try await child("set", file.path, "mine=int:1")
+        let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1"])
+        try await waitUntilWriting(file, by: setter.pid)
+        try writer.closeInput()
+        #expect(try await setter.status() == 0, "\(setter.standardError)")
         #expect(try await writer.status() == 0)
         let stored = try readSuiteFile(file)
         #expect(stored.count == 201 && stored["mine"] == 1 && stored["foreign199"] == 199)
@@ -301,9 +305,10 @@ struct HardeningTests {
         Issue.record("no rewrite landed in the second of the write before it in 10 tries")
     }
 
-    /// Foundation's `UserDefaults` on Linux rewrites its file in place. One stopped halfway for
-    /// 1.2 s is waited for while it holds the file open: the writer then merges into what it
-    /// wrote, for a new process (`prefs-watch write`) and one that read the suite before.
+    /// Foundation's `UserDefaults` on Linux rewrites its file in place. One stopped halfway until
+    /// the writer is seen waiting for it (holding the suite's lock), then 0.7 s more, is waited for
+    /// while it holds the file open: the writer then merges into what it wrote, for a new process
+    /// (`prefs-watch write`) and one that read the suite before.
     @Test func aForeignInPlaceWriterStoppedHalfwayIsWaitedForWhileItHoldsTheFile() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("slow.plist")
@@ -315,7 +320,8 @@ struct HardeningTests {
             with open(sys.argv[1], "r+b") as f:
                 f.truncate(0); f.write(data[: len(data) // 2]); f.flush()
                 print("half", flush=True)
-                time.sleep(1.2)
+                sys.stdin.read()
+                time.sleep(0.7)  # longer than the 0.5 s a broken file used to be given
                 f.write(data[len(data) // 2 :])
             """
         let suite = try PreferenceSuite(fileURL: file)
@@ -323,13 +329,18 @@ struct HardeningTests {
         // A new process, which never read a good version of the file.
         let first = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path, "first"])
         try await first.records.wait(for: 1)
-        let cli = try await run(prefsWatch, ["write", file.path, "cli", "-int", "1"])
-        #expect(cli.status == 0, "\(cli.output)")
+        let cli = try Launched(prefsWatch, ["write", file.path, "cli", "-int", "1"])
+        try await waitUntilWriting(file, by: cli.pid)
+        try first.closeInput()
+        #expect(try await cli.status() == 0, "\(cli.standardError)")
         #expect(try await first.status() == 0)
-        // A process that read the suite before.
+        // A process that read the suite before (this one, seen under the lock from here).
         let second = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path, "second"])
         try await second.records.wait(for: 1)
-        try await suite.update { $0["lib.c"] = 1 }
+        let update = Task { try await suite.update { $0["lib.c"] = 1 } }
+        try await waitUntilWriting(file, by: getpid())
+        try second.closeInput()
+        try await update.value
         #expect(try await second.status() == 0)
         let stored = try readSuiteFile(file)
         #expect(stored.count == 203 && stored["lib.b"] == 1 && stored["cli"] == 1 && stored["lib.c"] == 1, "\(stored.keys.sorted())")

@@ -174,9 +174,9 @@ struct PermissionTests {
 
     /// In a group container the suite file belongs to whoever renamed it in last, and only a
     /// file's owner may take the lease that tells whether a writer still holds it. Another
-    /// member's write waits for a foreign program that rewrites the file in place and pauses 2 s
-    /// halfway (before: 0.5 s unchanged called it corrupt, and its keys went to `.corrupt-*`):
-    /// nothing is moved aside, every key is kept.
+    /// member's write waits for a foreign program that rewrites the file in place and pauses
+    /// halfway until that write is seen waiting, then 1 s more (before: 0.5 s unchanged called it
+    /// corrupt, and its keys went to `.corrupt-*`): nothing is moved aside, every key is kept.
     @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run writers under other uids"))
     func anotherMembersWriteWaitsForAPausedInPlaceWriterWithoutALease() async throws {
         let directory = try TemporaryDirectory()
@@ -185,8 +185,12 @@ struct PermissionTests {
         try FileManager.default.createDirectory(at: container, withIntermediateDirectories: false)
         #expect(chown(container.path, 0, Self.sharedGroup) == 0 && chmod(container.path, 0o2770) == 0)
         let file = container.appending(path: "shared.plist")
-        // Alice writes first: the file is hers.
+        // Alice writes first: the file is hers. Bob's process reads it (a good version).
         #expect(try await childUnderStrictUmask(as: (Self.alice, Self.sharedGroup), "set", file.path, "alice=int:1").status == 0)
+        let bob = try Launched(URL(filePath: "/usr/bin/setpriv"), [
+            "--reuid=\(Self.bob)", "--regid=\(Self.sharedGroup)", "--clear-groups", childExecutable.path, "watch", file.path,
+        ])
+        try await bob.records.wait(for: 1)  // ready
         // Alice's own program rewrites it in place, pausing halfway.
         let writer = try Launched(URL(filePath: "/usr/bin/setpriv"), [
             "--reuid=\(Self.alice)", "--regid=\(Self.sharedGroup)", "--clear-groups", "/usr/bin/env", "python3", "-c", """
@@ -195,18 +199,25 @@ struct PermissionTests {
             with open(sys.argv[1], "r+b") as f:
                 f.truncate(0); f.write(data[: len(data) // 2]); f.flush()
                 print("half", flush=True)
-                time.sleep(2)
+                sys.stdin.read()
+                time.sleep(1)  # longer than the 0.5 s a broken file was given without a lease
                 f.write(data[len(data) // 2 :])
             print("done", flush=True)
             """, file.path,
         ])
         try await writer.records.wait(for: 1)
-        // Bob, who can take no lease on Alice's file, writes meanwhile.
-        let bob = try await childUnderStrictUmask(as: (Self.bob, Self.sharedGroup), "set", file.path, "bob=int:2")
-        #expect(bob.status == 0, "\(bob.output)")
+        // Bob, who can take no lease on Alice's file, writes meanwhile: once he is seen waiting
+        // under the suite's lock, Alice's program goes on after its pause.
+        try bob.send("try-write")
+        try await waitUntilWriting(file, by: bob.pid)
+        try writer.closeInput()
+        try await bob.records.wait(until: { $0.contains("written") || $0.contains("not written") })
+        #expect(bob.records.items.contains("written"), "\(bob.records.items) \(bob.standardError)")
         #expect(try await writer.status() == 0)
+        try bob.closeInput()
+        _ = try await bob.status()
         let stored = try readSuiteFile(file)
-        #expect(stored.count == 202 && stored["bob"] == 2 && stored["foreign199"] == 199, "\(stored.count) keys")
+        #expect(stored.count == 202 && stored["written"] != nil && stored["foreign199"] == 199, "\(stored.count) keys")
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.path).filter { $0.contains(".corrupt-") }.isEmpty)
     }
 

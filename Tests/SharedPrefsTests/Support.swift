@@ -173,6 +173,30 @@ func prefsWatchRun(_ arguments: String...) async throws -> ProcessResult {
     try await run(prefsWatch, arguments)
 }
 
+/// Waits until process `pid` holds the `flock` of `suite`'s lock file: it is inside a write,
+/// under the suite's lock. (The kernel offers no event for it: `/proc/locks` is looked at every
+/// 5 ms.)
+func waitUntilWriting(_ suite: URL, by pid: Int32, timeout: Duration = defaultTimeout) async throws {
+    let lock = suite.deletingLastPathComponent().appending(path: ".\(suite.lastPathComponent).lock")
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        var st = stat()
+        if stat(lock.path, &st) == 0 {
+            let device = UInt64(st.st_dev)
+            let file = String(format: "%02x:%02x:%llu", ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff), (device & 0xff) | ((device >> 12) & ~0xff), UInt64(st.st_ino))
+            let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+            let held = locks.split(separator: "\n").contains { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                return fields.count >= 6 && fields[1] == "FLOCK" && fields[4] == Substring("\(pid)") && fields[5] == Substring(file)
+            }
+            if held { return }
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    struct NeverWriting: Error, CustomStringConvertible { var description: String }
+    throw NeverWriting(description: "process \(pid) never held the lock of \(suite.path) in \(timeout)")
+}
+
 /// A process (Python) holding the lock file `lock` (created if missing), as a writer stopped with
 /// SIGSTOP would, until its standard input is closed.
 func lockHolder(_ lock: URL) async throws -> Launched {

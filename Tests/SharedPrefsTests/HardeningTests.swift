@@ -255,7 +255,9 @@ struct HardeningTests {
             """
         let writer = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path])
         try await writer.records.wait(for: 1)
-        let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1"])
+        // A lock timeout that a slow machine (ThreadSanitizer beside other tests) cannot reach
+        // between the setter's call and the writer's end.
+        let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1", "--lock-timeout-ms", "60000"])
         try await waitUntilWriting(file, by: setter.pid)
         try writer.closeInput()
         #expect(try await setter.status() == 0, "\(setter.standardError)")

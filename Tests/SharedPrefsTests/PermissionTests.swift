@@ -188,7 +188,7 @@ struct PermissionTests {
         // Alice writes first: the file is hers. Bob's process reads it (a good version).
         #expect(try await childUnderStrictUmask(as: (Self.alice, Self.sharedGroup), "set", file.path, "alice=int:1").status == 0)
         let bob = try Launched(URL(filePath: "/usr/bin/setpriv"), [
-            "--reuid=\(Self.bob)", "--regid=\(Self.sharedGroup)", "--clear-groups", childExecutable.path, "watch", file.path,
+            "--reuid=\(Self.bob)", "--regid=\(Self.sharedGroup)", "--clear-groups", childExecutable.path, "watch", file.path, "--lock-timeout-ms", "60000",
         ])
         try await bob.records.wait(for: 1)  // ready
         // Alice's own program rewrites it in place, pausing halfway.

@@ -1,9 +1,17 @@
+import Foundation
 import SharedPrefs
 import SharedPrefsLocking
 
 package struct TimeoutError: Error, CustomStringConvertible {
     package var description: String
 }
+
+/// Whether this test process runs under ThreadSanitizer (`swift test --sanitize=thread`), whose
+/// runtime is linked into the test binary. Every process, child processes too, is several times
+/// slower there: work that is quadratic by nature (every contended update re-reads and rewrites a
+/// suite that grows by a key) is scaled down to a quarter, and time limits meant to catch a
+/// deadlock give more room.
+package let underThreadSanitizer = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil
 
 /// How long a test waits for one event before it fails. Generous: under ThreadSanitizer, beside
 /// the eight busy writers of the contention test on two cores, a child process took over 20 s to

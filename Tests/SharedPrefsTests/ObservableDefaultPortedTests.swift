@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import SharedPrefsObservation
+import SharedPrefsTestSupport
 import Testing
 
 @testable import SharedPrefs
@@ -108,7 +109,7 @@ private func setElsewhere(_ key: String, _ value: String) async throws {
     try await child("set", sharedFile.path, "\(key)=\(value)")
 }
 
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(underThreadSanitizer ? 5 : 1)))
 final class ObservableDefaultPortedTests {
     init() async throws {
         sharedSuite.removeAll()

@@ -4,12 +4,6 @@ import SharedPrefsLocking
 import SharedPrefsTestSupport
 import Testing
 
-/// Whether these tests run under ThreadSanitizer (`swift test --sanitize=thread`), whose runtime
-/// is linked into the test binary. Work that is quadratic by nature (every contended update
-/// re-reads and rewrites a suite that grows by a key) is scaled down there to a quarter, which
-/// takes a sixteenth of the time: 600 s of a 2-core CI machine at full size.
-let underThreadSanitizer = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil
-
 /// Whether the library's test hooks (`TestingHooks`) are built in: in debug builds only.
 #if SHAREDPREFS_TESTING
 let testHooksBuiltIn = true

@@ -38,6 +38,8 @@
 //       prints "failure <code> <message>" for each standing failure (system layers ignored), then
 //       per key "<key> value=<value(forKey:)> int=<typed Int, default 5> source=<layer> writable=<bool>",
 //       and "observable volume=<ChildSettings.volume>".
+//   prefs-test-child layers-each <plist>… <key>
+//       for each suite file, "<plist> <key> value=… int=… source=… writable=… observable=<ChildSettings.volume>".
 //   prefs-test-child layer-write <plist> <key> <int>
 //       sets the key through set, update and (for app.volume) @ObservablePrefs, and prints what
 //       each did: "set <failure code or ok>", "update <error code or ok>", "observable <volume read back>".
@@ -317,6 +319,15 @@ case "layers":
     }
     say("observable volume=\(ChildSettings(suite: suite).volume)")
     withExtendedLifetime(token) {}
+case "layers-each":
+    let key = arguments[arguments.count - 1]
+    for path in arguments.dropFirst().dropLast() {
+        let each: PreferenceSuite
+        do { each = try PreferenceSuite(fileURL: URL(filePath: path)) } catch { fail("\(error)") }
+        let typed = each[PreferenceKey<Int>(key, default: 5)]  // ChildSettings.volume's default
+        say("\(path) \(key) value=\(each.value(forKey: key).map { "\($0)" } ?? "-") int=\(typed) source=\(each.source(ofKey: key)?.layer.rawValue ?? "-") writable=\(each.isWritable(key)) observable=\(ChildSettings(suite: each).volume)")
+    }
+    exit(0)
 case "layer-write":
     let (key, value) = (arguments[2], Int(arguments[3]) ?? 0)
     let failures = Collected()

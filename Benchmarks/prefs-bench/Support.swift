@@ -176,6 +176,7 @@ struct Target: Codable {
         "idle observer wake-ups in 10 s, worst of three windows",
         "cached read with a locked key and two system layers ÷ Foundation UserDefaults read (times faster)",
         "an administrator's default changed → observer in another process, p99 (ms)",
+        "a key locked or unlocked → observer in another process, p99 (ms)",
     ]
 }
 

@@ -32,60 +32,53 @@ extension Measures {
         rows.append(cachedReads(
             suite, id: "16.cached-read", group: "16. system layers", name: "integer(forKey:) of a 100-key suite with a locked key and two system layers", target: 11))
 
-        // An administrator's default renamed in (as install(1) does) → an observer process of a
-        // suite that does not hold the key: the default's value is its send time.
-        let watched = try makeSuite("layered")
-        let target = admin.appending(path: "layered.plist")
-        try install(target, plist(["stamp": 0]))
-        let child = try Child(["observe", watched.fileURL!.path, "stamp"], environment: ["SHAREDPREFS_SYSTEM_ROOT": root.path])
-        try child.ready()
-        var sent: [Int64] = []
-        for _ in 0..<(warmUp + scaled(300)) {
-            let time = now()
-            try install(target, plist(["stamp": .integer(time)]))
-            sent.append(time)
-            gap(2)
+        /// Changes made by `change(i, sendTime)` (files renamed in), 2 ms apart → an observer
+        /// process of the suite `name`, whose file holds `stamp` (or not).
+        func observed(_ name: String, stamp: PlistValue?, _ change: (Int, Int64) throws -> Void) throws -> Tally {
+            let suite = try makeSuite(name)
+            if let stamp { try install(file(name), plist(["stamp": stamp])) }
+            let child = try Child(["observe", suite.fileURL!.path, "stamp"], environment: ["SHAREDPREFS_SYSTEM_ROOT": root.path])
+            try child.ready()
+            var sent: [Int64] = []
+            for i in 0..<(warmUp + scaled(300)) {
+                let time = now()
+                try change(i, time)
+                sent.append(time)
+                gap(2)
+            }
+            gap(50)
+            suite.set(now(), forKey: "done")
+            var tally = Tally()
+            tally.add(Block(sent: sent, arrivals: [read(child).arrivals]), warmUp: warmUp)
+            return tally
         }
-        gap(50)
-        watched.set(now(), forKey: "done")
-        var tally = Tally()
-        tally.add(Block(sent: sent, arrivals: [read(child).arrivals]), warmUp: warmUp)
-        let p99 = Latencies(tally.latencies).p99
+
+        // An administrator's default renamed in (as install(1) does), for a key the suite does
+        // not hold: the default's value is its send time.
+        let defaults = admin.appending(path: "layered.plist")
+        let administrator = try observed("layered", stamp: nil) { _, time in try install(defaults, plist(["stamp": .integer(time)])) }
         rows.append(Row(
             id: "16.administrator", group: "16. system layers", name: "an administrator's default changed (written aside, renamed in) → observer in another process",
-            tally: tally, note: "the send time is taken before the file is written; target p99 ≤ 50 ms",
-            targets: [Target(what: Target.all[12], figure: Double(p99) / 1e6, bound: 50, atMost: true)]))
+            tally: administrator, note: "the send time is taken before the file is written; target p99 ≤ 50 ms",
+            targets: [Target(what: Target.all[12], figure: Double(Latencies(administrator.latencies).p99) / 1e6, bound: 50, atMost: true)]))
 
         // A key locked and unlocked, in turn: a lock shows the administrator's value, written
         // just before it (its send time); an unlock the suite's, written just before it, under
         // the lock, where it changed nothing. Two files each time: the send time is taken before
         // the first.
-        let toggled = try makeSuite("toggled")
-        let (toggledDefaults, toggledLock, toggledFile) = (admin.appending(path: "toggled.plist"), admin.appending(path: "locks/toggled"), toggled.fileURL!)
-        try install(toggledFile, plist(["stamp": 0]))
-        let lockChild = try Child(["observe", toggledFile.path, "stamp"], environment: ["SHAREDPREFS_SYSTEM_ROOT": root.path])
-        try lockChild.ready()
-        var lockSent: [Int64] = []
-        for i in 0..<(warmUp + scaled(300)) {
-            let time = now()
+        let (toggledDefaults, toggledLock) = (admin.appending(path: "toggled.plist"), admin.appending(path: "locks/toggled"))
+        let locks = try observed("toggled", stamp: 0) { i, time in
             if i % 2 == 0 {
                 try install(toggledDefaults, plist(["stamp": .integer(time)]))
                 try install(toggledLock, Array("stamp\n".utf8))
             } else {
-                try install(toggledFile, plist(["stamp": .integer(time)]))
+                try install(file("toggled"), plist(["stamp": .integer(time)]))
                 guard unlink(toggledLock.path) == 0 else { throw BenchError("could not remove \(toggledLock.path)") }
             }
-            lockSent.append(time)
-            gap(2)
         }
-        gap(50)
-        toggled.set(now(), forKey: "done")
-        var lockTally = Tally()
-        lockTally.add(Block(sent: lockSent, arrivals: [read(lockChild).arrivals]), warmUp: warmUp)
-        let lockP99 = Latencies(lockTally.latencies).p99
         rows.append(Row(
             id: "16.lock", group: "16. system layers", name: "a key locked or unlocked, in turn (the value it then shows written just before) → observer in another process",
-            tally: lockTally, note: "the send time is taken before the first of the two files is written; target p99 ≤ 50 ms",
-            targets: [Target(what: Target.all[13], figure: Double(lockP99) / 1e6, bound: 50, atMost: true)]))
+            tally: locks, note: "the send time is taken before the first of the two files is written; target p99 ≤ 50 ms",
+            targets: [Target(what: Target.all[13], figure: Double(Latencies(locks.latencies).p99) / 1e6, bound: 50, atMost: true)]))
     }
 }

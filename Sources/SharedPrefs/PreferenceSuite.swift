@@ -308,11 +308,11 @@ public final class PreferenceSuite: Sendable {
     public var resolvedValues: PlistDictionary {
         let (values, registered, layers) = store.snapshot()
         guard let layers else { return registered.merging(values) { _, stored in stored } }
-        var merged = registered.merging(layers.defaults) { _, layer in layer }.merging(values) { _, stored in stored }.merging(layers.arguments) { _, argument in argument }
-        for key in Array(merged.storage.keys) where layers.lock(of: key) != nil {
-            merged.storage[key] = layers.defaults.storage[key] ?? registered.storage[key]
+        var resolved = registered
+        for key in Set(values.storage.keys).union(layers.defaults.storage.keys).union(layers.arguments.storage.keys) {
+            resolved.storage[key] = layers.value(of: key, stored: values) ?? registered.storage[key]
         }
-        return merged
+        return resolved
     }
 
     /// The stored value of one key (no registered default), for `@ObservablePrefs`' runtime.

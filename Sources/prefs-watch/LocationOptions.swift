@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SharedPrefs
 import SystemPackage
 #if Etcd
@@ -183,11 +184,11 @@ struct LocationOptions: ParsableArguments {
         return SystemLayerIdentity(suiteName: try fileURL(of: spec).deletingPathExtension().lastPathComponent, group: nil)
     }
 
-    /// The system layers of a suite argument's suite, their problems said as the library's
-    /// warnings are (an etcd suite's are the host's files too).
+    /// The system layers of a suite argument's suite, their problems logged as the library's
+    /// warnings are (`--quiet` leaves them out; an etcd suite's layers are the host's files too).
     func systemLayers(_ spec: String) throws -> SystemLayers {
         let (layers, _, problems) = SystemLayers.load(try layerIdentity(spec))
-        for problem in problems { FileHandle.standardError.write(Data("prefs-watch: warning: \(problem)\n".utf8)) }
+        for problem in problems { Logger(label: "prefs-watch").warning("\(problem)") }
         return layers
     }
 

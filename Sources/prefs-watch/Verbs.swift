@@ -65,7 +65,7 @@ struct Read: ParsableCommand {
     private func explainKey(_ key: String) throws {
         let (place, stored) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
             ? location.readValues(suite) : (location.fileURL(of: suite).path, [:])
-        let (value, source) = try location.systemLayers(suite).explain(key, stored: stored, file: place)
+        let (value, source) = try location.systemLayers(suite).explain(PlistKey(key), stored: stored, file: place)
         guard let source else {
             throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its own (\(place)), nor a system layer; a program reads its registered or declared default.")
         }

@@ -85,6 +85,20 @@ func readSuiteFile(_ url: URL) throws -> PlistDictionary {
 let prefsWatch = childExecutable.deletingLastPathComponent().appending(path: "prefs-watch")
 
 /// A process started in the background whose standard output is recorded record by record.
+/// Processes started by ``Launched`` and not seen to end: killed when the test process exits, so
+/// that a test that fails halfway (a wait that timed out) leaves none of them running.
+private let unended = Lock<Set<Int32>>([])
+private let killUnendedAtExit: Void = {
+    atexit {
+        for pid in unended.withLock({ $0 }) {
+            // Still our child (not a number the system gave to another process since).
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            let parent = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first
+            if parent == Substring("\(getpid())") { kill(pid, SIGKILL) }
+        }
+    }
+}()
+
 struct Launched: Sendable {
     /// Records (lines, or NUL-terminated records), as they arrive.
     let records: Recorder<String>
@@ -110,7 +124,9 @@ struct Launched: Sendable {
         process.standardError = error
         let (records, exit, errors) = (records, exit, errors)
         let done = Recorder<Bool>()
+        _ = killUnendedAtExit
         process.terminationHandler = { process in
+            unended.withLock { _ = $0.remove(process.processIdentifier) }
             // Report the status only after standard output is drained.
             Task {
                 _ = try? await done.wait(for: 2)
@@ -119,6 +135,7 @@ struct Launched: Sendable {
         }
         try process.run()
         pid = process.processIdentifier
+        if process.isRunning { unended.withLock { _ = $0.insert(process.processIdentifier) } }
         for (pipe, sink) in [(output, records), (error, errors)] {
             let reader = pipe.fileHandleForReading
             Thread {

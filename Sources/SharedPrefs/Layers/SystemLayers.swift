@@ -65,16 +65,23 @@ package struct SystemLayers: Sendable, Equatable {
         return lockedPrefixes.first { key.string.utf8.starts(with: $0.prefix.utf8) }?.path
     }
 
-    /// The value of `key` for a suite whose file holds `stored`, and where it comes from, as an
-    /// open suite reads it (registered defaults aside): for `prefs-watch read --explain`, which
-    /// opens nothing.
-    package func explain(_ key: String, stored: PlistDictionary, file: String) -> (value: PlistValue?, source: PreferenceSource?) {
-        let key = PlistKey(key)
-        if let lock = lock(of: key) {
-            return (defaults.storage[key], PreferenceSource(layer: .locked, path: sources[key]?.path, lockPath: lock))
-        }
-        if let value = stored.storage[key] { return (value, PreferenceSource(layer: .suite, path: file, lockPath: nil)) }
-        return (defaults.storage[key], sources[key])
+    /// The value of `key` above registered defaults for a suite whose file holds `stored` (with
+    /// this process's changes): a locked key's from the system defaults, any other's from the
+    /// launch arguments, the suite, else the system defaults. The one rule every read follows.
+    func value(of key: PlistKey, stored: PlistDictionary) -> PlistValue? {
+        if lock(of: key) != nil { return defaults.storage[key] }
+        return arguments.storage[key] ?? stored.storage[key] ?? defaults.storage[key]
+    }
+
+    /// The value of `key` for a suite whose file (`file`) holds `stored`, and where it comes from,
+    /// as an open suite reads it, registered defaults aside: for ``PreferenceSuite/source(ofKey:)``,
+    /// and for `prefs-watch read --explain`, which opens nothing.
+    package func explain(_ key: PlistKey, stored: PlistDictionary, file: String?) -> (value: PlistValue?, source: PreferenceSource?) {
+        let value = value(of: key, stored: stored)
+        if let lock = lock(of: key) { return (value, PreferenceSource(layer: .locked, path: sources[key]?.path, lockPath: lock)) }
+        if arguments.storage[key] != nil { return (value, PreferenceSource(layer: .launchArguments, path: nil, lockPath: nil)) }
+        if stored.storage[key] != nil { return (value, PreferenceSource(layer: .suite, path: file, lockPath: nil)) }
+        return (value, sources[key])
     }
 
     /// Every lock, as written in its locks file (`prefix*` for a prefix), and that file.

@@ -22,9 +22,11 @@ extension SuiteStore {
         if layerIdentity.launchArguments { layers.arguments = LaunchArguments.values }
         adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
         guard subscription.withLock({ $0 != nil }) else { return }
-        let added = layerWatches.withLock { watches -> Set<SystemLayers.Watched> in
-            for gone in watches.keys where !watched.contains(gone) { watches[gone] = nil }
-            return watched.subtracting(watches.keys)
+        // Watches no longer needed are handed out and released here, after the lock: their
+        // release unwatches.
+        let (added, _) = layerWatches.withLock { watches -> (Set<SystemLayers.Watched>, [Subscription]) in
+            let gone = watches.keys.filter { !watched.contains($0) }
+            return (watched.subtracting(watches.keys), gone.compactMap { watches.removeValue(forKey: $0) })
         }
         for place in added {
             let id = InotifyWatcher.shared.watch(DirectoryLocation(trusted: place.directory), fileName: place.name) { [weak self] event in
@@ -73,15 +75,9 @@ extension SuiteStore {
         watch()
         let key = PlistKey(key)
         return state.withLock { s in
-            if let lock = s.layers?.lock(of: key) {
-                if let source = s.layers?.sources[key], s.layers?.defaults.storage[key] != nil {
-                    return PreferenceSource(layer: .locked, path: source.path, lockPath: lock)
-                }
-                return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .locked, path: nil, lockPath: lock)
-            }
-            if s.layers?.arguments.storage[key] != nil { return PreferenceSource(layer: .launchArguments, path: nil, lockPath: nil) }
-            if s.values.storage[key] != nil { return PreferenceSource(layer: .suite, path: backend.location, lockPath: nil) }
-            if let source = s.layers?.sources[key] { return source }
+            let (value, source) = (s.layers ?? SystemLayers()).explain(key, stored: s.values, file: backend.location)
+            // A locked key no layer gives a value reads the registered default, if any.
+            if value != nil || (source != nil && s.registered.storage[key] != nil) { return source }
             return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .registered, path: nil, lockPath: nil)
         }
     }

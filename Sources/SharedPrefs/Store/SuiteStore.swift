@@ -109,8 +109,7 @@ package final class SuiteStore: Sendable {
         /// the system layers, any other's from the suite (its own changes applied), else from them.
         func visible(_ key: PlistKey) -> PlistValue? {
             guard let layers else { return values.storage[key] }
-            if layers.lock(of: key) != nil { return layers.defaults.storage[key] }
-            return layers.arguments.storage[key] ?? values.storage[key] ?? layers.defaults.storage[key]
+            return layers.value(of: key, stored: values)
         }
 
         /// The value of `key` in the stored suite as last read or written.

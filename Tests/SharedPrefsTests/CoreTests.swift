@@ -80,6 +80,23 @@ struct CoreTests {
         #expect(try readSuiteFile(file)["counter"] == 1_000)
     }
 
+    /// A process that forks a helper (never exec'd) while it holds a suite's locks, inside an
+    /// update here, lets the locks go when the write ends: the helper shares the locked files'
+    /// descriptions, and closing them alone would leave every other writer waiting for the helper.
+    @Test(.enabled(if: !underThreadSanitizer, "ThreadSanitizer does not support threads started in a forked child"))
+    func aChildForkedDuringAWriteKeepsNoLock() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("forked.plist")
+        let forking = try Launched(childExecutable, ["fork-in-update", file.path])
+        try await forking.records.wait { $0.contains("written") }
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .milliseconds(500)))
+        suite.set(2, forKey: "after")
+        try await suite.flush()
+        #expect(try readSuiteFile(file) == ["forked": 1, "after": 2])
+        try forking.closeInput()
+        #expect(try await forking.status() == 0, "\(forking.standardError)")
+    }
+
     /// A writer opens what it needs for each write and closes it before the write returns: nothing
     /// in the suite's directory stays open (it would keep the directory's file system from being
     /// unmounted, and a read-only bind mount laid over it from being seen), whether the suite is

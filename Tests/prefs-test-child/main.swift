@@ -32,6 +32,10 @@
 //   prefs-test-child fork-increments <plist> <count>
 //       writes once, forks; parent and child each update-increment "counter" <count> times; the
 //       parent waits for the child and prints "child <exit status>".
+//   prefs-test-child fork-in-update <plist>
+//       an update body sets "forked" and forks a child that never runs another program and keeps
+//       every descriptor until end of input; prints "written" once the update returned, and
+//       waits for the child at end of input.
 //   prefs-test-child user-defaults <name>
 //       writes keys of every property-list type through Foundation's UserDefaults(suiteName:).
 //   prefs-test-child layers <plist> <key>…
@@ -298,6 +302,27 @@ case "fork-increments":
     var status: Int32 = 0
     guard waitpid(pid, &status, 0) == pid else { fail("waitpid failed") }
     say("child \(status)")
+case "fork-in-update":
+    var child: pid_t = -1
+    do {
+        try suite.update { tx in
+            tx["forked"] = 1
+            child = fork()
+            if child == 0 {
+                // Only async-signal-safe calls in a child of a threaded process.
+                var byte: UInt8 = 0
+                while read(0, &byte, 1) > 0 {}
+                _exit(0)
+            }
+        }
+    } catch {
+        fail("update failed: \(error)")
+    }
+    guard child > 0 else { fail("fork failed") }
+    say("written")
+    while readLine() != nil {}
+    var status: Int32 = 0
+    _ = waitpid(child, &status, 0)
 case "observable":
     let settings = ChildSettings(suite: suite)
     for assignment in arguments.dropFirst(2) {

@@ -31,8 +31,13 @@ extension SuiteFile {
             return FileIdentity(st) == identity
         }
 
-        /// Lets the lock go (closing the only descriptor of its open file description).
-        func unlock() { Syscall.close(fd) }
+        /// Lets the lock go, then closes the descriptor. Closing alone would not: a child that
+        /// another thread forks meanwhile shares the open file description, and the lock with
+        /// it, until it runs another program or exits (a helper forked and never exec'd, for good).
+        func unlock() {
+            _ = Syscall.lock(fd, LOCK_UN)
+            Syscall.close(fd)
+        }
     }
 
     /// Takes the suite's exclusive lock, waiting until `deadline` at most (a lock timeout after

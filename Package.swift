@@ -183,6 +183,7 @@ let package = Package(
             name: "SharedPrefsMacrosTests",
             dependencies: [
                 "SharedPrefsMacros",
+                .product(name: "SwiftParser", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
             ]
         ),

@@ -17,6 +17,9 @@ struct ClassOptions {
     var defaultIsolationIsMainActor = false
     /// `@ObservableCloud(developmentMode: true)`: an in-memory suite.
     var inMemory = false
+    /// `@ObservableCloud(syncImmediately:)`, as source text: the generated initializer's default
+    /// (it has no effect: every change is written at once).
+    var syncImmediately = "false"
     var diagnostics: [Diagnostic] = []
 
     init(_ attribute: AttributeSyntax) {
@@ -34,6 +37,7 @@ struct ClassOptions {
                 }
                 prefix = literal.trimmingCharacters(in: .whitespacesAndNewlines)
             case "ignoreExternalChanges": ignoreExternalChanges = text
+            case "syncImmediately": syncImmediately = text
             case "autoInit", "observeFirst", "developmentMode", "didSetRunsOnExternalChanges", "defaultIsolationIsMainActor":
                 guard let value = argument.expression.as(BooleanLiteralExprSyntax.self)?.literal.tokenKind == .keyword(.true) ? true
                     : argument.expression.as(BooleanLiteralExprSyntax.self) != nil ? false : nil
@@ -48,7 +52,7 @@ struct ClassOptions {
                 case "defaultIsolationIsMainActor": defaultIsolationIsMainActor = value
                 default: inMemory = value
                 }
-            default: break  // limitToInstance, syncImmediately: accepted; changes always cross processes at once here.
+            default: break  // limitToInstance: accepted; changes always cross processes at once here.
             }
         }
         if let prefixNode, let problem = Self.prefixProblem(prefix) {

@@ -129,7 +129,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                 """)
         }
         if options.autoInit {
-            members.append(initializer(spelledAs: spelling, type: type))
+            members.append(initializer(spelledAs: spelling, type: type, options: options))
         }
         return members
     }
@@ -138,8 +138,9 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
     /// `init(userDefaults:ignoreExternalChanges:prefix:ignoredKeyPathsForExternalUpdates:)`, its
     /// `@ObservableCloud` `init(prefix:syncImmediately:developmentMode:)` (after a `suite:` for an
     /// etcd suite), or this package's `init(suite:prefix:ignoreExternalChanges:ignoredKeyPathsForExternalUpdates:)`.
-    /// Every argument has a default; `nil` keeps the value given to the macro.
-    static func initializer(spelledAs spelling: String, type: TokenSyntax) -> DeclSyntax {
+    /// Every argument has a default; `nil` keeps the value given to the macro, and
+    /// `syncImmediately`'s default is the macro's.
+    static func initializer(spelledAs spelling: String, type: TokenSyntax, options: ClassOptions) -> DeclSyntax {
         let ignored = "ignoredKeyPathsForExternalUpdates: [PartialKeyPath<\(type)>] = []"
         switch spelling {
         case "ObservableDefaults":
@@ -159,7 +160,7 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
                 /// standard suite, or memory with `developmentMode`) under `prefix` (`nil` is the macro's).
                 /// `syncImmediately` has no effect: every change is written at once.
                 init(
-                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, syncImmediately: Bool = false, developmentMode: Bool = false,
+                    suite: SharedPrefs.PreferenceSuite? = nil, prefix: String? = nil, syncImmediately: Bool = \(raw: options.syncImmediately), developmentMode: Bool = false,
                     \(raw: ignored)
                 ) {
                     startObservingPrefs(

@@ -1,4 +1,5 @@
 import SharedPrefsMacros
+import SwiftParser
 import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacrosTestSupport
 import XCTest
@@ -20,6 +21,19 @@ let macroSpecs: [String: MacroSpec] = [
 // tests (ObservablePrefsTests) compile and exercise the same shapes; a change to the generated
 // code must be reviewed the same way.
 final class ObservablePrefsMacroTests: XCTestCase {
+    /// ObservableDefaults' test (2026-03-03) that `@ObservableCloud(syncImmediately: true)` keeps
+    /// its value as the generated initializer's default, ported: the initializer's parameter
+    /// defaults to the macro's argument, `false` without one.
+    func testObservableCloudKeepsTheSyncImmediatelyItWasGiven() {
+        var specs = macroSpecs
+        specs["ObservableCloud"] = MacroSpec(type: ObservablePrefsMacro.self, conformances: ["Observable"])
+        for (arguments, expected) in [("", "false"), ("(syncImmediately: true)", "true"), ("(prefix: \"p.\", syncImmediately: false)", "false")] {
+            let source = Parser.parse(source: "@ObservableCloud\(arguments)\nfinal class Settings {\n    var volume = 1\n}\n")
+            let expanded = source.expand(macroSpecs: specs, contextGenerator: { _ in BasicMacroExpansionContext() }).description
+            XCTAssert(expanded.contains("syncImmediately: Bool = \(expected),"), "@ObservableCloud\(arguments):\n\(expanded)")
+        }
+    }
+
     /// Persisted, custom-key, observable-only (with didSet) and ignored properties.
     func testPersistedObservableOnlyAndIgnoredProperties() {
         assertMacroExpansion(

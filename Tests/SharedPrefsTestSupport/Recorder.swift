@@ -87,9 +87,11 @@ extension Recorder {
 
 extension PreferenceSuite {
     /// Records every change that passes `filter`; keep the token alive for as long as you record.
-    package func record(_ filter: KeyFilter) -> (Recorder<PreferenceChange>, PreferenceObservation) {
+    /// Observers given one serial `queue` hear each change in turn: what one of them heard before
+    /// another's later change is then done.
+    package func record(_ filter: KeyFilter, queue: DispatchQueue? = nil) -> (Recorder<PreferenceChange>, PreferenceObservation) {
         let recorder = Recorder<PreferenceChange>()
-        let token = observe(filter) { recorder.record($0) }
+        let token = observe(filter, queue: queue) { recorder.record($0) }
         return (recorder, token)
     }
 

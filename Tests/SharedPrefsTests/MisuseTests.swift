@@ -31,14 +31,17 @@ struct MisuseTests {
         let suite = PreferenceSuite.inMemory()
         let calls = Recorder<Int>()
         let holder = Lock<PreferenceObservation?>(nil)
-        // Cancelled before it records: once the test hears the call, the cancel is done.
-        holder.withLock { $0 = suite.observe(.all) { _ in holder.withLock { $0?.cancel() }; calls.record(1) } }
-        let (witness, token) = suite.record(.all)
+        // Cancelled before it records: once the test hears the call, the cancel is done. One
+        // serial queue for both: once the witness heard 3, whatever was handed for 2 has run.
+        let queue = DispatchQueue(label: "both observers")
+        holder.withLock { $0 = suite.observe(.all, queue: queue) { _ in holder.withLock { $0?.cancel() }; calls.record(1) } }
+        let (witness, token) = suite.record(.all, queue: queue)
         defer { _ = token }
         suite.set(1, forKey: "a")
         try await calls.wait(for: 1)
         suite.set(2, forKey: "a")
-        try await witness.wait(for: 2)
+        suite.set(3, forKey: "a")
+        try await witness.wait(for: 3)
         #expect(calls.items.count == 1)
     }
 

@@ -191,6 +191,7 @@ enum ObservableCloudPort {
 
 // Safe in these tests: one task touches a model at a time; the trackers only read.
 extension ObservableCloudPort.MockModelCloud: @unchecked Sendable {}
+extension ObservableCloudPort.MockModelCloudObserveFirst: @unchecked Sendable {}
 extension ObservableCloudPort.MockModelCloudOptional: @unchecked Sendable {}
 extension ObservableCloudPort.MockModelCloudCodable: @unchecked Sendable {}
 

@@ -3,6 +3,8 @@ import SharedPrefsObservation
 import SharedPrefsTestSupport
 import Testing
 
+@testable import SharedPrefs
+
 // fatbobman/ObservableDefaults' own test suite (Tests/ObservableDefaultsTests/ObservableDefaultsTests.swift
 // and the models of Utils/MockObject.swift), ported: the models compile unchanged but for
 // `@ObservableCloud` ones (no iCloud here); `UserDefaults` becomes a suite file, and a write
@@ -220,6 +222,8 @@ struct ObservableDefaultsCompatibilityTests {
         let file = directory.file("s.plist")
         let suite = try PreferenceSuite(fileURL: file)
         let model = OD.MockModel(userDefaults: suite, ignoreExternalChanges: true)
+        // It observes nothing, so nothing from outside can reach it.
+        #expect(suite.store.observerCount == 0)
         let direct = Tracker("name") { _ = model.name }
         model.name = "Test2"
         #expect(direct.fired.items == ["name"])
@@ -257,8 +261,11 @@ struct ObservableDefaultsCompatibilityTests {
         let other = directory.file("other.plist")
         let model = OD.MockModel(userDefaults: try PreferenceSuite(fileURL: file))
         let name = Tracker("name") { _ = model.name }
+        let age = Tracker("age") { _ = model.age }
         try await external(other, "name=Test1")
-        #expect(model.name == "Test", "name should only be observable by the same UserDefaults")
+        try await external(file, "age=int:30")  // later, in the model's suite: once heard, Test1 would have been
+        _ = try await age.fired.wait(for: 1)
+        #expect(model.name == "Test" && name.fired.items.isEmpty, "name should only be observable by the same UserDefaults")
         try await external(file, "name=Test2")
         _ = try await name.fired.wait(for: 1)
         #expect(model.name == "Test2")
@@ -517,6 +524,10 @@ struct ObservableDefaultsExternalChangeEqualityTests {
         let name = Tracker("name") { _ = model.name }
         try await external(file, "name=NewName")
         _ = try await name.fired.wait(for: 1)
+        // A later change, heard, comes after everything the first one did.
+        let later = Tracker("name") { _ = model.name }
+        try await external(file, "name=Later")
+        _ = try await later.fired.wait(for: 1)
         #expect(age.fired.items.isEmpty)
     }
 
@@ -1413,7 +1424,11 @@ struct ObservableDefaultsMiscellaneousTests {
         let other = Tracker("counter") { _ = settingsNoPrefix.counter }
         try await external(file2, "userName=ChangedOtherUser", "counter=int:200")
         _ = try await other.fired.wait(for: 1)
-        #expect(settingsWithPrefix.userName == "UpdatedUser" && settingsWithPrefix.counter == 42 && unaffected.fired.items.isEmpty)
+        // A later change of the first suite, heard, comes after anything suite2's write did to it.
+        let later = Tracker("counter") { _ = settingsWithPrefix.counter }
+        try await external(file1, "app_counter=int:43")
+        _ = try await later.fired.wait(for: 1)
+        #expect(settingsWithPrefix.userName == "UpdatedUser" && settingsWithPrefix.counter == 43 && unaffected.fired.items.isEmpty)
         #expect(settingsNoPrefix.userName == "ChangedOtherUser" && settingsNoPrefix.counter == 200)
     }
 
@@ -1543,5 +1558,77 @@ struct ObservableCloudSpellingTests {
         given.displayName = "G"
         #expect(suite.string(forKey: "display_name") == "G")
         #expect(suite.value(forKey: "displayName") == nil)
+    }
+}
+
+/// The tests ObservableDefaults added on 2026-03-03, ported from their descriptions (the stored
+/// copies of its repository predate them): a model's observer goes with the model, a released
+/// model hears nothing more, for `@ObservableDefaults` and `@ObservableCloud` each; observe-first
+/// observable-only properties ignore other processes' changes, for both; and
+/// `@ObservableCloud(syncImmediately:)`'s value kept as the initializer's default
+/// (`ObservablePrefsMacroTests.testObservableCloudKeepsTheSyncImmediatelyItWasGiven`).
+@Suite("ObservableDefaults' lifetime and observe-first tests, ported")
+struct ObservableDefaultsLifetimeTests {
+    typealias OD = ObservableDefaultsPort
+    typealias OC = ObservableCloudPort
+
+    /// Makes a model of `suite`, lets it go, and checks that its observer went with it and that a
+    /// later change from another process reaches the suite (a witness hears it) and nothing else.
+    private func releasedModelHearsNothing(_ make: (PreferenceSuite) -> AnyObject) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        weak var released: AnyObject?
+        do {
+            let model = make(suite)
+            released = model
+            #expect(suite.store.observerCount == 1, "the model observes its suite")
+        }
+        #expect(released == nil, "the observation keeps no model alive")
+        #expect(suite.store.observerCount == 0, "its observer went with it")
+        let (witness, token) = suite.record(.key("name"))
+        defer { token.cancel() }
+        try await child("set", file.path, "name=Later")
+        #expect(try await witness.wait(for: 1).map(\.newValue) == ["Later"])
+        #expect(suite.store.observerCount == 1)
+    }
+
+    @Test("@ObservableDefaults: the observer infrastructure deallocates with the model; a released model ignores later external changes")
+    func observableDefaultsReleasedModel() async throws {
+        try await releasedModelHearsNothing { OD.MockModel(userDefaults: $0) }
+    }
+
+    @Test("@ObservableCloud: the observer infrastructure deallocates with the model; a released model ignores later external changes")
+    func observableCloudReleasedModel() async throws {
+        try await releasedModelHearsNothing { OC.MockModelCloud(suite: $0) }
+    }
+
+    /// Another process writes a key named as an observable-only property, then the backed one:
+    /// once the backed property has heard its change (delivered in order behind the first), the
+    /// observable-only one has not moved.
+    @Test("@ObservableDefaults(observeFirst: true): observable-only properties ignore external changes")
+    func observableDefaultsObserveFirstIgnoresExternalChanges() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let model = OD.MockModelObserveFirst(userDefaults: try PreferenceSuite(fileURL: file))
+        let observable = Tracker("observableOnly") { _ = model.observableOnly }
+        let name = Tracker("name") { _ = model.name }
+        try await child("set", file.path, "observableOnly=External")
+        try await child("set", file.path, "name=Later")
+        _ = try await name.fired.wait(for: 1)
+        #expect(model.name == "Later" && model.observableOnly == "ObservableOnly" && observable.fired.items.isEmpty)
+    }
+
+    @Test("@ObservableCloud(observeFirst: true): observable-only properties ignore external changes")
+    func observableCloudObserveFirstIgnoresExternalChanges() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let model = OC.MockModelCloudObserveFirst(suite: try PreferenceSuite(fileURL: file))
+        let observable = Tracker("observableOnly") { _ = model.observableOnly }
+        let name = Tracker("name") { _ = model.name }
+        try await child("set", file.path, "observableOnly=External")
+        try await child("set", file.path, "name=Later")
+        _ = try await name.fired.wait(for: 1)
+        #expect(model.name == "Later" && model.observableOnly == "ObservableOnly" && observable.fired.items.isEmpty)
     }
 }

@@ -25,23 +25,30 @@ struct ObserverTests {
         #expect(try await key.wait(for: 1).map(\.newValue) == [800])
         #expect(try await prefix.wait(for: 1).map(\.key) == ["window.width"])
         #expect(try await keys.wait(for: 2).map(\.key) == ["b", "b"])
-        // The sentinel proves nothing else was queued for the key and prefix observers.
+        // Each observer has its own queue: a later change it matches, heard, proves nothing else
+        // came before it.
         suite.set(801, forKey: "window.width")
+        suite.set(1, forKey: "a")
         #expect(try await key.wait(for: 2).map(\.newValue) == [800, 801])
         #expect(try await prefix.wait(for: 2).map(\.key) == ["window.width", "window.width"])
-        #expect(keys.items.count == 2)
+        #expect(try await keys.wait(for: 3).map(\.key) == ["b", "b", "a"])
+        #expect(try await all.wait(for: 6).count == 6)
     }
 
     @Test func cancelledObserversHearNothingMore() async throws {
         let suite = PreferenceSuite.inMemory()
-        let (cancelled, token) = suite.record(.all)
-        let (witness, witnessToken) = suite.record(.all)
+        // One serial queue: a change is handed to both observers at once, so once the witness
+        // heard 3, whatever the cancelled one was handed for 2 has run.
+        let queue = DispatchQueue(label: "both observers")
+        let (cancelled, token) = suite.record(.all, queue: queue)
+        let (witness, witnessToken) = suite.record(.all, queue: queue)
         defer { _ = witnessToken }
         suite.set(1, forKey: "a")
         try await cancelled.wait(for: 1)
         token.cancel()
         suite.set(2, forKey: "a")
-        try await witness.wait(for: 2)
+        suite.set(3, forKey: "a")
+        try await witness.wait(for: 3)
         #expect(cancelled.items.count == 1)
     }
 

@@ -39,8 +39,6 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         // `swift package generate-documentation` (README); a plugin, built only when asked for.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
-        // prefs-bench's latency percentiles.
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // SharedPrefsEtcd, with the Etcd trait only.
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
@@ -138,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "prefs-bench",
             dependencies: [
-                "SharedPrefs", "SharedPrefsLocking", "CSharedPrefsShims", .product(name: "Histogram", package: "hdrhistogram-swift"),
+                "SharedPrefs", "SharedPrefsLocking", "CSharedPrefsShims",
                 .target(name: "SharedPrefsEtcd", condition: .when(traits: ["Etcd"])),
             ],
             path: "Benchmarks/prefs-bench"

@@ -1,6 +1,5 @@
 import CSharedPrefsShims
 import Foundation
-import Histogram
 @_spi(Benchmarks) import SharedPrefs
 import SharedPrefsLocking
 
@@ -62,22 +61,32 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
-/// Latencies in nanoseconds, in an HDR histogram (three significant digits, up to ten minutes).
+/// Latencies in nanoseconds, kept whole: a row holds thousands of samples at most, so its
+/// percentiles are exact (nearest rank) and need no histogram.
 struct Latencies {
-    private var histogram = Histogram<UInt64>(highestTrackableValue: 600_000_000_000, numberOfSignificantValueDigits: .three)
+    private let sorted: [Int64]
 
     init(_ samples: some Sequence<Int64>) {
-        for sample in samples { _ = histogram.record(UInt64(max(1, sample))) }
+        sorted = samples.map { max(1, $0) }.sorted()
     }
 
-    var count: Int { Int(histogram.totalCount) }
-    func at(_ percent: Double) -> Int64 { count == 0 ? 0 : Int64(histogram.valueAtPercentile(percent)) }
+    var count: Int { sorted.count }
+    /// The smallest sample that `percent` % of the samples do not exceed.
+    func at(_ percent: Double) -> Int64 {
+        guard !sorted.isEmpty else { return 0 }
+        let rank = Int((percent / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
     var p50: Int64 { at(50) }
     var p99: Int64 { at(99) }
 
-    /// The distribution, as (nanoseconds, percentile) points, for `--plot`.
+    /// The distribution, as (nanoseconds, percentile) points, for `--plot`: about 400 evenly
+    /// ranked points and every one of the slowest 1 %.
     var cdf: [[Double]] {
-        count == 0 ? [] : histogram.percentiles(ticksPerHalfDistance: 4).map { [Double($0.value), $0.percentile] }
+        let n = sorted.count
+        let step = max(1, n / 400)
+        let ranks = Set(stride(from: 0, to: n, by: step)).union(max(0, n - max(1, n / 100))..<n).sorted()
+        return ranks.map { [Double(sorted[$0]), Double($0 + 1) / Double(n) * 100] }
     }
 }
 

@@ -9,7 +9,8 @@ enum Completions {
     static let suite = CompletionKind.custom { words, index, prefix in offered(suites(words, index, prefix)) }
     static let key = CompletionKind.custom { words, index, prefix in offered(keys(words, index, prefix)) }
     static let group = CompletionKind.custom { _, _, prefix in offered(SuiteDirectory.groups().map(\.identifier).filter { $0.hasPrefix(prefix) }) }
-    static let typeFlags = CompletionKind.list(ValueParser.typeFlags.sorted() + ["-array", "-array-add", "-dict", "-dict-add"])
+    static let typeFlags = CompletionKind.list(typeFlagList)
+    static let typeFlagList = ValueParser.typeFlags.sorted() + ["-array", "-array-add", "-dict", "-dict-add"]
 
     /// Candidates as the shell asking for them (`SAP_SHELL`) takes them literally. Keys and file
     /// names are anyone's who may write a suite or name a file: bash's script passes candidates
@@ -85,5 +86,64 @@ enum Completions {
             guard FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isDirectory) else { return nil }
             return isDirectory.boolValue ? shown + name + "/" : name.hasSuffix(".plist") ? shown + name : nil
         }
+    }
+}
+
+/// The scripts `--generate-completion-script` prints: ArgumentParser's, with what it does not
+/// say itself: a first word that is no verb is the default verb's (`tail`), so `prefs-watch
+/// se<TAB>` offers suite names beside the verbs; a verb's aliases (`domains`) complete as the
+/// verb; and in bash, `-<TAB>` after `write`'s key offers the type flags beside the options
+/// (zsh and fish do already).
+extension Completions {
+    static func script(for shell: CompletionShell) -> String {
+        var script = PrefsWatch.completionScript(for: shell)
+        let verbs = PrefsWatch.configuration.subcommands.map { $0.configuration.commandName! } + ["help"]
+        let aliases = PrefsWatch.configuration.subcommands.flatMap { command in
+            command.configuration.aliases.map { (alias: $0, verb: command.configuration.commandName!, abstract: command.configuration.abstract) }
+        }
+        // Replaces the first `anchor` after `after` (its start when empty); leaves the script as
+        // it is when ArgumentParser wrote something else (the tests run the result).
+        func patch(_ anchor: String, after: String = "", with replacement: String) {
+            guard let start = after.isEmpty ? script.startIndex : script.range(of: after)?.upperBound,
+                let range = script.range(of: anchor, range: start..<script.endIndex)
+            else { return }
+            script.replaceSubrange(range, with: replacement)
+        }
+        let pattern = verbs.joined(separator: "|")
+        let withAliases = ([pattern] + aliases.map(\.alias)).joined(separator: "|")
+        switch shell {
+        case .bash:
+            let list = verbs.joined(separator: " ")
+            patch("    \(pattern))\n", with: "    \(withAliases))\n")
+            patch(
+                "        COMPREPLY+=($(compgen -W '\(list)' -- \"${cur}\"))\n        ;;",
+                with: "        # Where the first word goes: the verbs. And the default verb's completions (suite names).\n        [[ \"${#unparsed_words[@]}\" -eq 0 ]] && COMPREPLY+=($(compgen -W '\(([list] + aliases.map(\.alias)).joined(separator: " "))' -- \"${cur}\"))\n        _prefs-watch_tail\n        ;;")
+            patch(
+                "    # Offer positional completions", after: "_prefs-watch_write() {",
+                with: "    # A type flag after the key (-<TAB>).\n    if [[ \"${cur}\" == -* && \"${positional_number}\" -ge 2 ]]; then\n        __prefs-watch_add_completions -W '\(typeFlagList.joined(separator: "'$'\\n''"))'\n    fi\n\n    # Offer positional completions")
+            script += aliases.map { "\n_prefs-watch_\($0.alias)() {\n    _prefs-watch_\($0.verb)\n}\n" }.joined()
+        case .zsh:
+            patch(
+                "        _describe -V subcommand subcommands && ret=0\n",
+                with: "        _describe -V subcommand subcommands && ret=0\n        # Or the default verb's: suite names.\n        __prefs-watch_custom_complete ---completion tail -- positional@0 \"${current_word_index}\" \"$(__prefs-watch_cursor_index_in_current_word)\" && ret=0\n")
+            patch("        )\n        _describe -V subcommand subcommands", with: aliases.map { "            '\($0.alias):\($0.abstract.replacingOccurrences(of: "'", with: "'\\''"))'\n" }.joined() + "        )\n        _describe -V subcommand subcommands")
+            patch(
+                "        \(pattern))\n            \"_prefs-watch_${words[1]}\" && ret=0\n            ;;\n",
+                with: "        \(withAliases))\n            \"_prefs-watch_${words[1]}\" && ret=0\n            ;;\n        *)\n            _prefs-watch_tail && ret=0\n            ;;\n")
+            script += aliases.map { "\n_prefs-watch_\($0.alias)() {\n    _prefs-watch_\($0.verb)\n}\n" }.joined()
+        case .fish:
+            if !script.hasSuffix("\n") { script += "\n" }
+            for (alias, verb, abstract) in aliases {
+                patch("        case '\(verb)'\n", with: "        case '\(verb)' '\(alias)'\n")
+                let lines = script.split(separator: "\n", omittingEmptySubsequences: false)
+                let copies = lines.filter { $0.contains("\"prefs-watch \(verb)\"") }.map { $0.replacingOccurrences(of: "\"prefs-watch \(verb)\"", with: "\"prefs-watch \(alias)\"") }
+                script += "complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional \"prefs-watch\" -eq 1' -fa '\(alias)' -d '\(abstract.replacingOccurrences(of: "'", with: "\\'"))'\n"
+                script += copies.map { $0 + "\n" }.joined()
+            }
+            // The default verb's suite names where a verb goes.
+            script += "complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional \"prefs-watch\" -eq 1' -fka '(__prefs-watch_custom_completion ---completion tail -- positional@0 (count (__prefs-watch_tokens -pc)) (__prefs-watch_tokens -tC))'\n"
+        default: break
+        }
+        return script
     }
 }

@@ -38,7 +38,15 @@ struct PrefsWatch: ParsableCommand {
     /// and the library's errors printed once, labelled as the rest.
     static func main() {
         CommandLineLog.bootstrap()
-        if let error = mistypedVerb(Array(CommandLine.arguments.dropFirst())) { exit(withError: error) }
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        // The completion scripts, with what ArgumentParser's do not complete (Completions.script).
+        let asked = arguments.count == 2 && arguments[0] == "--generate-completion-script" ? arguments[1]
+            : arguments.count == 1 && arguments[0].hasPrefix("--generate-completion-script=") ? String(arguments[0].dropFirst("--generate-completion-script=".count)) : nil
+        if let shell = asked.flatMap(CompletionShell.init(rawValue:)) {
+            print(Completions.script(for: shell), terminator: "")
+            return
+        }
+        if let error = mistypedVerb(arguments) { exit(withError: error) }
         var verb: ParsableCommand.Type = PrefsWatch.self
         do {
             var command = try parseAsRoot()

@@ -643,6 +643,11 @@ struct PrefsWatchTests {
             complete_line "prefs-watch tail settings --key "
             complete_line "prefs-watch read \(directory.url.path)/Pref"
             complete_line "prefs-watch read \(directory.url.path)/Preferences/"
+            complete_line "prefs-watch se"
+            complete_line "prefs-watch settings --key "
+            complete_line "prefs-watch dom"
+            complete_line "prefs-watch domains --g"
+            complete_line "prefs-watch write settings theme -i"
             """
         let result = try await run(URL(filePath: "/bin/bash"), ["-c", script], environment: root)
         #expect(result.status == 0)
@@ -650,8 +655,72 @@ struct PrefsWatchTests {
             "settings group.com.example.app", "settings", "volume",
             "-bool -boolean -data -date -float -int -integer -string -array -array-add -dict -dict-add", "group.com.example.app", "theme volume",
             "\(directory.url.path)/Preferences/", "\(directory.url.path)/Preferences/settings.plist",
+            "settings", "theme volume", "domains", "--group", "-int -integer",
         ], "\(result.output)")
     }
+
+    /// zsh and fish, interactive on a pseudo-terminal with the committed completions sourced:
+    /// TAB after the line shows every expected candidate (the default verb's suite names where a
+    /// verb goes, `domains` as `list`, the type flags after `write`'s key).
+    @Test(
+        .enabled(if: ["zsh", "fish"].allSatisfy { FileManager.default.isExecutableFile(atPath: "/usr/bin/\($0)") }, "needs zsh and fish (apt-get install zsh fish)"),
+        arguments: ["zsh", "fish"])
+    func zshAndFishCompleteTheDefaultVerbAliasesAndTypeFlags(_ shell: String) async throws {
+        let directory = try TemporaryDirectory()
+        let bin = directory.file("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(at: bin.appending(path: "prefs-watch"), withDestinationURL: prefsWatch)
+        let environment = [
+            "SHAREDPREFS_ROOT": directory.url.path, "HOME": directory.url.path, "XDG_CONFIG_HOME": directory.url.path,
+            "PATH": bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+        ]
+        for arguments in [["write", "settings", "theme", "dark"], ["write", "sessions", "n", "-int", "1"]] {
+            #expect(try await run(prefsWatch, arguments, environment: environment).status == 0)
+        }
+        let script = repositoryRoot.appending(path: "docs/completions/prefs-watch.\(shell)").path
+        for (line, expected) in [("prefs-watch se", ["sessions", "settings"]), ("prefs-watch dom", ["domains"]), ("prefs-watch write settings theme -d", ["-date", "-dict-add"])] {
+            let typed = try await run(URL(filePath: "/usr/bin/env"), ["python3", "-c", Self.typeAndTab, shell, script, line] + expected, environment: environment)
+            #expect(typed.status == 0, "\(shell): \(line)<TAB> did not show \(expected):\n\(typed.output)")
+        }
+    }
+
+    /// Types a line and TAB into an interactive zsh or fish on a pseudo-terminal that sourced
+    /// the script, and waits until every expected word is on the screen (exit 0) or 20 s pass.
+    static let typeAndTab = #"""
+        import os, pty, re, select, sys, time
+        shell, script, line, expected = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+        setup = {
+            "zsh": f"autoload -U compinit; compinit -u -D; source {script}; compdef _prefs-watch prefs-watch; echo READY\n",
+            "fish": f"source {script}; echo READY\n",
+        }[shell]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.update(PS1="> ", TERM="xterm")
+            os.execvp(shell, [shell, "-f", "-i"] if shell == "zsh" else [shell, "-i", "--no-config"])
+        screen = b""
+        def text():
+            return re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07|\x1b[()][AB0-9]|\x1b[=>]", b"", screen)
+        def wait(predicate, seconds=20):
+            global screen
+            end = time.time() + seconds
+            while time.time() < end:
+                if select.select([fd], [], [], 0.1)[0]:
+                    try:
+                        screen += os.read(fd, 65536)
+                    except OSError:
+                        return False
+                    if predicate(text()):
+                        return True
+            return False
+        os.write(fd, setup.encode())
+        ready = wait(lambda s: s.count(b"READY") >= 2)
+        screen = b""
+        os.write(fd, (line + "	").encode())
+        shown = ready and wait(lambda s: all(word.encode() in s for word in expected))
+        print(text().decode(errors="replace")[-2000:])
+        os.kill(pid, 9)
+        sys.exit(0 if shown else 1)
+        """#
 
     /// Keys and file names that hold `$(…)`, backquotes and `$HOME` (anyone who may write a
     /// suite, or name a file, chooses them): TAB in bash runs none of them, and each candidate,

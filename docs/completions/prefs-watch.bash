@@ -173,13 +173,15 @@ _prefs-watch() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|locks|help)
+    tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|locks|help|domains)
         # Offer subcommand argument completions
         "_prefs-watch_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import migrate rename edit locks help' -- "${cur}"))
+        # Where the first word goes: the verbs. And the default verb's completions (suite names).
+        [[ "${#unparsed_words[@]}" -eq 0 ]] && COMPREPLY+=($(compgen -W 'tail read read-type write delete list find export import migrate rename edit locks help domains' -- "${cur}"))
+        _prefs-watch_tail
         ;;
     esac
 }
@@ -310,6 +312,11 @@ _prefs-watch_write() {
         return
         ;;
     esac
+
+    # A type flag after the key (-<TAB>).
+    if [[ "${cur}" == -* && "${positional_number}" -ge 2 ]]; then
+        __prefs-watch_add_completions -W '-bool'$'\n''-boolean'$'\n''-data'$'\n''-date'$'\n''-float'$'\n''-int'$'\n''-integer'$'\n''-string'$'\n''-array'$'\n''-array-add'$'\n''-dict'$'\n''-dict-add'
+    fi
 
     # Offer positional completions
     case "${positional_number}" in
@@ -597,3 +604,6 @@ _prefs-watch_help() {
 }
 
 complete -o filenames -F _prefs-watch prefs-watch
+_prefs-watch_domains() {
+    _prefs-watch_list
+}

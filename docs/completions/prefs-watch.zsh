@@ -64,13 +64,19 @@ _prefs-watch() {
             'edit:Edit a suite (or one key) in $VISUAL or $EDITOR; only the keys you change are written.'
             'locks:List the keys a system layer locks in a suite, each with its locks file.'
             'help:Show subcommand help information.'
+            'domains:List suites: names in a group or directory, or the paths of all suites.'
         )
         _describe -V subcommand subcommands && ret=0
+        # Or the default verb's: suite names.
+        __prefs-watch_custom_complete ---completion tail -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)" && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|locks|help)
+        tail|read|read-type|write|delete|list|find|export|import|migrate|rename|edit|locks|help|domains)
             "_prefs-watch_${words[1]}" && ret=0
+            ;;
+        *)
+            _prefs-watch_tail && ret=0
             ;;
         esac
         ;;
@@ -334,3 +340,6 @@ if [[ "${funcstack[1]}" = _prefs-watch ]]; then
 else
     compdef _prefs-watch prefs-watch
 fi
+_prefs-watch_domains() {
+    _prefs-watch_list
+}

@@ -128,7 +128,7 @@ struct ObservablePrefsCrossProcessTests {
         #expect(settings.theme == .system)
         // One change, the removal: the next one heard is the sentinel's.
         try await child("set", file.path, "app.theme=str:dark")
-        #expect(try await mutations.wait(for: 2).map { $0.newValue?.description ?? "-" } == ["-", "dark"])
+        #expect(try await mutations.wait(for: 2).map { $0.newValue?.description ?? "-" } == ["-", #""dark""#])
     }
 
     @Test func ownWritesMutateOnceAndAreNotHeardBackAsExternal() async throws {

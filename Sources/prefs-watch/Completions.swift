@@ -95,6 +95,14 @@ enum Completions {
 /// verb; and in bash, `-<TAB>` after `write`'s key offers the type flags beside the options
 /// (zsh and fish do already).
 extension Completions {
+    /// The shell that `--generate-completion-script SHELL` (or `=SHELL`), alone, asks for.
+    static func shellAsked(_ arguments: [String]) -> CompletionShell? {
+        let option = "--generate-completion-script"
+        let value = arguments.count == 2 && arguments[0] == option ? arguments[1]
+            : arguments.count == 1 && arguments[0].hasPrefix(option + "=") ? String(arguments[0].dropFirst(option.count + 1)) : nil
+        return value.flatMap(CompletionShell.init(rawValue:))
+    }
+
     static func script(for shell: CompletionShell) -> String {
         var script = PrefsWatch.completionScript(for: shell)
         let verbs = PrefsWatch.configuration.subcommands.map { $0.configuration.commandName! } + ["help"]

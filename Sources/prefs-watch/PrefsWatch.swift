@@ -39,10 +39,7 @@ struct PrefsWatch: ParsableCommand {
     static func main() {
         CommandLineLog.bootstrap()
         let arguments = Array(CommandLine.arguments.dropFirst())
-        // The completion scripts, with what ArgumentParser's do not complete (Completions.script).
-        let asked = arguments.count == 2 && arguments[0] == "--generate-completion-script" ? arguments[1]
-            : arguments.count == 1 && arguments[0].hasPrefix("--generate-completion-script=") ? String(arguments[0].dropFirst("--generate-completion-script=".count)) : nil
-        if let shell = asked.flatMap(CompletionShell.init(rawValue:)) {
+        if let shell = Completions.shellAsked(arguments) {
             print(Completions.script(for: shell), terminator: "")
             return
         }

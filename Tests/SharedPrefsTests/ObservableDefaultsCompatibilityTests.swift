@@ -1606,29 +1606,27 @@ struct ObservableDefaultsLifetimeTests {
     /// Another process writes a key named as an observable-only property, then the backed one:
     /// once the backed property has heard its change (delivered in order behind the first), the
     /// observable-only one has not moved.
-    @Test("@ObservableDefaults(observeFirst: true): observable-only properties ignore external changes")
-    func observableDefaultsObserveFirstIgnoresExternalChanges() async throws {
+    private func observeFirstIgnoresExternalChanges<Model: AnyObject & Sendable>(
+        _ make: (PreferenceSuite) -> Model, name: KeyPath<Model, String> & Sendable, observableOnly: KeyPath<Model, String> & Sendable
+    ) async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("s.plist")
-        let model = OD.MockModelObserveFirst(userDefaults: try PreferenceSuite(fileURL: file))
-        let observable = Tracker("observableOnly") { _ = model.observableOnly }
-        let name = Tracker("name") { _ = model.name }
+        let model = make(try PreferenceSuite(fileURL: file))
+        let observable = Tracker("observableOnly") { _ = model[keyPath: observableOnly] }
+        let backed = Tracker("name") { _ = model[keyPath: name] }
         try await child("set", file.path, "observableOnly=External")
         try await child("set", file.path, "name=Later")
-        _ = try await name.fired.wait(for: 1)
-        #expect(model.name == "Later" && model.observableOnly == "ObservableOnly" && observable.fired.items.isEmpty)
+        _ = try await backed.fired.wait(for: 1)
+        #expect(model[keyPath: name] == "Later" && model[keyPath: observableOnly] == "ObservableOnly" && observable.fired.items.isEmpty)
+    }
+
+    @Test("@ObservableDefaults(observeFirst: true): observable-only properties ignore external changes")
+    func observableDefaultsObserveFirstIgnoresExternalChanges() async throws {
+        try await observeFirstIgnoresExternalChanges({ OD.MockModelObserveFirst(userDefaults: $0) }, name: \.name, observableOnly: \.observableOnly)
     }
 
     @Test("@ObservableCloud(observeFirst: true): observable-only properties ignore external changes")
     func observableCloudObserveFirstIgnoresExternalChanges() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.file("s.plist")
-        let model = OC.MockModelCloudObserveFirst(suite: try PreferenceSuite(fileURL: file))
-        let observable = Tracker("observableOnly") { _ = model.observableOnly }
-        let name = Tracker("name") { _ = model.name }
-        try await child("set", file.path, "observableOnly=External")
-        try await child("set", file.path, "name=Later")
-        _ = try await name.fired.wait(for: 1)
-        #expect(model.name == "Later" && model.observableOnly == "ObservableOnly" && observable.fired.items.isEmpty)
+        try await observeFirstIgnoresExternalChanges({ OC.MockModelCloudObserveFirst(suite: $0) }, name: \.name, observableOnly: \.observableOnly)
     }
 }

@@ -18,9 +18,10 @@ final class MainActorByDefaultSettings {
 
 @Suite("A module whose default isolation is the main actor")
 struct DefaultIsolationTests {
-    /// Another instance's write reaches the class on the main queue, where its isolation says it
-    /// runs (delivered anywhere else, `MainActor.assumeIsolated` would stop the process).
-    @Test func changesFromElsewhereArriveOnTheMainActor() async throws {
+    /// Another process's write reaches the class on the main actor, where its isolation says it
+    /// runs (delivered anywhere else, `MainActor.assumeIsolated` would stop the process): each
+    /// property's observation fires on the main queue.
+    @Test func changesFromAnotherProcessArriveOnTheMainActor() async throws {
         let directory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-mainactor-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -29,14 +30,25 @@ struct DefaultIsolationTests {
         let settings = MainActorByDefaultSettings(suite: try PreferenceSuite(fileURL: file))
         #expect(fixture.name == "fat" && settings.volume == 5)
 
+        // The main actor's executor is the main queue (whose thread, under `dispatch_main`, need
+        // not be the process's first): a key set on it tells, without stopping the process.
+        let onMainQueue = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: onMainQueue, value: true)
         let heard = Recorder<String>()
-        withObservationTracking { _ = fixture.name } onChange: { heard.record("name") }
-        withObservationTracking { _ = settings.volume } onChange: { heard.record("volume") }
-        let elsewhere = try PreferenceSuite(fileURL: file)
-        elsewhere.set("thin", forKey: "name")
-        elsewhere.set(7, forKey: "app.volume")
-        #expect(Set(try await heard.wait(for: 2)) == ["name", "volume"])
-        try await elsewhere.flush()
+        withObservationTracking { _ = fixture.name } onChange: { heard.record("name, main queue \(DispatchQueue.getSpecific(key: onMainQueue) == true)") }
+        withObservationTracking { _ = settings.volume } onChange: { heard.record("volume, main queue \(DispatchQueue.getSpecific(key: onMainQueue) == true)") }
+        // prefs-test-child, beside the test bundle, writes as another process.
+        let bundle = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        let writer = Process()
+        writer.executableURL = bundle.deletingLastPathComponent().appending(path: "prefs-test-child")
+        writer.arguments = ["set", file.path, "name=thin", "app.volume=int:7"]
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            writer.terminationHandler = { _ in done.resume() }
+            do { try writer.run() } catch { done.resume(throwing: error) }
+        }
+        #expect(writer.terminationStatus == 0)
+        let arrivals = try await heard.wait(for: 2)
+        #expect(Set(arrivals) == ["name, main queue true", "volume, main queue true"], "\(arrivals)")
         #expect(fixture.name == "thin" && settings.volume == 7)
     }
 }

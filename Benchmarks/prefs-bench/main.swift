@@ -78,7 +78,7 @@ while let option = arguments.first {
 if let abOther {
     // Rows 12 and 15 count wake-ups and suites, with no cost to compare, in 30 s each: only
     // when asked for. The groups that delete thousands of files come last (see AB).
-    let groups = [2, 3, 4, 5, 6, 7, 8, 11, 13, 14, 9, 15, 12].filter { only?.contains($0) ?? ![12, 15].contains($0) }
+    let groups = [2, 3, 4, 5, 6, 7, 8, 11, 13, 14, 16, 9, 15, 12].filter { only?.contains($0) ?? ![12, 15].contains($0) }
     exit(AB.run(other: abOther, rounds: rounds, groups: groups, quick: quick, jsonPath: jsonPath ?? ".build/prefs-bench-ab.json"))
 }
 

@@ -129,7 +129,6 @@ extension Completions {
             patch(
                 "    # Offer positional completions", after: "_prefs-watch_write() {",
                 with: "    # A type flag after the key (-<TAB>).\n    if [[ \"${cur}\" == -* && \"${positional_number}\" -ge 2 ]]; then\n        __prefs-watch_add_completions -W '\(typeFlagList.joined(separator: "'$'\\n''"))'\n    fi\n\n    # Offer positional completions")
-            script += aliases.map { "\n_prefs-watch_\($0.alias)() {\n    _prefs-watch_\($0.verb)\n}\n" }.joined()
         case .zsh:
             patch(
                 "        _describe -V subcommand subcommands && ret=0\n",
@@ -138,7 +137,6 @@ extension Completions {
             patch(
                 "        \(pattern))\n            \"_prefs-watch_${words[1]}\" && ret=0\n            ;;\n",
                 with: "        \(withAliases))\n            \"_prefs-watch_${words[1]}\" && ret=0\n            ;;\n        *)\n            _prefs-watch_tail && ret=0\n            ;;\n")
-            script += aliases.map { "\n_prefs-watch_\($0.alias)() {\n    _prefs-watch_\($0.verb)\n}\n" }.joined()
         case .fish:
             if !script.hasSuffix("\n") { script += "\n" }
             for (alias, verb, abstract) in aliases {
@@ -151,6 +149,10 @@ extension Completions {
             // The default verb's suite names where a verb goes.
             script += "complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional \"prefs-watch\" -eq 1' -fka '(__prefs-watch_custom_completion ---completion tail -- positional@0 (count (__prefs-watch_tokens -pc)) (__prefs-watch_tokens -tC))'\n"
         default: break
+        }
+        if shell == .bash || shell == .zsh {
+            // An alias's function is its verb's.
+            script += aliases.map { "\n_prefs-watch_\($0.alias)() {\n    _prefs-watch_\($0.verb)\n}\n" }.joined()
         }
         return script
     }

@@ -37,16 +37,8 @@ struct DefaultIsolationTests {
         let heard = Recorder<String>()
         withObservationTracking { _ = fixture.name } onChange: { heard.record("name, main queue \(DispatchQueue.getSpecific(key: onMainQueue) == true)") }
         withObservationTracking { _ = settings.volume } onChange: { heard.record("volume, main queue \(DispatchQueue.getSpecific(key: onMainQueue) == true)") }
-        // prefs-test-child, beside the test bundle, writes as another process.
-        let bundle = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-        let writer = Process()
-        writer.executableURL = bundle.deletingLastPathComponent().appending(path: "prefs-test-child")
-        writer.arguments = ["set", file.path, "name=thin", "app.volume=int:7"]
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-            writer.terminationHandler = { _ in done.resume() }
-            do { try writer.run() } catch { done.resume(throwing: error) }
-        }
-        #expect(writer.terminationStatus == 0)
+        let writer = try await run(childExecutable, ["set", file.path, "name=thin", "app.volume=int:7"])
+        #expect(writer.status == 0, "\(writer.output)")
         let arrivals = try await heard.wait(for: 2)
         #expect(Set(arrivals) == ["name, main queue true", "volume, main queue true"], "\(arrivals)")
         #expect(fixture.name == "thin" && settings.volume == 7)

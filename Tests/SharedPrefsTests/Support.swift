@@ -22,39 +22,6 @@ struct TemporaryDirectory: ~Copyable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-struct ProcessResult {
-    var status: Int32
-    var output: String
-}
-
-/// Runs a program to completion without blocking a thread of the cooperative pool, with
-/// `environment` added to this process's and standard input at `/dev/null`.
-func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    process.standardInput = FileHandle.nullDevice
-    let log = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-child-\(UUID().uuidString).log")
-    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: log)
-    process.standardOutput = handle
-    process.standardError = handle
-    defer { try? FileManager.default.removeItem(at: log) }
-    let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do { try process.run() } catch { continuation.resume(throwing: error) }
-    }
-    try handle.close()
-    return ProcessResult(status: status, output: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
-}
-
-/// The test child executable, built next to the test bundle by `swift test`.
-let childExecutable: URL = {
-    let bundle = URL(filePath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-    return bundle.deletingLastPathComponent().appending(path: "prefs-test-child")
-}()
-
 /// Runs `prefs-test-child` and expects it to succeed.
 func child(_ arguments: String...) async throws {
     try await child(arguments)
@@ -84,7 +51,6 @@ func readSuiteFile(_ url: URL) throws -> PlistDictionary {
 /// The built `prefs-watch`, next to the test bundle.
 let prefsWatch = childExecutable.deletingLastPathComponent().appending(path: "prefs-watch")
 
-/// A process started in the background whose standard output is recorded record by record.
 /// Processes started by ``Launched`` and not seen to end: killed when the test process exits, so
 /// that a test that fails halfway (a wait that timed out) leaves none of them running.
 private let unended = Lock<Set<Int32>>([])
@@ -99,6 +65,7 @@ private let killUnendedAtExit: Void = {
     }
 }()
 
+/// A process started in the background whose standard output is recorded record by record.
 struct Launched: Sendable {
     /// Records (lines, or NUL-terminated records), as they arrive.
     let records: Recorder<String>

@@ -12,7 +12,8 @@
 //   prefs-test-child watch <plist> [--fail-watches] [--block]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
 //       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" and
-//       synchronizes (exits if that fails) and prints "held <descriptors in the directory>",
+//       synchronizes (exits if that fails) and prints "held <descriptors in the directory>"
+//       (once no reader confirms the write, within 1 s),
 //       "try-write" does so and prints "written" or "not written", "dump" prints
 //       "values k=v,…" (sorted), "watches" prints "watches <inotify watches of this process>";
 //       exits at end of input. --fail-watches makes inotify_add_watch
@@ -402,14 +403,24 @@ case "watch":
         case "write":
             suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
             guard suite.synchronize() else { fail("synchronize failed") }
-            // How many files this process holds open in the suite's directory, right after the write.
+            // How many files this process keeps open in the suite's directory after the write. A
+            // reader thread of this process that saw the write's event may have the suite file
+            // open for a moment to confirm it: counted until none is open, within a second.
             let directory = URL(filePath: arguments[1]).deletingLastPathComponent().path
-            let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            let held = links.filter { link in
-                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + link)) ?? ""
-                return target == directory || target.hasPrefix(directory + "/")
+            func held() -> Int {
+                let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+                return links.filter { link in
+                    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + link)) ?? ""
+                    return target == directory || target.hasPrefix(directory + "/")
+                }.count
             }
-            say("held \(held.count)")
+            let until = ContinuousClock.now + .seconds(1)
+            var count = held()
+            while count > 0, ContinuousClock.now < until {
+                usleep(1_000)
+                count = held()
+            }
+            say("held \(count)")
         case "try-write":
             suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
             say(suite.synchronize() ? "written" : "not written")

@@ -83,10 +83,7 @@ struct CrossProcessTests {
         let processes = 8, writes = underThreadSanitizer ? 250 : 1_000
         try await withThrowingTaskGroup(of: Void.self) { group in
             for id in 0..<processes {
-                // Under ThreadSanitizer, beside the whole suite on two cores, a turn at the lock
-                // can take longer than the default 5 s timeout: the bound here is what is lost.
-                let timeout = underThreadSanitizer ? ["--lock-timeout-ms", "30000"] : []
-                group.addTask { try await child(["hammer", file.path, String(id), String(writes)] + timeout) }
+                group.addTask { try await child(["hammer", file.path, String(id), String(writes)]) }
             }
             try await group.waitForAll()
         }

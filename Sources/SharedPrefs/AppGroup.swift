@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An app group: a shared container directory that a main process and its helpers all use.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What ``PreferenceSuite/importUserDefaults(suiteName:overwrite:)`` copied.
 public struct UserDefaultsImport: Sendable, Equatable {

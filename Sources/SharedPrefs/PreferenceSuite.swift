@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import SharedPrefsLocking
 
 /// A suite of preferences shared between processes: a property-list file in an app group's
@@ -273,7 +276,7 @@ public final class PreferenceSuite: Sendable {
     public func url(forKey key: String) -> URL? {
         guard let text = string(forKey: key) else { return nil }
         if text.hasPrefix("/") { return URL(filePath: text) }
-        if text.hasPrefix("~") { return URL(filePath: (text as NSString).expandingTildeInPath) }
+        if text.hasPrefix("~") { return URL(filePath: Path.expandingTilde(text)) }
         return URL(string: text)
     }
 

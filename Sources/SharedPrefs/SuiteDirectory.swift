@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 
 /// A directory of suites: an app group's `Library/Preferences`, `<root>/Preferences`, or any
 /// directory of `.plist` files. Lists its suites and tells you when new ones appear.
@@ -34,7 +37,7 @@ public struct SuiteDirectory: Sendable, Hashable {
     /// Every app group that has a container under ``AppGroup/rootDirectory``, sorted by identifier.
     public static func groups() -> [AppGroup] {
         let containers = AppGroup.rootDirectory.appending(path: "containers", directoryHint: .isDirectory)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: containers.path(percentEncoded: false))) ?? []
+        let names = (try? entries(containers.path(percentEncoded: false))) ?? []
         return names.sorted().compactMap { try? AppGroup(identifier: $0) }
     }
 
@@ -43,15 +46,16 @@ public struct SuiteDirectory: Sendable, Hashable {
     /// The names of the suites in the directory (files `<name>.plist` with a valid name), sorted.
     /// - Throws: ``PreferenceError`` when the directory cannot be read. A missing directory has no suites.
     public func suiteNames() throws(PreferenceError) -> [String] {
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: path)
-        } catch {
-            let errno = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code
-            if errno == Int(ENOENT) || (error as NSError).code == NSFileReadNoSuchFileError { return [] }
-            throw PreferenceError(code: .ioFailure, message: "Could not list the suites in \(path): \(error.localizedDescription). Check that the directory exists and is readable.", path: path)
-        }
-        return names.compactMap(Self.suiteName(ofFile:)).sorted()
+        try Self.entries(path).compactMap(Self.suiteName(ofFile:)).sorted()
+    }
+
+    /// The names in the directory at `path`; none if it does not exist.
+    private static func entries(_ path: String) throws(PreferenceError) -> [String] {
+        let opened = Syscall.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if case .failure(.noSuchFileOrDirectory) = opened { return [] }
+        let fd = try opened.get("open", path: path, doing: "list the suites in")
+        defer { Syscall.close(fd) }
+        return try Syscall.directoryEntries(fd).get("readdir", path: path, doing: "list the suites in")
     }
 
     /// Opens a suite of this directory.

@@ -1,4 +1,8 @@
-import Foundation
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import Logging
 import Synchronization
 
@@ -18,7 +22,7 @@ struct CommandLineLog: LogHandler {
     static func progress<T>(_ what: @autoclosure () -> String, _ work: () throws -> T) rethrows -> T {
         guard isatty(STDERR_FILENO) == 1, current <= .notice else { return try work() }
         let line = "prefs-watch: \(what())…\n"
-        let note = DispatchWorkItem { FileHandle.standardError.write(Data(line.utf8)) }
+        let note = DispatchWorkItem { printError(line) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: note)
         defer { note.cancel() }
         return try work()
@@ -54,6 +58,6 @@ struct CommandLineLog: LogHandler {
         let message = "\(event.message)"
         if event.level >= .error { _ = Self.errors.withLock { $0.insert(message) } }
         let label = event.level >= .error ? "" : "\(event.level): "
-        FileHandle.standardError.write(Data("prefs-watch: \(label)\(message)\n".utf8))
+        printError("prefs-watch: \(label)\(message)\n")
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import SharedPrefs
 
 /// What the shell completes (bash, zsh, fish): suite names and group identifiers where a suite
@@ -24,9 +24,9 @@ enum Completions {
         case "bash":
             return whole.map { candidate in
                 let escaped = candidate.map { $0.isLetter || $0.isNumber || "._-/:=@%+,".contains($0) ? String($0) : "\\" + String($0) }.joined()
-                return "'" + escaped.replacingOccurrences(of: "'", with: "'\\''") + "'"
+                return "'" + escaped.replacing("'", with: "'\\''") + "'"
             }
-        case "zsh": return whole.map { $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ":", with: "\\:") }
+        case "zsh": return whole.map { $0.replacing("\\", with: "\\\\").replacing(":", with: "\\:") }
         default: return whole
         }
     }
@@ -76,15 +76,14 @@ enum Completions {
 
     /// Directories and property-list files that start with `prefix`.
     private static func paths(_ prefix: String) -> [String] {
-        let expanded = prefix.hasPrefix("~") ? NSString(string: prefix).expandingTildeInPath : prefix
-        let (directory, start) = expanded.hasSuffix("/") ? (expanded, "") : ((expanded as NSString).deletingLastPathComponent, (expanded as NSString).lastPathComponent)
+        let expanded = Path.expandingTilde(prefix)
+        let (directory, start) = expanded.hasSuffix("/") ? (expanded, "") : (Path.parent(expanded), Path.lastComponent(expanded))
         let base = directory.isEmpty ? "." : directory
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return [] }
         let shown = prefix.hasSuffix("/") ? prefix : String(prefix.dropLast(start.count))
         return names.filter { $0.hasPrefix(start) && (start.hasPrefix(".") || !$0.hasPrefix(".")) }.sorted().compactMap { name in
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isDirectory) else { return nil }
-            return isDirectory.boolValue ? shown + name + "/" : name.hasSuffix(".plist") ? shown + name : nil
+            guard let isDirectory = isDirectory(base + "/" + name) else { return nil }
+            return isDirectory ? shown + name + "/" : name.hasSuffix(".plist") ? shown + name : nil
         }
     }
 }
@@ -112,8 +111,8 @@ extension Completions {
         // Replaces the first `anchor` after `after` (its start when empty); leaves the script as
         // it is when ArgumentParser wrote something else (the tests run the result).
         func patch(_ anchor: String, after: String = "", with replacement: String) {
-            guard let start = after.isEmpty ? script.startIndex : script.range(of: after)?.upperBound,
-                let range = script.range(of: anchor, range: start..<script.endIndex)
+            guard let start = after.isEmpty ? script.startIndex : script.firstRange(of: after)?.upperBound,
+                let range = script[start...].firstRange(of: anchor)
             else { return }
             script.replaceSubrange(range, with: replacement)
         }
@@ -133,7 +132,7 @@ extension Completions {
             patch(
                 "        _describe -V subcommand subcommands && ret=0\n",
                 with: "        _describe -V subcommand subcommands && ret=0\n        # Or the default verb's: suite names.\n        __prefs-watch_custom_complete ---completion tail -- positional@0 \"${current_word_index}\" \"$(__prefs-watch_cursor_index_in_current_word)\" && ret=0\n")
-            patch("        )\n        _describe -V subcommand subcommands", with: aliases.map { "            '\($0.alias):\($0.abstract.replacingOccurrences(of: "'", with: "'\\''"))'\n" }.joined() + "        )\n        _describe -V subcommand subcommands")
+            patch("        )\n        _describe -V subcommand subcommands", with: aliases.map { "            '\($0.alias):\($0.abstract.replacing("'", with: "'\\''"))'\n" }.joined() + "        )\n        _describe -V subcommand subcommands")
             patch(
                 "        \(pattern))\n            \"_prefs-watch_${words[1]}\" && ret=0\n            ;;\n",
                 with: "        \(withAliases))\n            \"_prefs-watch_${words[1]}\" && ret=0\n            ;;\n        *)\n            _prefs-watch_tail && ret=0\n            ;;\n")
@@ -142,8 +141,8 @@ extension Completions {
             for (alias, verb, abstract) in aliases {
                 patch("        case '\(verb)'\n", with: "        case '\(verb)' '\(alias)'\n")
                 let lines = script.split(separator: "\n", omittingEmptySubsequences: false)
-                let copies = lines.filter { $0.contains("\"prefs-watch \(verb)\"") }.map { $0.replacingOccurrences(of: "\"prefs-watch \(verb)\"", with: "\"prefs-watch \(alias)\"") }
-                script += "complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional \"prefs-watch\" -eq 1' -fa '\(alias)' -d '\(abstract.replacingOccurrences(of: "'", with: "\\'"))'\n"
+                let copies = lines.filter { $0.contains("\"prefs-watch \(verb)\"") }.map { $0.replacing("\"prefs-watch \(verb)\"", with: "\"prefs-watch \(alias)\"") }
+                script += "complete -c 'prefs-watch' -n '__prefs-watch_should_offer_completions_for_positional \"prefs-watch\" -eq 1' -fa '\(alias)' -d '\(abstract.replacing("'", with: "\\'"))'\n"
                 script += copies.map { $0 + "\n" }.joined()
             }
             // The default verb's suite names where a verb goes.

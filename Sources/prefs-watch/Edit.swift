@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import SharedPrefs
 
 struct Edit: ParsableCommand {
@@ -92,12 +95,12 @@ struct Edit: ParsableCommand {
     static func quoted(_ key: String) -> String { PlistValue.string(key).description }
 
     private func note(_ message: String) {
-        FileHandle.standardError.write(Data("prefs-watch: \(message)\n".utf8))
+        printError("prefs-watch: \(message)\n")
     }
 
     private func ask(_ question: String) -> Bool {
-        FileHandle.standardError.write(Data(question.utf8))
-        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? "n"
+        printError(question)
+        let answer = readLine()?.trimmed.lowercased() ?? "n"
         return answer.isEmpty || answer.hasPrefix("y")
     }
 
@@ -115,15 +118,19 @@ struct Edit: ParsableCommand {
     private func runEditor(on file: URL) throws {
         let environment = ProcessInfo.processInfo.environment
         let editor = [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty } ?? "vi"
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/sh")
-        process.arguments = ["-c", editor + " \"$@\"", editor, file.path]
-        do { try process.run() } catch {
-            throw failure("Could not run /bin/sh for the editor: \(error.localizedDescription). Nothing was changed.")
+        let command: [String] = ["/bin/sh", "-c", editor + " \"$@\"", editor, file.path(percentEncoded: false)]
+        let arguments = command.map { strdup($0) }
+        defer { arguments.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/bin/sh", nil, nil, arguments + [nil], environ)
+        guard spawned == 0 else {
+            throw failure("Could not run /bin/sh for the editor: \(String(cString: strerror(spawned))). Nothing was changed.")
         }
-        process.waitUntilExit()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            throw failure("The editor (\(editor)) \(process.terminationReason == .exit ? "exited with status \(process.terminationStatus)" : "was killed by signal \(process.terminationStatus)"); nothing was changed. Set VISUAL or EDITOR to the editor you use. The file is kept in \(file.path).")
+        var status: CInt = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7F, exitStatus = (status >> 8) & 0xFF
+        guard signal == 0, exitStatus == 0 else {
+            throw failure("The editor (\(editor)) \(signal == 0 ? "exited with status \(exitStatus)" : "was killed by signal \(signal)"); nothing was changed. Set VISUAL or EDITOR to the editor you use. The file is kept in \(file.path).")
         }
     }
 }
@@ -159,8 +166,8 @@ struct EditDocument {
             comment.append("Not shown (XML cannot hold their characters; use prefs-watch write): " + hidden.map(Edit.quoted).joined(separator: ", "))
         }
         // "--" may not appear inside an XML comment.
-        let body = comment.map { "  " + $0.replacingOccurrences(of: "--", with: "- -") }.joined(separator: "\n")
-        let start = xml.range(of: "<plist")!.lowerBound
+        let body = comment.map { "  " + $0.replacing("--", with: "- -") }.joined(separator: "\n")
+        let start = xml.firstRange(of: "<plist")!.lowerBound
         text = String(xml[..<start]) + "<!--\n\(body)\n-->\n" + String(xml[start...])
         self.key = key
         // What the document holds, read back: an untouched key compares equal to it.

@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import Logging
 import SharedPrefs
 import SystemPackage
@@ -102,8 +105,7 @@ struct LocationOptions: ParsableArguments {
         guard let dir else { return nil }
         let url = URL(filePath: dir, directoryHint: .isDirectory)
         let preferences = url.appending(path: "Library/Preferences", directoryHint: .isDirectory)
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: preferences.path, isDirectory: &isDirectory), isDirectory.boolValue {
+        if isDirectory(preferences.path) == true {
             return SuiteDirectory(url: preferences)
         }
         return SuiteDirectory(url: url)

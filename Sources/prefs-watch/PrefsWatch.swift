@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import SharedPrefs
 
 @main
@@ -53,7 +56,7 @@ struct PrefsWatch: ParsableCommand {
             exit(usageError: error.message, of: verb)
         } catch let error as PreferenceError {
             // Said once, with the one label of every line this command prints.
-            if !CommandLineLog.wasPrinted("\(error)") { FileHandle.standardError.write(Data("prefs-watch: \(error)\n".utf8)) }
+            if !CommandLineLog.wasPrinted("\(error)") { printError("prefs-watch: \(error)\n") }
             exit(withError: ExitCode.failure)
         } catch where verb != PrefsWatch.self && exitCode(for: error) == .validationFailure {
             exit(usageError: message(for: error), of: verb)
@@ -71,8 +74,8 @@ struct PrefsWatch: ParsableCommand {
     static func exit(usageError message: String, of verb: ParsableCommand.Type) -> Never {
         let name = verb == PrefsWatch.self ? "prefs-watch" : "prefs-watch \(verb.configuration.commandName ?? "")"
         let usage = usageString(for: verb).split(separator: "\n").joined(separator: "\n       ")
-        FileHandle.standardError.write(Data("prefs-watch: \(message)\nUsage: \(usage)\n  See '\(name) --help' for more information.\n".utf8))
-        Foundation.exit(ExitCode.validationFailure.rawValue)
+        printError("prefs-watch: \(message)\nUsage: \(usage)\n  See '\(name) --help' for more information.\n")
+        Glibc.exit(ExitCode.validationFailure.rawValue)
     }
 
     /// The words that name a verb (`help` too), and words of macOS `defaults` named otherwise here.

@@ -1,6 +1,6 @@
 #if InotifyTools
 import CInotifyTools
-import Foundation
+import FoundationEssentials
 
 /// `tail --raw`: file-level inotify events of the watched directories, printed by libinotifytools
 /// exactly as `inotifywait --format '%w%f %e'` would print them. libinotifytools keeps one global,
@@ -18,7 +18,7 @@ enum RawEvents {
         for directory in Set(directories) where inotifytools_watch_file(directory, events) == 0 {
             throw failure("libinotifytools could not watch \(directory): \(String(cString: strerror(inotifytools_error()))).")
         }
-        Thread.start(named: "prefs-watch.raw") {
+        Threads.start(named: "prefs-watch.raw") {
             let format = strdup("%w%f %e")
             var text = nstring()
             while true {

@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import SharedPrefs
 
 /// One line of `prefs-watch tail` output.
@@ -43,9 +46,8 @@ extension timespec {
         var seconds = tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(tv_nsec / 1000))
+        return "\((Int(parts.tm_year) + 1900).padded(4))-\((parts.tm_mon + 1).padded(2))-\(parts.tm_mday.padded(2))T"
+            + "\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2)).\((tv_nsec / 1000).padded(6))Z"
     }
 
     /// `11:35:04.123456`, local time.
@@ -53,7 +55,7 @@ extension timespec {
         var seconds = tv_sec
         var parts = tm()
         localtime_r(&seconds, &parts)
-        return String(format: "%02d:%02d:%02d.%06d", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(tv_nsec / 1000))
+        return "\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2)).\((tv_nsec / 1000).padded(6))"
     }
 }
 
@@ -101,62 +103,171 @@ enum JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value): out += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value): out += "\\u" + scalar.value.padded(4, radix: 16)
             default: out.unicodeScalars.append(scalar)
             }
         }
         return out + "\""
     }
 
-    /// The UTF-8 offset of a comma that only whitespace separates from a closing `}` or `]`,
-    /// outside strings; `nil` when there is none.
-    static func trailingComma(in text: String) -> Int? {
-        var (inString, escaped, comma): (Bool, Bool, Int?) = (false, false, nil)
-        for (offset, byte) in text.utf8.enumerated() {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): (inString, comma) = (true, nil)
-            case UInt8(ascii: ","): comma = offset
-            case UInt8(ascii: "}"), UInt8(ascii: "]"): if let comma { return comma }
-            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\t"), UInt8(ascii: "\r"): break
-            default: comma = nil
-            }
-        }
-        return nil
+    /// Parses JSON text (RFC 8259) into a property-list value: integers that fit 64 bits stay
+    /// integers, other numbers are reals; `null` has no property-list form.
+    /// - Throws: ``Problem``, saying where the text stops parsing.
+    static func parse(_ text: String) throws(Problem) -> PlistValue {
+        var parser = Parser(bytes: Array(text.utf8))
+        parser.skipSpace()
+        let value = try parser.value(depth: 0)
+        parser.skipSpace()
+        guard parser.at == parser.bytes.count else { throw parser.problem("Unexpected text") }
+        return value
     }
 
-    /// Where JSON text stops parsing, as "Invalid value around character 14: {"b": x⏎…"", or
-    /// `nil` when it parses (then the problem is a `null`, which has no property-list form).
-    static func problem(in text: String) -> String? {
-        do {
-            _ = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-        } catch {
-            let reason = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)").trimmingCharacters(in: CharacterSet(charactersIn: "."))
-            guard let offset = reason.split(separator: " ").last.flatMap({ Int($0) }), offset <= text.utf8.count else { return reason }
-            let before = String(decoding: text.utf8.prefix(offset), as: UTF8.self)
-            return "\(reason), after \"\(before.suffix(20))\""
-        }
-        return "null has no property-list value"
-    }
+    struct Problem: Error, CustomStringConvertible { let description: String }
 
-    /// A JSON value as a property-list value. `null` has no property-list form.
-    struct Value: Decodable {
-        var plist: PlistValue
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let v = try? container.decode(Bool.self) { plist = .bool(v) }
-            else if let v = try? container.decode(Int64.self) { plist = .integer(v) }
-            else if let v = try? container.decode(UInt64.self) { plist = .unsignedInteger(v) }
-            else if let v = try? container.decode(Double.self) { plist = .real(v) }
-            else if let v = try? container.decode(String.self) { plist = .string(v) }
-            else if let v = try? container.decode([Value].self) { plist = .array(v.map(\.plist)) }
-            else if let v = try? container.decode([String: Value].self) { plist = .dictionary(PlistDictionary(v.mapValues(\.plist))) }
-            else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "null has no property-list form")
+    private struct Parser {
+        let bytes: [UInt8]
+        var at = 0
+
+        func problem(_ what: String) -> Problem {
+            let before = String(decoding: bytes.prefix(at), as: UTF8.self)
+            return Problem(description: "\(what) around character \(at), after \"\(before.count > 20 ? "…" : "")\(before.suffix(20))\"")
+        }
+
+        mutating func skipSpace() {
+            while at < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[at]) { at += 1 }
+        }
+
+        mutating func take(_ byte: UInt8) -> Bool {
+            guard at < bytes.count, bytes[at] == byte else { return false }
+            at += 1
+            return true
+        }
+
+        mutating func value(depth: Int) throws(Problem) -> PlistValue {
+            guard depth < 512 else { throw problem("Nesting deeper than 512 levels") }
+            guard at < bytes.count else { throw problem("Unexpected end of text") }
+            switch bytes[at] {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                let isObject = bytes[at] == UInt8(ascii: "{"), close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+                at += 1
+                var items: [PlistValue] = [], dictionary = PlistDictionary()
+                skipSpace()
+                if take(close) { return isObject ? .dictionary(dictionary) : .array(items) }
+                while true {
+                    skipSpace()
+                    if isObject {
+                        guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw problem("Expected a key in quotes") }
+                        guard case .string(let key) = try value(depth: depth + 1) else { throw problem("Invalid key") }
+                        skipSpace()
+                        guard take(UInt8(ascii: ":")) else { throw problem("Expected ':'") }
+                        skipSpace()
+                        dictionary[key] = try value(depth: depth + 1)
+                    } else {
+                        items.append(try value(depth: depth + 1))
+                    }
+                    skipSpace()
+                    if take(close) { return isObject ? .dictionary(dictionary) : .array(items) }
+                    guard take(UInt8(ascii: ",")) else { throw problem("Expected ',' or '\(Character(UnicodeScalar(close)))'") }
+                    let comma = at
+                    skipSpace()
+                    if at < bytes.count, bytes[at] == close {
+                        at = comma
+                        throw problem("a comma before a closing bracket")
+                    }
+                }
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t") where word("true"): return .bool(true)
+            case UInt8(ascii: "f") where word("false"): return .bool(false)
+            case UInt8(ascii: "n") where word("null"): 
+                at -= 4
+                throw problem("A null (no property-list value)")
+            default: return try number()
             }
+        }
+
+        mutating func word(_ word: String) -> Bool {
+            guard bytes[at...].starts(with: word.utf8) else { return false }
+            at += word.utf8.count
+            return true
+        }
+
+        mutating func number() throws(Problem) -> PlistValue {
+            let start = at
+            func digits() -> Int {
+                let from = at
+                while at < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[at]) { at += 1 }
+                return at - from
+            }
+            _ = take(UInt8(ascii: "-"))
+            let whole = digits()
+            var integral = true
+            if whole > 1 && bytes[at - whole] == UInt8(ascii: "0") || whole == 0 { at = start; throw problem("Invalid value") }
+            if take(UInt8(ascii: ".")) {
+                integral = false
+                guard digits() > 0 else { throw problem("Invalid number") }
+            }
+            if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
+                integral = false
+                _ = take(UInt8(ascii: "+")) || take(UInt8(ascii: "-"))
+                guard digits() > 0 else { throw problem("Invalid number") }
+            }
+            let text = String(decoding: bytes[start..<at], as: UTF8.self)
+            if integral, let v = Int64(text) { return .integer(v) }
+            if integral, let v = UInt64(text) { return .unsignedInteger(v) }
+            guard let v = Double(text), v.isFinite else { at = start; throw problem("Number out of range") }
+            return .real(v)
+        }
+
+        mutating func string() throws(Problem) -> String {
+            at += 1
+            var scalars = String.UnicodeScalarView()
+            var run = at
+            func flush(_ end: Int) { scalars.append(contentsOf: String(decoding: bytes[run..<end], as: UTF8.self).unicodeScalars) }
+            while true {
+                guard at < bytes.count else { throw problem("Unterminated string") }
+                let byte = bytes[at]
+                if byte == UInt8(ascii: "\"") {
+                    flush(at)
+                    at += 1
+                    return String(scalars)
+                }
+                guard byte >= 0x20 else { throw problem("Unescaped control character in a string") }
+                guard byte == UInt8(ascii: "\\") else { at += 1; continue }
+                flush(at)
+                at += 1
+                guard at < bytes.count else { throw problem("Unterminated string") }
+                let escape = bytes[at]
+                at += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(UnicodeScalar(escape))
+                case UInt8(ascii: "b"): scalars.append("\u{8}")
+                case UInt8(ascii: "f"): scalars.append("\u{C}")
+                case UInt8(ascii: "n"): scalars.append("\n")
+                case UInt8(ascii: "r"): scalars.append("\r")
+                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "u"):
+                    var code = try hex4()
+                    if (0xD800..<0xDC00).contains(code), word("\\u") {
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw problem("Invalid surrogate pair") }
+                        code = 0x10000 + (code - 0xD800) << 10 + (low - 0xDC00)
+                    }
+                    guard let scalar = UnicodeScalar(code) else { throw problem("Invalid \\u escape") }
+                    scalars.append(scalar)
+                default:
+                    at -= 2
+                    throw problem("Invalid escape")
+                }
+                run = at
+            }
+        }
+
+        mutating func hex4() throws(Problem) -> UInt32 {
+            guard at + 4 <= bytes.count, bytes[at..<at + 4].allSatisfy({ Character(UnicodeScalar($0)).isHexDigit }),
+                let code = UInt32(String(decoding: bytes[at..<at + 4], as: UTF8.self), radix: 16)
+            else { throw problem("Invalid \\u escape") }
+            at += 4
+            return code
         }
     }
 }
@@ -223,7 +334,7 @@ enum OutputStyle: Sendable {
     /// inotifywait's CSV quoting: a field with a comma, quote or line break is quoted, quotes doubled.
     static func csvField(_ field: String) -> String {
         guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
-        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return "\"" + field.replacing("\"", with: "\"\"") + "\""
     }
 
     private static func expand(_ format: String, _ r: Record) -> String {
@@ -253,6 +364,32 @@ enum OutputStyle: Sendable {
     }
 }
 
+/// Writes `text` to standard error, whole, with write(2); a failure is ignored (there is nowhere
+/// left to say it).
+func printError(_ text: String) {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress!, $0.count) }
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return }
+        bytes = bytes.dropFirst(written)
+    }
+}
+
+/// Whether `path` is a directory (following symbolic links); `nil` when nothing is there.
+func isDirectory(_ path: String) -> Bool? {
+    var st = stat()
+    guard stat(path, &st) == 0 else { return nil }
+    return st.st_mode & S_IFMT == S_IFDIR
+}
+
+/// What went wrong, in words: the system's for a file operation that failed (`CocoaError`'s own
+/// description names no cause).
+func describe(_ error: any Error) -> String {
+    if let error = error as? CocoaError, let posix = error.underlying as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+    return "\(error)"
+}
+
 /// Writes whole records to standard output with write(2), as soon as the writer has them. A
 /// closed pipe (`prefs-watch … | head -1`) ends the process with 0.
 enum StandardOutput {
@@ -268,7 +405,7 @@ enum StandardOutput {
             } else if errno == EPIPE {
                 exit(0)
             } else {
-                FileHandle.standardError.write(Data("prefs-watch: cannot write to standard output: \(String(cString: strerror(errno)))\n".utf8))
+                printError("prefs-watch: cannot write to standard output: \(String(cString: strerror(errno)))\n")
                 exit(1)
             }
         }

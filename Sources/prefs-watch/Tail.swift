@@ -1,6 +1,9 @@
 import ArgumentParser
 import Dispatch
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import SharedPrefs
 import SharedPrefsLocking
 
@@ -109,7 +112,7 @@ struct Tail: ParsableCommand {
         if suites.isEmpty, wait, let directory = try location.directory(), !FileManager.default.fileExists(atPath: directory.url.path) {
             // Started before the directory is made (by the app it watches): look for it ten times
             // a second until it is there, then watch it. Every suite in it then is new.
-            FileHandle.standardError.write(Data("prefs-watch: \(directory.url.path) does not exist yet; waiting for it.\n".utf8))
+            printError("prefs-watch: \(directory.url.path) does not exist yet; waiting for it.\n")
             while !FileManager.default.fileExists(atPath: directory.url.path) { usleep(100_000) }
             // Made empty, it may be a container whose Library/Preferences comes next (mkdir -p):
             // one more look before it is resolved.
@@ -137,7 +140,7 @@ struct Tail: ParsableCommand {
                 if !FileManager.default.fileExists(atPath: url.path) {
                     // Waiting for a typo would be waiting forever: only when asked to.
                     guard wait else { throw failure("The suite \(spec) does not exist (no file at \(url.path)). Pass --wait to wait for it to be created; prefs-watch list shows the suites there are.") }
-                    FileHandle.standardError.write(Data("prefs-watch: \(spec) does not exist yet (\(url.path)); waiting for it.\n".utf8))
+                    printError("prefs-watch: \(spec) does not exist yet (\(url.path)); waiting for it.\n")
                 }
                 session.attach(try location.suite(spec, url), announce: initial ? .initial : .none)
             }
@@ -276,7 +279,7 @@ final class OutputWriter: Sendable {
     private let ready = DispatchSemaphore(value: 0)
 
     init() {
-        Thread.start(named: "prefs-watch.out") { [self] in run() }
+        Threads.start(named: "prefs-watch.out") { [self] in run() }
     }
 
     /// Queues `text` and `terminator`; with `thenExit`, the process exits (status 0) once it is written.

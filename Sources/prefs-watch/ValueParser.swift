@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import SharedPrefs
 
 /// Parses the value words of `write`, in the manner of macOS `defaults write`.
@@ -96,12 +96,8 @@ enum ValueParser {
     /// otherwise a string.
     static func literal(_ text: String) throws -> PlistValue {
         if text.hasPrefix("{") || text.hasPrefix("[") {
-            // Foundation's parser takes a comma before a closing bracket; JSON has none.
-            if let comma = JSON.trailingComma(in: text) {
-                throw ValidationError("The value starts like JSON but does not parse: a comma before a closing bracket, after \"\(text.utf8.prefix(comma + 1).count > 20 ? "…" : "")\(String(decoding: text.utf8.prefix(comma + 1), as: UTF8.self).suffix(20))\". Remove it, or use -string to store it as text.")
-            }
-            do { return try JSONDecoder().decode(JSON.Value.self, from: Data(text.utf8)).plist } catch {
-                throw ValidationError("The value starts like JSON but does not parse: \(JSON.problem(in: text) ?? "\(error)"). Use -string to store it as text.")
+            do { return try JSON.parse(text) } catch {
+                throw ValidationError("The value starts like JSON but does not parse: \(error). Use -string to store it as text.")
             }
         }
         if text.hasPrefix("<") {

@@ -1,10 +1,13 @@
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import SharedPrefs
 
 /// Prints to standard error and returns the failure exit code, for outcomes that are not usage errors.
 func failure(_ message: String) -> ExitCode {
-    FileHandle.standardError.write(Data("prefs-watch: \(message)\n".utf8))
+    printError("prefs-watch: \(message)\n")
     return ExitCode.failure
 }
 
@@ -54,7 +57,7 @@ struct Read: ParsableCommand {
         switch value {
         case .string(let v): print(v.displayed)
         case .bool(let v): print(v ? 1 : 0)
-        case .data(let v): print("<" + v.map { String(format: "%02x", $0) }.joined() + ">")
+        case .data(let v): print("<" + v.map { $0.padded(2, radix: 16) }.joined() + ">")
         case .array, .dictionary: printDocument(value)
         default: print(value.description)
         }
@@ -243,7 +246,7 @@ struct Find: ParsableCommand {
     func run() throws {
         var found = false
         for (place, url) in try location.everySuite(doing: "find") {
-            func matches(_ text: String) -> Bool { text.range(of: word, options: .caseInsensitive) != nil }
+            func matches(_ text: String) -> Bool { text.lowercased().contains(word.lowercased()) }
             if matches(url.deletingPathExtension().lastPathComponent) {
                 print(place.displayed)
                 found = true
@@ -253,7 +256,7 @@ struct Find: ParsableCommand {
                 guard let read = try PreferenceSuite.readStoredValues(fileURL: url) else { continue }
                 values = read
             } catch {
-                FileHandle.standardError.write(Data("prefs-watch: \(error)\n".utf8))
+                printError("prefs-watch: \(error)\n")
                 continue
             }
             for (key, value) in values.sortedByKey where matches(key) || matches(value.json) {
@@ -279,10 +282,10 @@ struct Export: ParsableCommand {
     func run() throws {
         let data = PlistValue.dictionary(try location.readValues(suite).values).propertyListData(format: format.format)
         if destination == "-" {
-            FileHandle.standardOutput.write(data)
+            StandardOutput.write(Array(data))
         } else {
             do { try data.write(to: URL(filePath: destination), options: .atomic) } catch {
-                throw failure("Could not write \(destination): \(error.localizedDescription)")
+                throw failure("Could not write \(destination): \(describe(error)). Check that its directory exists and that you may write there.")
             }
         }
     }

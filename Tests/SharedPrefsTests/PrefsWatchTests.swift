@@ -233,7 +233,8 @@ struct PrefsWatchTests {
         #expect(tail.records.items.count == 1 && tail.records.items[0].contains(#""suite":"made","key":"k","op":"set","old":null,"new":1"#), "\(tail.records.items)")
     }
 
-    /// `--` ends the type flags; JSON is read as JSON parsers read it (no trailing comma); a
+    /// `--` ends the type flags; JSON is read as JSON parsers read it (no trailing comma, every
+    /// problem said with where it is); a
     /// mistyped `--dir` is not created without `--create`; `--etcd` is not offered by a build
     /// without etcd.
     @Test func valuesAndDirectoriesAreTakenAsWritten() async throws {
@@ -246,6 +247,21 @@ struct PrefsWatchTests {
             #expect(result.status == 64 && result.output.contains("a comma before a closing bracket"), "\(json): \(result.output)")
         }
         #expect(try await prefsWatchRun("write", file, "json", #"{"s": ",}", "t": [","]}"#).status == 0)
+        // prefs-watch's own JSON reader: escapes, surrogate pairs, every number kind, key order kept.
+        let json = #"{"z": "\u00e9\ud83d\ude00\n\"\/", "a": [0, -2, 3.5, 1e3, 18446744073709551615, 1e20, true, false], "e": {}}"#
+        #expect(try await prefsWatchRun("write", file, "json", json).status == 0)
+        #expect(try readSuiteFile(URL(filePath: file))["json"] == .dictionary([
+            "z": "é😀\n\"/", "a": [0, -2, 3.5, 1000.0, .unsignedInteger(.max), 1e20, true, false], "e": .dictionary([:]),
+        ]))
+        for (bad, problem) in [
+            (#"{"a": null}"#, "A null (no property-list value) around character 6"), (#"[01]"#, "around character 1"),
+            (#"[1 2]"#, "Expected ',' or ']' around character 3"), (#"{"a": 1}}"#, "Unexpected text around character 8"),
+            (#"["open"#, "Unterminated string"), (#"["\ud800"]"#, "Invalid \\u escape"), (#"["\q"]"#, "Invalid escape around character 2"),
+            (#"[1e400]"#, "Number out of range"), (#"{1: 2}"#, "Expected a key in quotes"), (String(repeating: "[", count: 600), "Nesting deeper than 512"),
+        ] {
+            let result = try await prefsWatchRun("write", file, "json", bad)
+            #expect(result.status == 64 && result.output.contains(problem), "\(bad): \(result.output)")
+        }
         let missing = directory.file("no/such/dir").path
         let refused = try await prefsWatchRun("write", "--dir", missing, "s", "k", "v")
         #expect(refused.status == 1 && refused.output.contains("--create"), "\(refused.output)")

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Why a property list could not be decoded; mapped to ``PreferenceError/Code/corruptFile`` with the path.
 package struct PropertyListDecodingError: Error, CustomStringConvertible {
@@ -139,7 +139,7 @@ enum BinaryPropertyList {
                 switch marker {
                 case 0x08: return .bool(false)
                 case 0x09: return .bool(true)
-                default: throw PropertyListDecodingError(String(format: "unsupported object marker 0x%02x", marker))
+                default: throw PropertyListDecodingError("unsupported object marker 0x\(marker.padded(2, radix: 16))")
                 }
             case 0x1:
                 let size = 1 << Int(marker & 0x0F)
@@ -223,7 +223,7 @@ enum BinaryPropertyList {
             case 0x8:
                 throw PropertyListDecodingError("UID objects (NSKeyedArchiver archives) are not preference values")
             default:
-                throw PropertyListDecodingError(String(format: "unsupported object marker 0x%02x", marker))
+                throw PropertyListDecodingError("unsupported object marker 0x\(marker.padded(2, radix: 16))")
             }
         }
     }

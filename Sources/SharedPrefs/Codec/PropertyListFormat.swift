@@ -70,7 +70,7 @@ public enum PropertyListFormat: Sendable, Hashable {
         guard begins("<?xml") else { return false }
         // An XML prolog: a property list if a plist element or doctype follows, or nothing yet.
         let text = String(decoding: head, as: UTF8.self)
-        guard let end = text.range(of: "?>") else { return true }
+        guard let end = text.firstRange(of: "?>") else { return true }
         let after = text[end.upperBound...].drop { $0.isWhitespace }
         return after.isEmpty || after.hasPrefix("<plist") || after.hasPrefix("<!DOCTYPE plist")
             || "<plist".hasPrefix(after) || "<!DOCTYPE plist".hasPrefix(after)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 
 /// Reads and writes XML property lists (Apple's `PropertyList-1.0.dtd`, as `plutil -convert xml1`
 /// and Python's default `plistlib.dump` write them).
@@ -110,9 +110,8 @@ enum XMLPropertyList {
         var seconds = time_t(wholeSeconds(date).timeIntervalSince1970)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        return "\((Int(parts.tm_year) + 1900).padded(4))-\((parts.tm_mon + 1).padded(2))-\(parts.tm_mday.padded(2))"
+            + "T\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2))Z"
     }
 
     // MARK: Decoding
@@ -283,7 +282,7 @@ enum XMLPropertyList {
             case "string":
                 return .string(try scalarText(name, empty: empty))
             case "integer":
-                let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
+                let text = try String(scalarText(name, empty: empty).trimmed)
                 if let v = Int64(text) { return .integer(v) }
                 if let v = UInt64(text) { return .unsignedInteger(v) }
                 let negative = text.hasPrefix("-")
@@ -291,8 +290,8 @@ enum XMLPropertyList {
                 if digits.lowercased().hasPrefix("0x"), let v = Int64(digits.dropFirst(2), radix: 16) { return .integer(negative ? -v : v) }
                 throw fail("<integer>\(Self.quoted(text))</integer> is not a 64-bit integer")
             case "real":
-                let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
-                guard let v = Double(text) ?? Double(text.lowercased().replacingOccurrences(of: "infinity", with: "inf")) else {
+                let text = try String(scalarText(name, empty: empty).trimmed)
+                guard let v = Double(text) ?? Double(text.lowercased().replacing("infinity", with: "inf")) else {
                     throw fail("<real>\(Self.quoted(text))</real> is not a number")
                 }
                 return .real(v)
@@ -300,7 +299,7 @@ enum XMLPropertyList {
                 _ = try scalarText(name, empty: empty)
                 return .bool(name == "true")
             case "date":
-                let text = try scalarText(name, empty: empty).trimmingCharacters(in: .whitespacesAndNewlines)
+                let text = try String(scalarText(name, empty: empty).trimmed)
                 guard let date = Self.parseDate(text) else { throw fail("<date>\(Self.quoted(text))</date> is not YYYY-MM-DDTHH:MM:SSZ") }
                 return .date(date)
             case "data":

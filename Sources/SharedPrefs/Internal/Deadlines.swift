@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import SharedPrefsLocking
 
 /// Runs actions at their deadlines, on one thread of the library's own, started at the first
@@ -24,7 +24,7 @@ enum Deadlines {
             defer { s.started = true }
             return (s.nextID, !s.started)
         }
-        if start { Thread.start(named: "prefs.deadlines") { run() } }
+        if start { Threads.start(named: "prefs.deadlines") { run() } }
         wake.signal()
         return id
     }

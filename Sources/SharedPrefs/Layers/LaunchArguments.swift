@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `-key value` pairs among the process's arguments, as `UserDefaults` reads its argument domain:
 /// `-volume 7`, `-theme dark`, `-flags '(a, b)'`, `-window '{width = 800; title = main;}'` or JSON.

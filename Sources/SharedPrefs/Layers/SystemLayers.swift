@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 
 /// A layer a value is looked up in, highest first: ``locked``, ``launchArguments``, ``suite``,
 /// ``administrator``, ``vendor``, ``registered``. See <doc:Layers>.
@@ -176,7 +176,7 @@ extension SystemLayers {
                 let file = path + "/locks/" + identity.suiteName
                 if let bytes = reader.read(identity.suiteName, in: locks, path: file, problems: &problems) {
                     for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
-                        let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces)
+                        let entry = String(line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmed)
                         if entry.isEmpty { continue }
                         if entry.hasSuffix("*") {
                             layers.lockedPrefixes.append((String(entry.dropLast()), file))

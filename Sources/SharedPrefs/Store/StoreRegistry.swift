@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Dispatch
-import Foundation
+import FoundationEssentials
 import SharedPrefsLocking
 
 /// One live store per suite in this process, keyed by its backend's identity (a file's directory
@@ -128,7 +128,7 @@ package enum StoreRegistry {
         let done = DispatchGroup()
         for _ in 0..<min(live.count, 16) {
             done.enter()
-            Thread.start(named: "prefs.exit") {
+            Threads.start(named: "prefs.exit") {
                 while let store = queue.withLock({ $0.popLast() }) {
                     do { try store.flushSynchronously(since: start) } catch {
                         let keys = store.pendingKeys

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // The conversions that need the rest of the library; PlistValue.swift and the codecs need
 // nothing else (the fuzzer in Fuzz/ compiles them alone).
@@ -28,8 +28,9 @@ extension PlistValue {
                 items[key] = converted
             }
             self = .dictionary(items)
-        case let v as NSNumber:
-            self = .real(v.doubleValue)
+        case let v as Double:
+            // Only what bridges to a Double gets here: Foundation's NSNumber (JSONSerialization's numbers).
+            self = .real(v)
         default:
             return nil
         }

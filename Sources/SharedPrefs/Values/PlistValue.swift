@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 
 /// A property-list value: what a suite stores for each key.
 ///
@@ -140,7 +143,7 @@ extension PlistValue: CustomStringConvertible {
         case .bool(let v): return v ? "true" : "false"
         case .date(let v): return Self.rfc3339(v)
         case .data(let v):
-            let hex = v.prefix(32).map { String(format: "%02x", $0) }.joined()
+            let hex = v.prefix(32).map { $0.padded(2, radix: 16) }.joined()
             return "<" + hex + (v.count > 32 ? "… \(v.count) bytes" : "") + ">"
         case .array(let v): return "[" + v.map(\.description).joined(separator: ", ") + "]"
         case .dictionary(let v):
@@ -177,11 +180,10 @@ extension PlistValue: CustomStringConvertible {
         var whole = time_t(seconds)
         var parts = tm()
         gmtime_r(&whole, &parts)
-        var fraction = micros == 0 ? "" : String(format: ".%06d", micros)
+        var fraction = micros == 0 ? "" : "." + micros.padded(6)
         while fraction.hasSuffix("0") { fraction.removeLast() }
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)) + fraction + "Z"
+        return "\((Int(parts.tm_year) + 1900).padded(4))-\((parts.tm_mon + 1).padded(2))-\(parts.tm_mday.padded(2))"
+            + "T\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2))" + fraction + "Z"
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A type that a suite can store.
 ///

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 import SharedPrefsLocking
 import Synchronization
 
@@ -140,7 +140,7 @@ final class InotifyWatcher: Sendable {
         _ = Syscall.epollAdd(self.epoll, timer, once: true)
         let readers = self.epoll >= 0 ? 2 : 1
         state.withLock { $0.readers = readers }
-        for _ in 0..<readers { Thread.start(named: "prefs.watcher") { [self] in read() } }
+        for _ in 0..<readers { Threads.start(named: "prefs.watcher") { [self] in read() } }
     }
 
     /// File systems (statfs `f_type`) on which inotify reports only what this machine does
@@ -391,7 +391,7 @@ final class InotifyWatcher: Sendable {
 
     /// Starts `count` reader threads (counted already by ``State/start(_:)``).
     private func start(_ count: Int) {
-        for _ in 0..<count { Thread.start(named: "prefs.watcher") { [self] in read() } }
+        for _ in 0..<count { Threads.start(named: "prefs.watcher") { [self] in read() } }
     }
 
     /// What one round of events asks for, gathered under the lock and acted on outside it.

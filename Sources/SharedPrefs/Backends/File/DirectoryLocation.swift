@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 
 /// A suite's directory, open, and its mode, which decides how files in it are created and trusted.
 struct OpenDirectory {
@@ -134,7 +134,7 @@ struct DirectoryLocation: Sendable, Hashable {
         while !path.isEmpty, path != "/" {
             if case .success = Syscall.stat(path) { break }
             missing.append(path)
-            path = (path as NSString).deletingLastPathComponent
+            path = Path.parent(path)
         }
         for dir in missing.reversed() {
             let dirMode: mode_t = dir == trusted && components.isEmpty ? mode : 0o755

@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 
 /// Who holds a lock, as `/proc/locks` tells: "PID 1234 (prefs-watch)".
 enum LockHolder {
@@ -6,7 +9,7 @@ enum LockHolder {
     /// not say (no procfs, another PID namespace, or the lock was just released).
     static func find(device: UInt64, inode: UInt64, locks: String? = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) -> String? {
         guard let pid = pids(device: device, inode: inode, locks: locks).first else { return nil }
-        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)).map { String($0.trimmed) }
         return "PID \(pid)" + (name.map { " (\($0))" } ?? "")
     }
 
@@ -16,7 +19,7 @@ enum LockHolder {
         // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number.
         let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
         let minor = (device & 0xff) | ((device >> 12) & ~0xff)
-        let file = String(format: "%02x:%02x:%llu", major, minor, inode)
+        let file = "\(major.padded(2, radix: 16)):\(minor.padded(2, radix: 16)):\(inode)"
         return (locks ?? "").split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == file, let pid = Int32(fields[4]), pid > 0 else { return nil }

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import Dispatch
+import FoundationEssentials
 import SharedPrefsLocking
 import SystemPackage
 
@@ -52,7 +53,7 @@ final class LockWait: Sendable {
             return .failure(errno)
         }
         let wait = LockWait(fd: duplicate, path: path)
-        Thread.start(named: "prefs.lock-wait") { wait.block() }
+        Threads.start(named: "prefs.lock-wait") { wait.block() }
         return wait.result(until: deadline, saying: saying)
     }
 

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import CSharedPrefsShims
-import Foundation
+import FoundationEssentials
 
 /// Locking a suite: its lock file, then the suite file itself, each waited for until a deadline.
 extension SuiteFile {

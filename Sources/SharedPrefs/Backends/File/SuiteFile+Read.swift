@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 
 /// Reading a suite file: confirming the version known, reading and decoding it, and waiting, until a
 /// deadline, for a file being written in place to settle.
@@ -123,7 +123,7 @@ extension SuiteFile {
                 if writing == nil { return contents }
                 throw gaveUp
             }
-            Thread.sleep(forTimeInterval: pause / .seconds(1))
+            Threads.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(50))
         }
     }

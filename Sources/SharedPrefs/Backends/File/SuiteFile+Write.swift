@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import CSharedPrefsShims
-import Foundation
+import FoundationEssentials
 import SharedPrefsLocking
 
 /// Writing a suite file: a new temporary file renamed over it, the stale temporary files of dead
@@ -109,7 +109,7 @@ extension SuiteFile {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let stamp = XMLPropertyList.iso8601(Date(timeIntervalSince1970: TimeInterval(now.tv_sec)))
-            .replacingOccurrences(of: ":", with: "").replacingOccurrences(of: "-", with: "")
+            .filter { $0 != ":" && $0 != "-" }
         let name = "\(fileName).corrupt-\(stamp.dropLast())-\(now.tv_nsec)"
         try Syscall.renameat(dir.fd, fileName, name).get("renameat", path: path, doing: "move the corrupt file aside")
         return directory + "/" + name

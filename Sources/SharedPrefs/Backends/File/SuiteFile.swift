@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import CSharedPrefsShims
-import Foundation
+import FoundationEssentials
 import SharedPrefsLocking
 import SystemPackage
 
@@ -53,10 +53,10 @@ struct SuiteFile: Sendable {
             throw PreferenceError(code: .invalidName, message: "\(fileURL) is not a file URL; pass URL(filePath:).")
         }
         let path = fileURL.standardizedFileURL.path(percentEncoded: false)
-        let fileName = (path as NSString).lastPathComponent
+        let fileName = Path.lastComponent(path)
         try SuiteName.validate(fileName, what: "suite file name")
         let name = fileName.hasSuffix(".plist") ? String(fileName.dropLast(6)) : fileName
-        return (name, SuiteFile(location: DirectoryLocation(trusted: (path as NSString).deletingLastPathComponent), fileName: fileName, options: options))
+        return (name, SuiteFile(location: DirectoryLocation(trusted: Path.parent(path)), fileName: fileName, options: options))
     }
 
     /// Reads the file once, without a store; `nil` when it (or its directory) does not exist. A
@@ -131,6 +131,6 @@ struct SuiteFile: Sendable {
     /// The first bytes of a file, for a message: printable ASCII as text, the rest as hex.
     static func describe(_ bytes: ArraySlice<UInt8>) -> String {
         if bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) { return "\"" + String(decoding: bytes, as: UTF8.self) + "\"" }
-        return "0x" + bytes.map { String(format: "%02x", $0) }.joined()
+        return "0x" + bytes.map { $0.padded(2, radix: 16) }.joined()
     }
 }

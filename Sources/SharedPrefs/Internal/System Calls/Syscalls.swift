@@ -116,7 +116,7 @@ enum Syscall {
     private static func currentUmask() -> mode_t {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
-            let mask = mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
+            let mask = mode_t(line.dropFirst(6).trimmed, radix: 8)
         else { return 0 }
         return mask
     }

@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// What the library needs of Foundation's string API beyond FoundationEssentials (which carries
+// no ICU data): trimming, zero-padded numbers, and path components.
+
+extension StringProtocol {
+    /// Without leading and trailing whitespace, newlines included.
+    package var trimmed: SubSequence {
+        guard let first = firstIndex(where: { !$0.isWhitespace }), let last = lastIndex(where: { !$0.isWhitespace }) else { return self[endIndex...] }
+        return self[first...last]
+    }
+}
+
+extension BinaryInteger {
+    /// In `radix` (lowercase), padded with zeros to `width` digits: `7.padded(2, radix: 16)` is `07`.
+    package func padded(_ width: Int, radix: Int = 10) -> String {
+        let digits = String(magnitude, radix: radix)
+        return (self < 0 ? "-" : "") + String(repeating: "0", count: max(width - digits.count, 0)) + digits
+    }
+}
+
+/// Path components as `NSString`'s path methods give them, for absolute and relative paths.
+package enum Path {
+    /// The path without its last component: `/a/b` → `/a`, `/a` → `/`, `a` → ``.
+    package static func parent(_ path: String) -> String {
+        let trimmed = trailingSlashesRemoved(path)
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        let parent = trailingSlashesRemoved(String(trimmed[..<slash]))
+        return parent.isEmpty ? "/" : parent
+    }
+
+    /// The last component: `/a/b/` → `b`, `/` → `/`.
+    package static func lastComponent(_ path: String) -> String {
+        let trimmed = trailingSlashesRemoved(path)
+        guard trimmed != "/" else { return trimmed }
+        return trimmed.lastIndex(of: "/").map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed
+    }
+
+    /// `~` and `~/…` with the home directory (`$HOME`, else the password database's), `~user/…`
+    /// with that user's; anything else, or a user not known, unchanged.
+    package static func expandingTilde(_ path: String) -> String {
+        guard path.hasPrefix("~") else { return path }
+        let user = path.dropFirst().prefix { $0 != "/" }
+        let rest = path.dropFirst(1 + user.count)
+        let home: String?
+        if user.isEmpty, let variable = getenv("HOME"), variable.pointee != 0 {
+            home = String(cString: variable)
+        } else {
+            let entry = user.isEmpty ? getpwuid(geteuid()) : getpwnam(String(user))
+            home = entry.map { String(cString: $0.pointee.pw_dir) }
+        }
+        guard let home else { return path }
+        return trailingSlashesRemoved(rest.isEmpty ? home : trailingSlashesRemoved(home) + rest)
+    }
+
+    private static func trailingSlashesRemoved(_ path: String) -> String {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+}

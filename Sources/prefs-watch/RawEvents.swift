@@ -1,6 +1,7 @@
 #if InotifyTools
 import CInotifyTools
 import FoundationEssentials
+import Glibc
 
 /// `tail --raw`: file-level inotify events of the watched directories, printed by libinotifytools
 /// exactly as `inotifywait --format '%w%f %e'` would print them. libinotifytools keeps one global,

@@ -2,6 +2,7 @@
 import CInotifyTools
 import FoundationEssentials
 import Glibc
+import SharedPrefs
 
 /// `tail --raw`: file-level inotify events of the watched directories, printed by libinotifytools
 /// exactly as `inotifywait --format '%w%f %e'` would print them. libinotifytools keeps one global,

@@ -46,8 +46,7 @@ extension timespec {
         var seconds = tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return "\((Int(parts.tm_year) + 1900).padded(4))-\((parts.tm_mon + 1).padded(2))-\(parts.tm_mday.padded(2))T"
-            + "\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2)).\((tv_nsec / 1000).padded(6))Z"
+        return parts.dateAndTime + "." + (tv_nsec / 1000).padded(6) + "Z"
     }
 
     /// `11:35:04.123456`, local time.
@@ -55,7 +54,7 @@ extension timespec {
         var seconds = tv_sec
         var parts = tm()
         localtime_r(&seconds, &parts)
-        return "\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2)).\((tv_nsec / 1000).padded(6))"
+        return parts.timeOfDay + "." + (tv_nsec / 1000).padded(6)
     }
 }
 
@@ -367,13 +366,7 @@ enum OutputStyle: Sendable {
 /// Writes `text` to standard error, whole, with write(2); a failure is ignored (there is nowhere
 /// left to say it).
 func printError(_ text: String) {
-    var bytes = Array(text.utf8)[...]
-    while !bytes.isEmpty {
-        let written = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress!, $0.count) }
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else { return }
-        bytes = bytes.dropFirst(written)
-    }
+    _ = Syscall.writeAll(STDERR_FILENO, Array(text.utf8))
 }
 
 /// Whether `path` is a directory (following symbolic links); `nil` when nothing is there.
@@ -395,19 +388,9 @@ func describe(_ error: any Error) -> String {
 enum StandardOutput {
     /// Writes `bytes` whole; a closed pipe ends the process with 0, another failure with 1.
     static func write(_ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + offset, $0.count - offset) }
-            if written >= 0 {
-                offset += written
-            } else if errno == EINTR {
-                continue
-            } else if errno == EPIPE {
-                exit(0)
-            } else {
-                printError("prefs-watch: cannot write to standard output: \(String(cString: strerror(errno)))\n")
-                exit(1)
-            }
-        }
+        guard case .failure(let error) = Syscall.writeAll(STDOUT_FILENO, bytes) else { return }
+        if error.rawValue == EPIPE { exit(0) }
+        printError("prefs-watch: cannot write to standard output: \(String(cString: strerror(error.rawValue)))\n")
+        exit(1)
     }
 }

@@ -110,8 +110,7 @@ enum XMLPropertyList {
         var seconds = time_t(wholeSeconds(date).timeIntervalSince1970)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return "\((Int(parts.tm_year) + 1900).padded(4))-\((parts.tm_mon + 1).padded(2))-\(parts.tm_mday.padded(2))"
-            + "T\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2))Z"
+        return parts.dateAndTime + "Z"
     }
 
     // MARK: Decoding

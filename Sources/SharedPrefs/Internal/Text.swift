@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 // What the library needs of Foundation's string API beyond FoundationEssentials (which carries
-// no ICU data): trimming, zero-padded numbers, and path components.
+// no ICU data): trimming, zero-padded numbers, dates and times, and path components.
 
 extension StringProtocol {
     /// Without leading and trailing whitespace, newlines included.
@@ -19,6 +19,14 @@ extension BinaryInteger {
         let digits = String(magnitude, radix: radix)
         return (self < 0 ? "-" : "") + String(repeating: "0", count: max(width - digits.count, 0)) + digits
     }
+}
+
+extension tm {
+    /// `HH:MM:SS`.
+    package var timeOfDay: String { "\(tm_hour.padded(2)):\(tm_min.padded(2)):\(tm_sec.padded(2))" }
+
+    /// `YYYY-MM-DDTHH:MM:SS`, as ISO 8601 writes a date and a time.
+    package var dateAndTime: String { "\((Int(tm_year) + 1900).padded(4))-\((tm_mon + 1).padded(2))-\(tm_mday.padded(2))T" + timeOfDay }
 }
 
 /// Path components as `NSString`'s path methods give them, for absolute and relative paths.

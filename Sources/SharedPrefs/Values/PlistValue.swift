@@ -182,8 +182,7 @@ extension PlistValue: CustomStringConvertible {
         gmtime_r(&whole, &parts)
         var fraction = micros == 0 ? "" : "." + micros.padded(6)
         while fraction.hasSuffix("0") { fraction.removeLast() }
-        return "\((Int(parts.tm_year) + 1900).padded(4))-\((parts.tm_mon + 1).padded(2))-\(parts.tm_mday.padded(2))"
-            + "T\(parts.tm_hour.padded(2)):\(parts.tm_min.padded(2)):\(parts.tm_sec.padded(2))" + fraction + "Z"
+        return parts.dateAndTime + fraction + "Z"
     }
 }
 

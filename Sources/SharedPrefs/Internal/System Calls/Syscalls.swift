@@ -23,7 +23,7 @@ func valueOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _ body: (
     }
 }
 
-enum Syscall {
+package enum Syscall {
     /// The corresponding C function is `openat`.
     static func openat(_ dirfd: CInt, _ path: String, _ flags: CInt, _ mode: mode_t = 0) -> Result<CInt, Errno> {
         valueOrErrno { Glibc.openat(dirfd, path, flags, mode) }
@@ -177,7 +177,7 @@ enum Syscall {
     }
 
     /// Writes all of `bytes`, retrying short writes. The corresponding C function is `write`.
-    static func writeAll(_ fd: CInt, _ bytes: [UInt8]) -> Result<Void, Errno> {
+    package static func writeAll(_ fd: CInt, _ bytes: [UInt8]) -> Result<Void, Errno> {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {

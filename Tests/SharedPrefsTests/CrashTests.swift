@@ -15,7 +15,9 @@ struct CrashTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("crash.plist")
         func temporaryFiles() throws -> [String] {
+            // The directory of writes, and the suite directory where it cannot be used.
             try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasSuffix(".tmp") }
+                + ((try? FileManager.default.contentsOfDirectory(atPath: directory.file(SuiteFile.writesDirectoryName).path)) ?? [])
         }
         var lastConfirmed = 0
         var flushesConfirmed = 0

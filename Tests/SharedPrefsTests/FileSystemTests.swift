@@ -33,6 +33,9 @@ struct FileSystemTests {
         #expect(st.st_mode & 0o777 == 0o660)
         #expect(stat(expected.deletingLastPathComponent().path, &st) == 0)
         #expect(st.st_mode & 0o7777 == 0o2770)
+        // The directory of writes too, for every member's temporary files.
+        #expect(stat(expected.deletingLastPathComponent().appending(path: SuiteFile.writesDirectoryName).path, &st) == 0)
+        #expect(st.st_mode & 0o7777 == 0o2770)
         let plain = try #require(PreferenceSuite(suiteName: "plain"))
         #expect(plain.fileURL?.path.hasSuffix("/Preferences/plain.plist") == true)
     }
@@ -75,6 +78,77 @@ struct FileSystemTests {
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.url.path) == ["target"])
         #expect(try Data(contentsOf: target) == Data("untouched".utf8))
+    }
+
+    /// The events a write sends the suite directory, as its observers' watch asks for them: one
+    /// rename, once the directory of writes is there (its creation is the first write's event).
+    @Test func aWriteSendsTheSuiteDirectoryOneEvent() throws {
+        let directory = try TemporaryDirectory()
+        let suite = try PreferenceSuite(fileURL: directory.file("one.plist"))
+        suite.set(0, forKey: "k")
+        #expect(suite.synchronize())
+        let inotify = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
+        defer { close(inotify) }
+        #expect(inotify_add_watch(inotify, directory.url.path, InotifyWatcher.mask) >= 0)
+        // Read after each write: inotify merges an event with the same one still unread.
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        for value in 1...3 {
+            suite.set(value, forKey: "k")
+            #expect(suite.synchronize())
+            var events: [String] = []
+            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            var offset = 0
+            while offset < count {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
+                let name = buffer[(offset + 16)..<(offset + 16 + Int(event.len))].prefix { $0 != 0 }
+                events.append("\(event.mask == UInt32(IN_MOVED_TO) ? "MOVED_TO" : "0x" + String(event.mask, radix: 16)) \(String(decoding: name, as: UTF8.self))")
+                offset += 16 + Int(event.len)
+            }
+            #expect(events == ["MOVED_TO one.plist"])
+        }
+        #expect(try readSuiteFile(directory.file("one.plist")) == ["k": 3])
+    }
+
+    /// Something else where the directory of writes should be: a link to another directory, a
+    /// file, a FIFO, a directory that everyone may write, or (as root) one of another user. None
+    /// is used or changed; writes make their temporary files in the suite directory instead, and
+    /// lose nothing.
+    @Test func aDirectoryOfWritesThatCannotBeTrustedIsNotUsed() async throws {
+        let outside = try TemporaryDirectory()
+        var cases: [(String, (URL) throws -> Void)] = [
+            ("link", { try FileManager.default.createSymbolicLink(at: $0, withDestinationURL: outside.url) }),
+            ("file", { try Data("mine".utf8).write(to: $0) }),
+            ("fifo", { #expect(mkfifo($0.path, 0o600) == 0) }),
+            ("everyone's", { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+                #expect(chmod(url.path, 0o777) == 0)
+            }),
+        ]
+        if geteuid() == 0 {
+            cases.append(("another user's", { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+                #expect(chown(url.path, 4321, 4321) == 0 && chmod(url.path, 0o700) == 0)
+            }))
+        }
+        for (kind, plant) in cases {
+            let directory = try TemporaryDirectory()
+            let writes = directory.file(SuiteFile.writesDirectoryName)
+            try plant(writes)
+            let before = try FileManager.default.attributesOfItem(atPath: writes.path)
+            let suite = try PreferenceSuite(fileURL: directory.file("planted.plist"))
+            for value in 1...3 {
+                suite.set(value, forKey: "k")
+                try await suite.flush()
+            }
+            #expect(try readSuiteFile(directory.file("planted.plist")) == ["k": 3], "\(kind)")
+            let after = try FileManager.default.attributesOfItem(atPath: writes.path)
+            #expect(before[.type] as? FileAttributeType == after[.type] as? FileAttributeType && before[.modificationDate] as? Date == after[.modificationDate] as? Date, "\(kind): \(after)")
+            if kind != "link", before[.type] as? FileAttributeType == .typeDirectory {
+                #expect(try FileManager.default.contentsOfDirectory(atPath: writes.path).isEmpty, "\(kind)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasSuffix(".tmp") }.isEmpty, "\(kind)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.url.path).isEmpty)
     }
 
     @Test func aWorldWritableDirectoryWithoutStickyBitIsRefused() throws {

@@ -655,15 +655,18 @@ struct HardeningTests {
         #expect(a.isTemporaryFile(".a.plist.3kx9a0.tmp"))
         #expect(!a.isTemporaryFile(".a.plist.b.plist.3kx9a0.tmp"))
         #expect(!a.isTemporaryFile(".a.plist.lock"))
-        let others = directory.file(".a.plist.b.plist.3kx9a0.tmp")
-        let own = directory.file(".a.plist.zz1.tmp")
-        try Data().write(to: others)
-        try Data().write(to: own)
+        // In the suite directory (where writers of earlier versions made them) and in the
+        // directory of writes.
+        let writes = directory.file(SuiteFile.writesDirectoryName)
+        try FileManager.default.createDirectory(at: writes, withIntermediateDirectories: false)
+        let others = [directory.file(".a.plist.b.plist.3kx9a0.tmp"), writes.appending(path: ".a.plist.b.plist.3kx9a1.tmp")]
+        let own = [directory.file(".a.plist.zz1.tmp"), writes.appending(path: ".a.plist.zz2.tmp")]
+        for file in others + own { try Data().write(to: file) }
         let suite = try PreferenceSuite(fileURL: directory.file("a.plist"))
         suite.set(1, forKey: "k")
         try await suite.flush()
-        #expect(FileManager.default.fileExists(atPath: others.path))
-        #expect(!FileManager.default.fileExists(atPath: own.path))
+        for file in others { #expect(FileManager.default.fileExists(atPath: file.path), "\(file.path)") }
+        for file in own { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.path)") }
     }
 
     // MARK: Security

@@ -252,7 +252,7 @@ extension SystemLayers {
                 problems.append(ignored(path, problem))
                 return nil
             }
-            return OpenDirectory(fd: fd, mode: st.st_mode, identity: FileIdentity(st))
+            return OpenDirectory(fd: fd, status: st)
         }
 
         private func ignored(_ path: String, _ why: String) -> PreferenceError {

@@ -42,8 +42,9 @@ typealias Watcher = (path: String, sink: Sink)
 final class InotifyWatcher: Sendable {
     static let shared = InotifyWatcher()
 
-    /// `IN_CREATE` notices a suite published with `link(2)`. (A write's own temporary file,
-    /// created at its start, may wake a reader on its own: that reader finds no suite to read.)
+    /// `IN_CREATE` notices a suite published with `link(2)`. (A write makes its temporary file
+    /// in the directory of writes, which is not watched; where it cannot, the file's creation and
+    /// close may wake a reader on their own, which finds no suite to read or the suite unchanged.)
     static let mask: UInt32 =
         UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
@@ -53,8 +54,9 @@ final class InotifyWatcher: Sendable {
     /// next change waits for one of them.
     static let maximumReaders = 64
     /// The most readers kept free, waiting, once their work is done. Two start; a third stays
-    /// once two were busy at once (a write's rename and close are two events, often read by two
-    /// readers): ending it after each change would start and end a thread per change.
+    /// once two were busy at once (changes of two suites, or a write's rename and close read by
+    /// two readers where the directory of writes cannot be used): ending it after each change
+    /// would start and end a thread per change.
     static let freeReaders = 3
 
     private struct Directory {

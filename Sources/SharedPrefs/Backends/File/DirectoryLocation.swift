@@ -9,6 +9,15 @@ struct OpenDirectory {
     let mode: mode_t
     /// The directory's device and inode, as opened.
     let identity: FileIdentity
+    /// The directory's group.
+    let group: gid_t
+
+    init(fd: CInt, status st: stat) {
+        self.fd = fd
+        mode = st.st_mode
+        identity = FileIdentity(st)
+        group = st.st_gid
+    }
 
     /// A set-group-ID directory is a group container: new files get exactly the suite's
     /// `filePermissions`, whatever the umask, so every member of the group can use them.
@@ -87,7 +96,7 @@ struct DirectoryLocation: Sendable, Hashable {
                 try Self.checkWritable(st, path: path)
                 try Self.checkOwner(st, path: path)
             }
-            return OpenDirectory(fd: fd, mode: st.st_mode, identity: FileIdentity(st))
+            return OpenDirectory(fd: fd, status: st)
         } catch {
             Syscall.close(fd)
             throw error

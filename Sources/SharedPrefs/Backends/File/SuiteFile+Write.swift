@@ -13,10 +13,11 @@ extension SuiteFile {
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
     /// that `durability` asks for, and returns the new file's version. Nothing stays open.
     ///
-    /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL`; one that a
-    /// writer killed mid-write leaves behind is removed by a later writer
-    /// (``removeStaleTemporaryFiles(in:)``). Call it holding both locks (``lock(in:until:)``,
-    /// ``lockSuiteFile(in:until:)``).
+    /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL` in the
+    /// directory of writes (``openWritesDirectory(in:)``), or in the suite directory where that
+    /// cannot be used; one that a writer killed mid-write leaves behind is removed by a later
+    /// writer (``removeStaleTemporaryFiles(in:)``). Call it holding both locks
+    /// (``lock(in:until:)``, ``lockSuiteFile(in:until:)``).
     func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String) throws(PreferenceError) -> FileVersion {
         if bytes.count > options.maximumFileSize {
             throw PreferenceError(
@@ -24,9 +25,14 @@ extension SuiteFile {
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
                 path: path)
         }
-        let tempPath = directory + "/" + tempName
-        let fd = try Syscall.openat(dir.fd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
+        let writes = openWritesDirectory(in: dir)
+        defer { if let writes { Syscall.close(writes) } }
+        let tempDirectory = writes ?? dir.fd
+        let tempPath = directory + (writes == nil ? "/" : "/" + Self.writesDirectoryName + "/") + tempName
+        let fd = try Syscall.openat(tempDirectory, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: tempPath, doing: "create the temporary file")
+        // The descriptor the stamp is taken from after the rename (which sets the file's ctime).
+        var held = fd
         let version: FileVersion
         _Stages.mark("O")
         do throws(PreferenceError) {
@@ -43,24 +49,35 @@ extension SuiteFile {
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
+            let written = try Syscall.fstat(fd).get("fstat", path: tempPath, doing: "inspect")
+            let proof = FileVersion.Proof.of(fd, written, on: fileSystem)
+            if writes != nil {
+                // Closed before the rename, where no observer watches: the rename is the write's
+                // only event in the suite directory. Its inode is held for the stamp.
+                held = try Syscall.openat(tempDirectory, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+                    .get("openat", path: tempPath, doing: "open the temporary file")
+                Syscall.close(fd)
+            }
             #if SHAREDPREFS_TESTING
             TestingHooks.willRename(tempPath)
             #endif
             _Stages.mark("B")
-            try Syscall.renameat(dir.fd, tempName, fileName).get("renameat", path: path, doing: "replace")
+            try Syscall.renameat(tempDirectory, tempName, fileName, in: dir.fd).get("renameat", path: path, doing: "replace")
             _Stages.mark("A")
-            // After the rename, which sets the file's ctime.
             let takenAt = FileVersion.now()
-            let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
-            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: .of(fd, st, on: fileSystem))
+            let st = try Syscall.fstat(held).get("fstat", path: path, doing: "inspect")
+            // Another name swapped in under the temporary one: a stamp that no file has.
+            let stamp = FileIdentity(st) == FileIdentity(written) ? FileStamp(st) : FileStamp(written)
+            version = FileVersion(stamp: stamp, content: bytes, takenAt: takenAt, proof: proof)
         } catch {
-            _ = Syscall.unlinkat(dir.fd, tempName)
-            Syscall.close(fd)
+            _ = Syscall.unlinkat(tempDirectory, tempName)
+            Syscall.close(held)
+            if held != fd { Syscall.close(fd) }
             throw error
         }
-        // Closed before the directory's sync: the IN_CLOSE_WRITE it sends the directory's
-        // watchers comes with the rename's events, not as a wake-up of its own.
-        Syscall.close(fd)
+        // In the suite directory (no directory of writes): closed right after the rename, whose
+        // wake-up its IN_CLOSE_WRITE shares when the two are read together.
+        Syscall.close(held)
         if options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
             if case .failure(let errno) = Syscall.fsync(dir.fd) {
@@ -68,6 +85,38 @@ extension SuiteFile {
             }
         }
         return version
+    }
+
+    /// Where writes make their temporary files: this directory in the suite directory, shared
+    /// by its suites and made at the first write.
+    static let writesDirectoryName = ".sharedprefs-writes"
+
+    /// Opens (making it first, if missing and `creating`) the directory of writes: the creation of a temporary
+    /// file and the close of the file written happen there, where no observer watches, so that
+    /// the rename that publishes a write is its only event in the suite directory, and each
+    /// observer wakes once per write instead of three times. `nil` where it cannot be used: not a
+    /// directory (a link, a file), on another file system, writable by others, or owned by
+    /// another user (unless it has the group of a group container): the suite directory serves
+    /// then, as it always may.
+    func openWritesDirectory(in dir: OpenDirectory, creating: Bool = true) -> CInt? {
+        let name = Self.writesDirectoryName
+        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        var opened = Syscall.openat(dir.fd, name, flags)
+        if creating, case .failure(.noSuchFileOrDirectory) = opened {
+            // Group members write it in a group container (mkdir leaves out what the umask does).
+            let mode = 0o700 | (dir.mode & 0o070) | (dir.isGroupContainer ? S_ISGID : 0)
+            _ = Syscall.mkdirat(dir.fd, name, mode & 0o777)
+            opened = Syscall.openat(dir.fd, name, flags)
+            if dir.isGroupContainer, case .success(let fd) = opened { _ = Syscall.fchmod(fd, mode) }
+        }
+        guard case .success(let fd) = opened else { return nil }
+        guard case .success(let st) = Syscall.fstat(fd), st.st_dev == dir.identity.device, st.st_mode & S_IWOTH == 0,
+            st.st_uid == geteuid() || (dir.isGroupContainer && st.st_gid == dir.group)
+        else {
+            Syscall.close(fd)
+            return nil
+        }
+        return fd
     }
 
     /// A new name for a temporary file of this suite: `.<suite>.plist.<random>.tmp`.
@@ -88,20 +137,26 @@ extension SuiteFile {
     /// suites: ten thousand suites in one directory must not list it ten thousand times.
     private static let listings = Lock<[String: (taken: ContinuousClock.Instant, names: [String])]>([:])
 
-    /// Deletes temporary files a writer left when it died between writing and renaming. Call it
-    /// only while holding the lock: every live writer creates and renames its temporary file
-    /// under the lock, so any of this suite's temporary files that exists now is stale, even when
-    /// the listing that named it is up to a minute old. Lists and unlinks through the directory's
-    /// descriptor. Returns how many were removed.
+    /// Deletes temporary files a writer left when it died between writing and renaming, in the
+    /// directory of writes and in the suite directory. Call it only while holding the lock: every
+    /// live writer creates and renames its temporary file under the lock, so any of this suite's
+    /// temporary files that exists now is stale, even when the listing that named it is up to a
+    /// minute old. Lists and unlinks through the directories' descriptors. Returns how many were
+    /// removed.
     func removeStaleTemporaryFiles(in dir: OpenDirectory) -> Int {
+        let writes = openWritesDirectory(in: dir, creating: false)
+        defer { if let writes { Syscall.close(writes) } }
         let now = ContinuousClock.now
-        var names = Self.listings.withLock { $0[directory].flatMap { now - $0.taken < .seconds(60) ? $0.names : nil } }
-        if names == nil {
-            names = (try? Syscall.directoryEntries(dir.fd).get()) ?? []
-            Self.listings.withLock { $0[directory] = (now, names!) }
+        var removed = 0
+        for (fd, path) in [(dir.fd, directory)] + (writes.map { [($0, directory + "/" + Self.writesDirectoryName)] } ?? []) {
+            var names = Self.listings.withLock { $0[path].flatMap { now - $0.taken < .seconds(60) ? $0.names : nil } }
+            if names == nil {
+                names = (try? Syscall.directoryEntries(fd).get()) ?? []
+                Self.listings.withLock { $0[path] = (now, names!) }
+            }
+            removed += names!.filter(isTemporaryFile).filter { if case .success = Syscall.unlinkat(fd, $0) { true } else { false } }.count
         }
-        return names!.filter(isTemporaryFile)
-            .filter { if case .success = Syscall.unlinkat(dir.fd, $0) { true } else { false } }.count
+        return removed
     }
 
     /// Renames a corrupt suite file to `<suite>.plist.corrupt-<time>` so that it is never overwritten.

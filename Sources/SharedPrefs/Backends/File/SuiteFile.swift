@@ -18,9 +18,10 @@ enum SuiteFileContents {
 }
 
 /// The on-disk protocol of one suite: `<directory>/<suite>.plist`, the lock file
-/// `.<suite>.plist.lock` and temporary files `.<suite>.plist.<random>.tmp`, all opened relative
-/// to the directory's descriptor with `O_NOFOLLOW | O_CLOEXEC`, and never blocking: a FIFO or
-/// device planted in their place is an error, not a hang.
+/// `.<suite>.plist.lock` and temporary files `.<suite>.plist.<random>.tmp` (in the directory of
+/// writes, `.sharedprefs-writes`, where it can be used), all opened relative to a directory's
+/// descriptor with `O_NOFOLLOW | O_CLOEXEC`, and never blocking: a FIFO or device planted in their
+/// place is an error, not a hang.
 struct SuiteFile: Sendable {
     let location: DirectoryLocation
     let fileName: String

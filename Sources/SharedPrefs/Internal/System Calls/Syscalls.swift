@@ -167,8 +167,8 @@ package enum Syscall {
     }
 
     /// The corresponding C function is `renameat`.
-    static func renameat(_ dirfd: CInt, _ from: String, _ to: String) -> Result<Void, Errno> {
-        valueOrErrno { Glibc.renameat(dirfd, from, dirfd, to) }.map { _ in }
+    static func renameat(_ dirfd: CInt, _ from: String, _ to: String, in toDirfd: CInt? = nil) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.renameat(dirfd, from, toDirfd ?? dirfd, to) }.map { _ in }
     }
 
     /// The corresponding C function is `unlinkat`.
@@ -346,3 +346,8 @@ extension stat {
 /// unnamed file in a directory, which makes no inotify event until it is linked in. Glibc's module
 /// hides it behind `_GNU_SOURCE`.
 let O_TMPFILE: CInt = 0o20000000 | O_DIRECTORY
+
+/// `O_PATH` (Linux ≥ 2.6.39, the same on x86_64 and arm64): a descriptor that only names a file
+/// (for `fstat`), opens nothing, and sends no `IN_CLOSE_WRITE`. Glibc's module hides it behind
+/// `_GNU_SOURCE`.
+let O_PATH: CInt = 0o10000000

@@ -573,6 +573,29 @@ struct HardeningTests {
         #expect(seen[0].key == "published" && seen[0].newValue == "by link" && seen[0].origin == .external)
     }
 
+    /// A temporary file taken away between its close and its rename: the write fails, naming the
+    /// suite, with every descriptor it opened closed once (a debug build stops at a second close,
+    /// which could close another thread's file), and the next write succeeds.
+    @Test(.enabled(if: testHooksBuiltIn, "needs the test hooks of a debug build"))
+    func aTemporaryFileTakenAwayBeforeItsRenameFailsTheWriteAndLeaksNothing() async throws {
+        #if SHAREDPREFS_TESTING
+        let directory = try TemporaryDirectory()
+        let file = directory.file("taken.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(0, forKey: "k")
+        try await suite.flush()
+        TestingHooks.beforeRename { path in
+            if path.hasPrefix(directory.url.path + "/") { unlink(path) }
+        }
+        suite.set(1, forKey: "k")
+        let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
+        TestingHooks.beforeRename(nil)
+        #expect(error?.message.contains("Could not replace") == true && error?.path == file.path, "\(String(describing: error?.message)) \(String(describing: error?.path))")
+        try await suite.flush()
+        #expect(try readSuiteFile(file) == ["k": 1])
+        #endif
+    }
+
     /// A rename over the suite from the writer's own last temporary name, by anyone who saw it,
     /// is read like any other change.
     @Test(.enabled(if: testHooksBuiltIn, "needs the test hooks of a debug build"))

@@ -14,8 +14,8 @@ extension SuiteFile {
     /// that `durability` asks for, and returns the new file's version. Nothing stays open.
     ///
     /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL` in the
-    /// directory of writes (``openWritesDirectory(in:)``), or in the suite directory where that
-    /// cannot be used; one that a writer killed mid-write leaves behind is removed by a later
+    /// directory of writes (``openWritesDirectory(in:creating:)``), or in the suite directory where
+    /// that cannot be used; one that a writer killed mid-write leaves behind is removed by a later
     /// writer (``removeStaleTemporaryFiles(in:)``). Call it holding both locks
     /// (``lock(in:until:)``, ``lockSuiteFile(in:until:)``).
     func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String) throws(PreferenceError) -> FileVersion {
@@ -31,8 +31,10 @@ extension SuiteFile {
         let tempPath = directory + (writes == nil ? "/" : "/" + Self.writesDirectoryName + "/") + tempName
         let fd = try Syscall.openat(tempDirectory, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
             .get("openat", path: tempPath, doing: "create the temporary file")
-        // The descriptor the stamp is taken from after the rename (which sets the file's ctime).
-        var held = fd
+        // Open until it is closed before the rename (in the directory of writes).
+        var writing: CInt? = fd
+        // The file's inode held after that (`O_PATH`), for the stamp the rename changes (its ctime).
+        var held: CInt? = nil
         let version: FileVersion
         _Stages.mark("O")
         do throws(PreferenceError) {
@@ -57,6 +59,7 @@ extension SuiteFile {
                 held = try Syscall.openat(tempDirectory, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC)
                     .get("openat", path: tempPath, doing: "open the temporary file")
                 Syscall.close(fd)
+                writing = nil
             }
             #if SHAREDPREFS_TESTING
             TestingHooks.willRename(tempPath)
@@ -65,19 +68,18 @@ extension SuiteFile {
             try Syscall.renameat(tempDirectory, tempName, fileName, in: dir.fd).get("renameat", path: path, doing: "replace")
             _Stages.mark("A")
             let takenAt = FileVersion.now()
-            let st = try Syscall.fstat(held).get("fstat", path: path, doing: "inspect")
+            let st = try Syscall.fstat(held ?? fd).get("fstat", path: path, doing: "inspect")
             // Another name swapped in under the temporary one: a stamp that no file has.
             let stamp = FileIdentity(st) == FileIdentity(written) ? FileStamp(st) : FileStamp(written)
             version = FileVersion(stamp: stamp, content: bytes, takenAt: takenAt, proof: proof)
         } catch {
             _ = Syscall.unlinkat(tempDirectory, tempName)
-            Syscall.close(held)
-            if held != fd { Syscall.close(fd) }
+            for open in [writing, held].compactMap({ $0 }) { Syscall.close(open) }
             throw error
         }
-        // In the suite directory (no directory of writes): closed right after the rename, whose
-        // wake-up its IN_CLOSE_WRITE shares when the two are read together.
-        Syscall.close(held)
+        // In the suite directory (no directory of writes), the file is closed right after the
+        // rename, whose wake-up its IN_CLOSE_WRITE shares when the two are read together.
+        Syscall.close(held ?? fd)
         if options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
             if case .failure(let errno) = Syscall.fsync(dir.fd) {

@@ -310,7 +310,7 @@ struct HardeningTests {
     /// Foundation's `UserDefaults` on Linux rewrites its file in place. One stopped halfway until
     /// the writer is seen waiting for it (holding the suite's lock), then 0.7 s more, is waited for
     /// while it holds the file open: the writer then merges into what it wrote, for a new process
-    /// (`prefs-watch write`) and one that read the suite before.
+    /// and one that read the suite before.
     @Test func aForeignInPlaceWriterStoppedHalfwayIsWaitedForWhileItHoldsTheFile() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("slow.plist")
@@ -328,10 +328,12 @@ struct HardeningTests {
             """
         let suite = try PreferenceSuite(fileURL: file)
         try await suite.update { $0["lib.b"] = 1 }
-        // A new process, which never read a good version of the file.
+        // A new process, which never read a good version of the file. Its lock timeout, counted
+        // from its call, is a minute: the wait asked of it is the writer's, not its own start-up,
+        // which under ThreadSanitizer and a loaded machine took most of the default 5 s.
         let first = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path, "first"])
         try await first.records.wait(for: 1)
-        let cli = try Launched(prefsWatch, ["write", file.path, "cli", "-int", "1"])
+        let cli = try Launched(childExecutable, ["set", file.path, "cli=int:1", "--lock-timeout-ms", "60000"])
         try await waitUntilWriting(file, by: cli.pid)
         try first.closeInput()
         #expect(try await cli.status() == 0, "\(cli.standardError)")

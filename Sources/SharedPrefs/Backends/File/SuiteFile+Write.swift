@@ -93,13 +93,12 @@ extension SuiteFile {
     /// by its suites and made at the first write.
     static let writesDirectoryName = ".sharedprefs-writes"
 
-    /// Opens (making it first, if missing and `creating`) the directory of writes: the creation of a temporary
-    /// file and the close of the file written happen there, where no observer watches, so that
-    /// the rename that publishes a write is its only event in the suite directory, and each
-    /// observer wakes once per write instead of three times. `nil` where it cannot be used: not a
-    /// directory (a link, a file), on another file system, writable by others, or owned by
-    /// another user (unless it has the group of a group container): the suite directory serves
-    /// then, as it always may.
+    /// Opens the directory of writes (made first when missing and `creating`): a temporary file
+    /// is created and closed there, where no observer watches, so that the rename that publishes
+    /// a write is its only event in the suite directory, and each observer wakes once per write
+    /// instead of three times. `nil` where it cannot be used: not a directory (a link, a file), on
+    /// another file system, writable by others, or owned by another user (unless it has the group
+    /// of a group container): the suite directory serves then, as it always may.
     func openWritesDirectory(in dir: OpenDirectory, creating: Bool = true) -> CInt? {
         let name = Self.writesDirectoryName
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC

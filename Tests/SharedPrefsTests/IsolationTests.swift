@@ -47,11 +47,13 @@ private let writeEach = """
         _ = try await python(writeEach, ["0"] + files)
         let suites = try files.map { try PreferenceSuite(fileURL: URL(filePath: $0)) }
         let blocked = Recorder<Int>()
+        let returned = Recorder<Int>()
         let never = DispatchSemaphore(value: 0)
         let tokens = suites.prefix(30).enumerated().map { i, suite in
             suite.observe(.key("k"), options: .synchronousExternalChanges) { _ in
                 blocked.record(i)
                 _ = never.wait(timeout: .now() + 1.5)
+                returned.record(i)
             }
         }
         let heard = Recorder<Int64>()
@@ -65,6 +67,7 @@ private let writeEach = """
         // returned the readers they held end: three at most stay, waiting. (Other tests of this
         // process may hold more readers busy meanwhile: only the waiting ones are counted.)
         _ = try await blocked.wait(for: 30, timeout: .seconds(10))
+        _ = try await returned.wait(for: 30, timeout: .seconds(10))
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
         while readerThreads(waiting: true) > 3 && clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }

@@ -13,7 +13,18 @@ func mountBindfs(in directory: borrowing TemporaryDirectory) throws -> (source: 
     let (source, mount) = (directory.file("source"), directory.file("mount"))
     for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
     // bindfs daemonizes, and Foundation's Process does not see its parent exit: use system(3).
-    try #require(system("/usr/bin/bindfs '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
+    // It starts with standard input, output and error only: a daemon holding this process's
+    // descriptors (the write ends of other children's standard input) would keep them from ever
+    // reading the end of their input, and running, if this process died before unmounting it.
+    let start = "import os, sys; os.closerange(3, os.sysconf('SC_OPEN_MAX')); os.execv('/usr/bin/bindfs', ['bindfs'] + sys.argv[1:])"
+    try #require(system("/usr/bin/env python3 -c \"\(start)\" '\(source.path)' '\(mount.path)'") == 0, "bindfs could not mount \(mount.path)")
+    let daemon = try FileManager.default.contentsOfDirectory(atPath: "/proc").first { pid in
+        (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?.contains(mount.path) == true
+    }
+    let held = try daemon.map { pid in
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+    }
+    #expect(held?.contains { $0.hasPrefix("pipe:") || $0.hasPrefix("socket:") } == false, "bindfs holds \(held ?? [])")
     return (source, mount, { _ = system("/bin/umount '\(mount.path)'") })
 }
 

@@ -100,9 +100,10 @@ struct FileSystemTests {
             var offset = 0
             while offset < count {
                 let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
-                let name = buffer[(offset + 16)..<(offset + 16 + Int(event.len))].prefix { $0 != 0 }
+                let nameStart = offset + MemoryLayout<inotify_event>.size
+                let name = buffer[nameStart..<(nameStart + Int(event.len))].prefix { $0 != 0 }
                 events.append("\(event.mask == UInt32(IN_MOVED_TO) ? "MOVED_TO" : "0x" + String(event.mask, radix: 16)) \(String(decoding: name, as: UTF8.self))")
-                offset += 16 + Int(event.len)
+                offset = nameStart + Int(event.len)
             }
             #expect(events == ["MOVED_TO one.plist"])
         }

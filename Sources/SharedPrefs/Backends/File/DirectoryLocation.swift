@@ -103,8 +103,9 @@ struct DirectoryLocation: Sendable, Hashable {
         }
     }
 
-    /// Opens one component below `parent`, never following a link; creates it when asked.
-    private func openComponent(_ name: String, in parent: CInt, path: String, creating: Bool, mode: mode_t) throws(PreferenceError) -> CInt? {
+    /// Opens one component below `parent`, never following a link; creates it when asked, with
+    /// exactly `mode` when that is set-group-ID.
+    func openComponent(_ name: String, in parent: CInt, path: String, creating: Bool, mode: mode_t) throws(PreferenceError) -> CInt? {
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         for _ in 0..<2 {
             switch Syscall.openat(parent, name, flags) {

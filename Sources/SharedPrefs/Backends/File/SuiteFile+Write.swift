@@ -100,17 +100,10 @@ extension SuiteFile {
     /// another file system, writable by others, or owned by another user (unless it has the group
     /// of a group container): the suite directory serves then, as it always may.
     func openWritesDirectory(in dir: OpenDirectory, creating: Bool = true) -> CInt? {
+        // Group members write it in a group container.
+        let mode = 0o700 | (dir.mode & 0o070) | (dir.isGroupContainer ? S_ISGID : 0)
         let name = Self.writesDirectoryName
-        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-        var opened = Syscall.openat(dir.fd, name, flags)
-        if creating, case .failure(.noSuchFileOrDirectory) = opened {
-            // Group members write it in a group container (mkdir leaves out what the umask does).
-            let mode = 0o700 | (dir.mode & 0o070) | (dir.isGroupContainer ? S_ISGID : 0)
-            _ = Syscall.mkdirat(dir.fd, name, mode & 0o777)
-            opened = Syscall.openat(dir.fd, name, flags)
-            if dir.isGroupContainer, case .success(let fd) = opened { _ = Syscall.fchmod(fd, mode) }
-        }
-        guard case .success(let fd) = opened else { return nil }
+        guard let fd = try? location.openComponent(name, in: dir.fd, path: directory + "/" + name, creating: creating, mode: mode) else { return nil }
         guard case .success(let st) = Syscall.fstat(fd), st.st_dev == dir.identity.device, st.st_mode & S_IWOTH == 0,
             st.st_uid == geteuid() || (dir.isGroupContainer && st.st_gid == dir.group)
         else {

@@ -33,7 +33,7 @@ extension PreferenceSuite {
     /// the writer.
     /// - Parameters:
     ///   - filter: `.key`, `.keys`, `.prefix` or `.all`.
-    ///   - options: ``ObservationOptions/initial`` delivers the current stored values first;
+    ///   - options: ``ObservationOptions/initial`` delivers the current values first;
     ///     ``ObservationOptions/synchronousLocalChanges`` delivers this process's own changes
     ///     before `set` returns; ``ObservationOptions/synchronousExternalChanges`` delivers other
     ///     processes' changes on the thread that read them, without a hand-over to `queue`.
@@ -44,38 +44,44 @@ extension PreferenceSuite {
         _ filter: KeyFilter, options: ObservationOptions = [], queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (PreferenceChange) -> Void
     ) -> PreferenceObservation {
-        let name = self.name
-        return observe(filter, options: options, queue: queue, initial: { values in
-            values.sortedByKey.filter { filter.matches($0.key) }.map {
-                PreferenceChange(suite: name, key: $0.key, oldValue: nil, newValue: $0.value, origin: .local)
-            }
-        }, handler)
+        observe(filter, options: options, queue: queue, initial: { $0 }, handler)
     }
 
     /// ``observe(_:options:queue:_:)`` with what ``ObservationOptions/initial`` delivers first
-    /// given by `initial`, from the stored values, under the same lock as the registration: no
-    /// change slips in before it or between.
+    /// made by `initial` from the observer's first values (``SuiteStore/State/initialChanges(_:suite:)``),
+    /// under the same lock as the registration: no change slips in before it or between. With
+    /// ``ObservationOptions/synchronousLocalChanges`` too, whichever change comes before the queue
+    /// has delivered them delivers them first, on its own thread (``FirstDelivery``).
     private func observe(
         _ filter: KeyFilter, options: ObservationOptions, queue: DispatchQueue?,
-        initial: (PlistDictionary) -> [PreferenceChange], _ handler: @escaping @Sendable (PreferenceChange) -> Void
+        initial: ([PreferenceChange]) -> [PreferenceChange], _ handler: @escaping @Sendable (PreferenceChange) -> Void
     ) -> PreferenceObservation {
         let queue = queue ?? DispatchQueue(label: "SharedPrefs.observer.\(name)")
-        let store = self.store
-        let deliver: @Sendable ([PreferenceChange]) -> Void = { changes in queue.async { for change in changes { handler(change) } } }
-        var now: (@Sendable ([PreferenceChange]) -> Void)? = nil
-        if options.contains(.synchronousLocalChanges) { now = { batch in batch.forEach(handler) } }
-        let ordered = options.contains(.synchronousExternalChanges) ? OrderedDelivery(queue: queue) { $0.forEach(handler) } : nil
+        let (store, name) = (self.store, self.name)
+        let first = options.contains(.initial) && options.contains(.synchronousLocalChanges) ? FirstDelivery() : nil
+        let handle: @Sendable ([PreferenceChange]) -> Void = { changes in
+            first?.deliver(to: handler)
+            changes.forEach(handler)
+        }
+        let deliver: @Sendable ([PreferenceChange]) -> Void = { changes in queue.async { handle(changes) } }
+        let now = options.contains(.synchronousLocalChanges) ? handle : nil
+        let ordered = options.contains(.synchronousExternalChanges) ? OrderedDelivery(queue: queue, handle) : nil
         let id = store.addObserver(filter, deliver: deliver, synchronous: now, ordered: ordered) { state in
             guard options.contains(.initial) else { return }
-            let current = initial(state.values)
-            guard !current.isEmpty else { return }
-            if let ordered {
+            let current = initial(state.initialChanges(filter, suite: name))
+            if let first {
+                first.post(current)
+                queue.async { first.deliver(to: handler) }
+            } else if current.isEmpty {
+                return
+            } else if let ordered {
                 ordered.post(current)
-                ordered.deliverPendingOnQueue()
+                if !options.contains(.initialOnObservingThread) { ordered.deliverPendingOnQueue() }
             } else {
                 deliver(current)
             }
         }
+        if options.contains(.initialOnObservingThread) { ordered?.deliverPending() }
         return PreferenceObservation { store.removeObserver(id) }
     }
 
@@ -101,7 +107,8 @@ extension PreferenceSuite {
     }
 
     /// The typed value of a key each time it changes, starting with the current value when
-    /// `initial` is `true`. Values resolve like the typed subscript (stored → registered → default).
+    /// `initial` is `true`. Values resolve like the typed subscript (every layer → registered →
+    /// default).
     ///
     /// ```swift
     /// for await theme in suite.values(for: .theme) { render(theme) }
@@ -114,7 +121,7 @@ extension PreferenceSuite {
         let id = store.addObserver(.key(key.name), deliver: { changes in
             for change in changes { continuation.yield(change.newValue) }
         }, initial: { state in
-            if initial { continuation.yield(state.values[key.name]) }
+            if initial { continuation.yield(state.visible(PlistKey(key.name))) }
         })
         continuation.onTermination = { _ in store.removeObserver(id) }
         return stream.map { [self] stored in typedValue(key, stored: stored) }
@@ -132,11 +139,10 @@ extension PreferenceSuite {
         _ key: PreferenceKey<Value>, options: ObservationOptions = [], queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (TypedPreferenceChange<Value>) -> Void
     ) -> PreferenceObservation {
-        let name = self.name
-        // The initial value as a change from the stored value to itself: it resolves as the typed
-        // subscript does (stored → registered → default).
-        return observe(.key(key.name), options: options, queue: queue, initial: { values in
-            [PreferenceChange(suite: name, key: key.name, oldValue: values[key.name], newValue: values[key.name], origin: .local)]
+        // The initial value as a change from the value read to itself: it resolves as the typed
+        // subscript does (layers → registered → default).
+        observe(.key(key.name), options: options, queue: queue, initial: { first in
+            first.map { PreferenceChange(suite: $0.suite, key: $0.key, oldValue: $0.newValue, newValue: $0.newValue, origin: .local) }
         }) { [self] change in
             handler(TypedPreferenceChange(
                 oldValue: typedValue(key, stored: change.oldValue), newValue: typedValue(key, stored: change.newValue), origin: change.origin))
@@ -186,7 +192,7 @@ extension PreferenceSuite {
                 })
             }
         }, initial: { state in
-            let values = PlistDictionary(names.compactMap { name in state.values[name].map { (name, $0) } })
+            let values = PlistDictionary(names.compactMap { name in state.visible(PlistKey(name)).map { (name, $0) } })
             current.withLock { $0 = values }
             if initial { continuation.yield(values) }
         })
@@ -222,8 +228,14 @@ public struct ObservationOptions: OptionSet, Sendable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
 
-    /// First, each stored key that passes the filter, as a change from absent to its current
-    /// value (origin `.local`), on the observer's queue before any later change (Defaults' `.initial`).
+    /// First, the current value of each key that passes the filter, as a change from absent to
+    /// the value the process reads (every layer, as ``PreferenceSuite/value(forKey:)`` without
+    /// registered defaults; origin `.local`), before any later change, whatever the other options
+    /// (Defaults' `.initial`): every key that `.key` or `.keys` names, held or not (new value
+    /// `nil`), and every key held that passes `.prefix` or `.all`. They arrive on the observer's
+    /// queue; with ``synchronousLocalChanges``, a change this process makes before the queue has
+    /// delivered them delivers them first, on the setter's thread. A typed observer's first value
+    /// is the one the typed subscript reads.
     public static let initial = ObservationOptions(rawValue: 1)
 
     /// This process's own changes are delivered on the thread that made them, before `set` (or
@@ -249,6 +261,11 @@ public struct ObservationOptions: OptionSet, Sendable {
     /// their way. With ``synchronousLocalChanges`` too, the handler may run on the setter's
     /// thread while it runs on the watcher's.
     public static let synchronousExternalChanges = ObservationOptions(rawValue: 4)
+
+    /// With ``initial`` and ``synchronousExternalChanges``: the first values are delivered on the
+    /// thread that calls `observe`, before it returns (unless a reader thread delivers them first,
+    /// with the changes after them), so that no other thread starts for them (`prefs-watch tail`).
+    package static let initialOnObservingThread = ObservationOptions(rawValue: 1 << 30)
 }
 
 /// A change of one typed key: its value before and after, as the typed subscript reads them.

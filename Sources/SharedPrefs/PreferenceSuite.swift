@@ -309,13 +309,7 @@ public final class PreferenceSuite: Sendable {
     /// Every key's value as ``value(forKey:)`` reads it, through every layer (<doc:Layers>), as
     /// property-list values; ``storedValues`` has the suite's own.
     public var resolvedValues: PlistDictionary {
-        let (values, registered, layers) = store.snapshot()
-        guard let layers else { return registered.merging(values) { _, stored in stored } }
-        var resolved = registered
-        for key in Set(values.storage.keys).union(layers.defaults.storage.keys).union(layers.arguments.storage.keys) {
-            resolved.storage[key] = layers.value(of: key, stored: values) ?? registered.storage[key]
-        }
-        return resolved
+        store.resolvedValues
     }
 
     /// The stored value of one key (no registered default), for `@ObservablePrefs`' runtime.
@@ -326,7 +320,7 @@ public final class PreferenceSuite: Sendable {
     /// The stored values (without registered defaults), exactly as property-list values, keys
     /// compared by their exact Unicode scalars.
     public var storedValues: PlistDictionary {
-        store.snapshot().values
+        store.storedValues
     }
 
     // MARK: Writing

@@ -62,16 +62,16 @@ public struct PreferenceTransaction {
         set { operations[PlistKey(key)] = newValue.map { .set($0) } ?? .remove }
     }
 
-    /// A typed value, as ``PreferenceSuite`` reads it: stored → system layers → registered →
-    /// declared default (a locked key's skips the stored value). Setting `Optional.none` removes
-    /// the key; setting a value with no stored form makes the update throw
+    /// A typed value, as ``PreferenceSuite`` reads it: through every layer (<doc:Layers>) by the
+    /// same rule, this transaction's changes and the freshest stored values in the suite's
+    /// place, then the registered and the declared default. Setting `Optional.none` removes the
+    /// key; setting a value with no stored form makes the update throw
     /// ``PreferenceError/Code/unsupportedValue``, setting a locked key
     /// ``PreferenceError/Code/keyLocked``, writing nothing.
     public subscript<Value: PreferenceValue>(key: PreferenceKey<Value>) -> Value {
         get {
-            let layered = layers?.defaults[key.name]
-            let stored = layers?.lock(of: PlistKey(key.name)) != nil ? nil : self[key.name]
-            for candidate in [stored, layered, registered[key.name]] {
+            let read = layers.map { $0.value(of: PlistKey(key.name)) { self[$0.string] } } ?? self[key.name]
+            for candidate in [read, registered[key.name]] {
                 if let candidate, let value = Value(plistValue: candidate) { return value }
             }
             return key.defaultValue

@@ -228,12 +228,14 @@ final class TailSession: Sendable {
         }
         guard isNew else { return }
         let path = suite.fileURL?.path ?? suite.name
-        let changes = suite.observe(.all, options: [.synchronousExternalChanges, .synchronousLocalChanges]) { [self] change in
+        // The current values come first, as the suite reads them, as changes of origin `.local`
+        // (tail makes no change of its own), printed on this thread.
+        let options: ObservationOptions = announce == .none ? [.synchronousExternalChanges] : [.initial, .initialOnObservingThread, .synchronousExternalChanges]
+        let changes = suite.observe(.all, options: options) { [self] change in
             guard passes(change.key) else { return }
             let layer: PreferenceLayer? = if case .layer(let layer) = change.origin { layer } else { nil }
-            emit(Record(
-                suite: change.suite, path: path, key: change.key, operation: change.isRemoval ? .removed : .set,
-                old: change.oldValue, new: change.newValue, layer: layer))
+            let operation: Record.Operation = change.origin == .local && announce == .initial ? .initial : change.isRemoval ? .removed : .set
+            emit(Record(suite: change.suite, path: path, key: change.key, operation: operation, old: change.oldValue, new: change.newValue, layer: layer))
         }
         let failures = suite.observeFailures { [self] failure in
             emit(Record(
@@ -241,10 +243,6 @@ final class TailSession: Sendable {
                 message: failure.description))
         }
         state.withLock { $0.attached[suite.name] = (suite, changes, failures) }
-        guard announce != .none else { return }
-        for (key, value) in suite.storedValues.sortedByKey where passes(key) {
-            emit(Record(suite: suite.name, path: path, key: key, operation: announce == .initial ? .initial : .set, new: value))
-        }
     }
 
     /// Prints an error record for a suite that could not be opened.

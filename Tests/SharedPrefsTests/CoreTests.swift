@@ -68,6 +68,20 @@ struct CoreTests {
         #expect(try readSuiteFile(file)["counter"] == .integer(Int64(2 * count)))
     }
 
+    /// A deadline bounds waiting, not the suite's own work: with a lock timeout of 100 ms,
+    /// `synchronize()` after 200,000 sets (background writes of a suite that grows to megabytes,
+    /// each longer than the timeout) waits for the write under way and returns `true` once all
+    /// is written. (Before, it gave up waiting for the write of its own values: `false`.)
+    @Test func synchronizeAfterAWriteLongerThanTheTimeoutSucceeds() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("large.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none, lockTimeout: .milliseconds(100)))
+        for i in 0..<200_000 { suite.set(i, forKey: "key.\(i)") }
+        #expect(suite.synchronize())
+        let stored = try readSuiteFile(file)
+        #expect(stored.count == 200_000 && stored["key.199999"] == 199_999)
+    }
+
     /// A process that has written forks without exec; parent and child each increment 500 times.
     /// Nothing is held between writes, so the child shares no locked file with its parent. (Not
     /// under ThreadSanitizer, which ends a forked child that starts a thread, as a lock wait does.)

@@ -213,6 +213,36 @@ struct LayersTests {
         } == ["1 -> 2 locked", "ignored", "2 -> 7 administrator", "7 -> 4 locked"], "\(tail.records.items)")
     }
 
+    /// A running process hears a system file or directory start or stop counting as its mode
+    /// changes (`chmod go-w`, as the log advises, and `chmod g+w`), as it hears content changes.
+    /// (Before, only processes started later saw the fix: no attribute change was watched.)
+    @Test func aRunningProcessHearsASystemFileFixedByChmod() async throws {
+        let place = try Place()
+        let suite = place.suite("fixed")
+        let (defaults, locks) = (place.admin.appending(path: "fixed.plist"), place.admin.appending(path: "locks/fixed"))
+        try place.install(suite, ["app.volume": 1])
+        try place.install(defaults, ["app.volume": 2])
+        try place.install(locks, Data("app.volume\n".utf8))
+        chmod(defaults.path, 0o664)
+        chmod(locks.path, 0o666)
+        let watcher = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", childExecutable.path, "watch", suite.path])
+        try await watcher.records.wait(until: { $0.contains("ready") })
+        let changes = { watcher.records.items.filter { $0.hasPrefix("change ") } }
+        chmod(locks.path, 0o644)  // locked: the layers below the file give no value
+        try await watcher.records.wait(until: { _ in changes().count == 1 })
+        chmod(defaults.path, 0o644)  // the administrator's default counts, under the lock
+        try await watcher.records.wait(until: { _ in changes().count == 2 })
+        chmod(place.admin.path, 0o775)  // the whole directory stops counting: unlocked, the file's
+        try await watcher.records.wait(until: { _ in changes().count == 3 })
+        chmod(place.admin.path, 0o755)
+        try await watcher.records.wait(until: { _ in changes().count == 4 })
+        #expect(changes() == [
+            "change app.volume - layer=locked", "change app.volume 2 layer=administrator", "change app.volume 1 layer=locked", "change app.volume 2 layer=locked",
+        ], "\(watcher.records.items)")
+        try watcher.closeInput()
+        #expect(try await watcher.status() == 0)
+    }
+
     /// Files no user may plant count; others are ignored, never read, and named: another owner,
     /// group- or world-writable, a symbolic link, a FIFO, a reference bomb, a directory writable by
     /// others. Each leaves the value to the layers below.

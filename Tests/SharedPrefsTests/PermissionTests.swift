@@ -286,4 +286,66 @@ struct PermissionTests {
         try await own.flush()
         #expect(try readSuiteFile(shared.appending(path: "own.plist")) == ["k": 1])
     }
+
+    /// A python3 process as `uid` that, for each path it reads, puts a file of its own (a suite
+    /// `{"member": 1}`) in that path's directory and renames it over the path: prints "swapped",
+    /// or "refused <error>" where it may not.
+    private func swapper(as uid: uid_t) throws -> Launched {
+        try Launched(URL(filePath: "/usr/bin/setpriv"), [
+            "--reuid=\(uid)", "--regid=\(Self.sharedGroup)", "--clear-groups", "/usr/bin/env", "python3", "-c", """
+            import os, plistlib, sys
+            for line in sys.stdin:
+                path = line.strip()
+                mine = os.path.join(os.path.dirname(path), ".member-" + str(os.getpid()))
+                try:
+                    with open(mine, "wb") as f: f.write(plistlib.dumps({"member": 1}, fmt=plistlib.FMT_BINARY))
+                    os.rename(mine, path)
+                    print("swapped", flush=True)
+                except OSError as error:
+                    print("refused", error, flush=True)
+            """,
+        ])
+    }
+
+    /// In a group container whose owner tightened it to 2750 after its directory of writes was
+    /// made 2770, a member who may write neither the container nor the suite renames a file of
+    /// its own over each temporary file the owner's writes make, at the moment before their
+    /// rename. Before, each such write said it succeeded and the suite ended the member's (20 of
+    /// 20); now the owner's writes make their temporary files where the member may not write
+    /// (the directory of writes admits a writer the container does not), every swap is refused,
+    /// and the suite is the owner's.
+    @Test(.enabled(if: canSwitchUsers, "needs root and setpriv to run writers under other uids"))
+    func aMemberShutOutOfATightenedContainerCannotSwapTheOwnersWrites() async throws {
+        let directory = try TemporaryDirectory()
+        traversable(directory)
+        let container = directory.file("container")
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: false)
+        #expect(chown(container.path, Self.alice, Self.sharedGroup) == 0 && chmod(container.path, 0o2770) == 0)
+        let file = container.appending(path: "shared.plist")
+        // The first write makes the directory of writes, 2770, for the group; then the owner
+        // tightens the container.
+        #expect(try await childUnderStrictUmask(as: (Self.alice, Self.sharedGroup), "set", file.path, "first=int:1").status == 0)
+        var st = stat()
+        #expect(stat(container.appending(path: ".sharedprefs-writes").path, &st) == 0 && st.st_mode & 0o7777 == 0o2770)
+        #expect(chmod(container.path, 0o2750) == 0)
+
+        let owner = try Launched(URL(filePath: "/usr/bin/setpriv"), [
+            "--reuid=\(Self.alice)", "--regid=\(Self.sharedGroup)", "--clear-groups", childExecutable.path, "paced-writes", file.path, "20",
+        ])
+        let member = try swapper(as: Self.bob)
+        for round in 0..<20 {
+            let renaming = try await owner.records.wait(for: 2 * round + 1)[2 * round]
+            #expect(renaming.hasPrefix("renaming "), "\(renaming) \(owner.standardError)")
+            try member.send(String(renaming.dropFirst("renaming ".count)))
+            let swap = try await member.records.wait(for: round + 1)[round]
+            #expect(swap.hasPrefix("refused"), "round \(round): the member \(swap) the temporary file \(renaming)")
+            try owner.send("")
+            #expect(try await owner.records.wait(for: 2 * round + 2)[2 * round + 1] == "written \(round)", "\(owner.standardError)")
+        }
+        #expect(try await owner.status() == 0)
+        try member.closeInput()
+        _ = try await member.status()
+        #expect(try readSuiteFile(file) == ["first": 1, "paced": 19])
+        #expect(stat(file.path, &st) == 0 && st.st_uid == Self.alice)
+    }
 }

@@ -48,6 +48,10 @@
 //   prefs-test-child layer-write <plist> <key> <int>
 //       sets the key through set, update and (for app.volume) @ObservablePrefs, and prints what
 //       each did: "set <failure code or ok>", "update <error code or ok>", "observable <volume read back>".
+//   prefs-test-child paced-writes <plist> <count>
+//       <count> updates of "paced" (0, 1, …), each stopped before its rename: prints "renaming
+//       <temporary file>", goes on at a line of standard input, then prints "written <i>" or
+//       "failed <i> <message>".
 //   --lock-timeout-ms N (any command): the suite's lock timeout. --launch-arguments: the suite
 //       reads -key value pairs among the arguments (keys of "layers" end at the first of them).
 //
@@ -254,6 +258,20 @@ case "hammer":
             }
         } catch {
             fail("update failed: \(error)")
+        }
+    }
+case "paced-writes":
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: paced-writes <plist> <count>") }
+    TestingHooks.beforeRename { temporaryPath in
+        say("renaming \(temporaryPath)")
+        _ = readLine()
+    }
+    for i in 0..<count {
+        do {
+            try suite.update { $0["paced"] = .integer(Int64(i)) }
+            say("written \(i)")
+        } catch {
+            say("failed \(i) \(error)")
         }
     }
 case "crash-loop":

@@ -57,6 +57,21 @@ package struct SystemLayers: Sendable, Equatable {
     /// The process's `-key value` arguments, for a suite that reads them.
     var arguments = PlistDictionary()
 
+    /// Layers held in memory, for a store given its layers directly (the unit tests' sources):
+    /// each default's layer is the highest that holds it; `locked` names keys and `prefix*`es.
+    package init(administrator: PlistDictionary = [:], vendor: PlistDictionary = [:], locked: [String] = [], arguments: PlistDictionary = [:]) {
+        for (layer, values) in [(PreferenceLayer.administrator, administrator), (.vendor, vendor)] {
+            for (key, value) in values.storage where defaults.storage[key] == nil {
+                defaults.storage[key] = value
+                sources[key] = PreferenceSource(layer: layer, path: nil, lockPath: nil)
+            }
+        }
+        for entry in locked {
+            if entry.hasSuffix("*") { lockedPrefixes.append((String(entry.dropLast()), "memory")) } else { lockedKeys[PlistKey(entry)] = "memory" }
+        }
+        self.arguments = arguments
+    }
+
     var isEmpty: Bool { defaults.storage.isEmpty && lockedKeys.isEmpty && lockedPrefixes.isEmpty && arguments.storage.isEmpty }
 
     /// The locks file that locks `key`, if one does.
@@ -69,8 +84,14 @@ package struct SystemLayers: Sendable, Equatable {
     /// this process's changes): a locked key's from the system defaults, any other's from the
     /// launch arguments, the suite, else the system defaults. The one rule every read follows.
     func value(of key: PlistKey, stored: PlistDictionary) -> PlistValue? {
+        value(of: key) { stored.storage[$0] }
+    }
+
+    /// ``value(of:stored:)`` with the suite's value of a key given by `stored`, asked only when
+    /// the rule needs it (a transaction's view of the suite).
+    func value(of key: PlistKey, stored: (PlistKey) -> PlistValue?) -> PlistValue? {
         if lock(of: key) != nil { return defaults.storage[key] }
-        return arguments.storage[key] ?? stored.storage[key] ?? defaults.storage[key]
+        return arguments.storage[key] ?? stored(key) ?? defaults.storage[key]
     }
 
     /// The value of `key` for a suite whose file (`file`) holds `stored`, and where it comes from,
@@ -144,7 +165,12 @@ extension SystemLayers {
         let reader = Reader(trustsUser: trustsUser)
         for (layer, base) in directories {
             var path = base
-            guard var dir = reader.openDirectory(path, problems: &problems) else { continue }
+            let known = problems.count
+            guard var dir = reader.openDirectory(path, problems: &problems) else {
+                // Refused, not missing: watched, for the change of mode or owner that fixes it.
+                if problems.count > known { watched.insert(Watched(directory: path, name: identity.suiteName + ".plist")) }
+                continue
+            }
             if let group = identity.group {
                 watched.insert(Watched(directory: path, name: group))
                 let sub = reader.openDirectory(group, in: dir, path: path + "/" + group, problems: &problems)
@@ -242,12 +268,7 @@ extension SystemLayers {
                 Syscall.close(fd)
                 return nil
             }
-            let problem: String? =
-                if st.st_mode & S_IFMT != (directory ? S_IFDIR : S_IFREG) { directory ? "it is not a directory" : "it is not a regular file (a FIFO, a device or a directory)" }
-                else if st.st_uid != 0 && !(trustsUser && st.st_uid == geteuid()) { "it belongs to uid \(st.st_uid), not to root" }
-                else if st.st_mode & 0o022 != 0 { "it is writable by \(st.st_mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(st.st_mode & 0o7777, radix: 8)))" }
-                else { nil }
-            if let problem {
+            if let problem = Trust.systemLayerProblem(st, directory: directory, trustsUser: trustsUser) {
                 Syscall.close(fd)
                 problems.append(ignored(path, problem))
                 return nil

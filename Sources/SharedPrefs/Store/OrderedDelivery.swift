@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import SharedPrefsLocking
 
@@ -40,5 +43,41 @@ final class OrderedDelivery: Sendable {
     /// ``deliverPending()`` on the observer's queue.
     func deliverPendingOnQueue() {
         queue.async { [self] in deliverPending() }
+    }
+}
+
+/// The first values of an observer with both ``ObservationOptions/initial`` and
+/// ``ObservationOptions/synchronousLocalChanges``: its queue delivers them, unless a change this
+/// process makes comes first; then the setter's thread delivers them before its change. Whoever
+/// comes second waits until they are delivered, so they always come first; a handler that sets a
+/// value while it takes them gets that change at once, as any synchronous change.
+final class FirstDelivery: Sendable {
+    private let state = Lock<(changes: [PreferenceChange]?, deliverer: pthread_t?)>((nil, nil))
+    private let delivered = DispatchGroup()
+
+    init() {
+        delivered.enter()
+    }
+
+    /// The first values; called once, under the store's state lock, as the observer is added.
+    func post(_ changes: [PreferenceChange]) {
+        state.withLock { $0.changes = changes }
+    }
+
+    /// Delivers the first values on this thread, unless another thread took them: then waits
+    /// until they are delivered (at once when this thread is delivering them).
+    func deliver(to handler: (PreferenceChange) -> Void) {
+        let taken = state.withLock { s -> [PreferenceChange]? in
+            guard let changes = s.changes else { return nil }
+            (s.changes, s.deliverer) = (nil, pthread_self())
+            return changes
+        }
+        if let taken {
+            taken.forEach(handler)
+            state.withLock { $0.deliverer = nil }
+            delivered.leave()
+        } else if !state.withLock({ s in s.deliverer.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
+            delivered.wait()
+        }
     }
 }

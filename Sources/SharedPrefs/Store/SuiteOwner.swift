@@ -11,7 +11,9 @@ import SharedPrefsLocking
 /// - a job that comes while none runs or waits runs at once on the thread that brings it (a
 ///   caller's `update`, a reader thread's re-read: no hand-over, no wake-up);
 /// - a caller's job that comes while one runs waits for its turn, until its deadline at most,
-///   and then runs on the caller's thread;
+///   and then runs on the caller's thread. Jobs of the library's own (a flush, a re-read: each
+///   bounded by its own deadline where it waits) are the suite's own reading and writing: a
+///   caller waits for them past its deadline, and its deadline counts from when they ended;
 /// - a background job (a coalesced flush) runs on the owner's own queue, made at the first one.
 ///
 /// The thread that runs a job is the owner's until the job ends: a job that calls back into the
@@ -20,19 +22,33 @@ import SharedPrefsLocking
 final class SuiteOwner: Sendable {
     private final class Waiter: Sendable {
         let thread: UInt
+        let isBounded: Bool
         let turn = DispatchSemaphore(value: 0)
-        init(thread: UInt) { self.thread = thread }
+        init(thread: UInt, isBounded: Bool) {
+            self.thread = thread
+            self.isBounded = isBounded
+        }
     }
 
     private enum Job {
-        case background(@Sendable () -> Void)
+        case background(@Sendable () -> Void, isBounded: Bool)
         case caller(Waiter)
+
+        /// Whether it is the library's own work, which ends by itself (no code of the app's).
+        var isBounded: Bool {
+            switch self {
+            case .background(_, let isBounded): isBounded
+            case .caller(let waiter): waiter.isBounded
+            }
+        }
     }
 
     private struct State {
         /// The thread running a job (`pthread_self`); 0 while none runs; ``handedToQueue`` while
         /// the queue is about to.
         var runner: UInt = 0
+        /// Whether the job running is the library's own work (``Job/isBounded``).
+        var runnerIsBounded = true
         /// The jobs waiting, in order.
         var jobs: [Job] = []
         var queue: DispatchQueue? = nil
@@ -56,7 +72,7 @@ final class SuiteOwner: Sendable {
         let me = Self.thisThread
         let idle = state.withLock { s -> Bool in
             guard s.runner == 0 else { return false }
-            s.runner = me
+            (s.runner, s.runnerIsBounded) = (me, true)
             return true
         }
         guard idle else { return false }
@@ -65,10 +81,11 @@ final class SuiteOwner: Sendable {
         return true
     }
 
-    /// Runs `work` on the owner's queue after the jobs before it.
-    func async(_ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` on the owner's queue after the jobs before it; `isBounded` when it runs no code
+    /// of the app's (``Job/isBounded``).
+    func async(isBounded: Bool = true, _ work: @escaping @Sendable () -> Void) {
         let queue = state.withLock { s -> DispatchQueue? in
-            s.jobs.append(.background(work))
+            s.jobs.append(.background(work, isBounded: isBounded))
             guard s.runner == 0 else { return nil }
             s.runner = Self.handedToQueue
             return queueLocked(&s)
@@ -83,7 +100,7 @@ final class SuiteOwner: Sendable {
         let taken = Lock(false)
         let take: @Sendable () -> Bool = { taken.withLock { was in defer { was = true }; return !was } }
         let timer = Deadlines.at(deadline) { if take() { expired() } }
-        async {
+        async(isBounded: false) {
             guard take() else { return }
             Deadlines.cancel(timer)
             work()
@@ -97,31 +114,41 @@ final class SuiteOwner: Sendable {
     }
 
     /// Runs `work` on this thread once the jobs before it are done, waiting for them until
-    /// `deadline` at most.
+    /// `deadline` at most, and past it while every job before it is the library's own
+    /// (``Job/isBounded``). `work` is given how long the wait went on past the deadline, by which
+    /// its own deadlines move. `isBounded`: `work` runs no code of the app's.
     /// - Throws: ``Busy`` when the deadline passed before its turn came (nothing ran); what
     ///   `work` throws.
-    func sync<T>(until deadline: ContinuousClock.Instant, _ work: () throws -> T) throws -> T {
+    func sync<T>(until deadline: ContinuousClock.Instant, isBounded: Bool, _ work: (_ overtime: Duration) throws -> T) throws -> T {
         let me = Self.thisThread
         let waiter = state.withLock { s -> Waiter? in
             if s.runner == 0 {
-                s.runner = me
+                (s.runner, s.runnerIsBounded) = (me, isBounded)
                 return nil
             }
-            let waiter = Waiter(thread: me)
+            let waiter = Waiter(thread: me, isBounded: isBounded)
             s.jobs.append(.caller(waiter))
             return waiter
         }
+        var overtime = Duration.zero
         if let waiter, waiter.turn.wait(timeout: .now() + .nanoseconds(Int(max(.zero, deadline - .now) / .nanoseconds(1)))) == .timedOut {
-            let gaveUp = state.withLock { s -> Bool in
-                guard let index = s.jobs.firstIndex(where: { if case .caller(let other) = $0 { other === waiter } else { false } }) else { return false }
-                s.jobs.remove(at: index)
-                return true
+            while true {
+                let verdict = state.withLock { s -> Bool? in
+                    guard let index = s.jobs.firstIndex(where: { if case .caller(let other) = $0 { other === waiter } else { false } }) else { return nil }
+                    if s.runnerIsBounded, s.jobs[..<index].allSatisfy(\.isBounded) { return false }
+                    s.jobs.remove(at: index)
+                    return true
+                }
+                if verdict == true { throw Busy() }
+                // Handed over as it timed out (signalled already, or about to be); or the suite's
+                // own reading and writing is ahead: looked at again every 50 ms until its turn.
+                if verdict == nil { waiter.turn.wait() } else if waiter.turn.wait(timeout: .now() + .milliseconds(50)) == .timedOut { continue }
+                overtime = .now - deadline
+                break
             }
-            if gaveUp { throw Busy() }
-            waiter.turn.wait()  // handed over as it timed out: signalled already, or about to be
         }
         defer { handOn() }
-        return try work()
+        return try work(overtime)
     }
 
     /// Thrown by ``sync(until:_:)`` when the jobs before it did not end before its deadline.
@@ -137,7 +164,7 @@ final class SuiteOwner: Sendable {
             switch job {
             case .caller(let waiter):
                 s.jobs.removeFirst()
-                s.runner = waiter.thread
+                (s.runner, s.runnerIsBounded) = (waiter.thread, waiter.isBounded)
             case .background:
                 s.runner = Self.handedToQueue
             }
@@ -154,9 +181,9 @@ final class SuiteOwner: Sendable {
     private func drain() {
         let me = Self.thisThread
         while let work = state.withLock({ s -> (@Sendable () -> Void)? in
-            guard case .background(let work)? = s.jobs.first else { return nil }
+            guard case .background(let work, let isBounded)? = s.jobs.first else { return nil }
             s.jobs.removeFirst()
-            s.runner = me
+            (s.runner, s.runnerIsBounded) = (me, isBounded)
             return work
         }) {
             work()

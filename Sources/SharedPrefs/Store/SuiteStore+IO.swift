@@ -18,11 +18,16 @@ extension SuiteStore {
     }
 
     /// Runs `work` as the store's job on this thread, once the jobs before it are done: waits for
-    /// them until one ``SuiteBackend/timeout`` after `start` at most. Throws
+    /// them until one ``SuiteBackend/timeout`` after `start` at most, and past it while they are
+    /// the suite's own reading and writing (a flush, a re-read: ``SuiteOwner``); `work` gets
+    /// `start` moved on by that (its lock wait counts from there). `isBounded`: `work` runs no
+    /// code of the app's. Throws
     /// ``PreferenceError/Code/unsupportedOperation`` from a job of this store (a transaction body,
     /// what it calls), which would wait for itself; with `reporting`, that failure and a wait
     /// that timed out are reported to failure observers too (the job reports its own).
-    private func runAsJob<T>(_ what: String, since start: ContinuousClock.Instant, reporting: Bool = false, _ work: () throws -> T) throws -> T {
+    private func runAsJob<T>(
+        _ what: String, since start: ContinuousClock.Instant, isBounded: Bool, reporting: Bool = false, _ work: (_ start: ContinuousClock.Instant) throws -> T
+    ) throws -> T {
         let refusal: PreferenceError
         if owner.isCurrent {
             refusal = PreferenceError(
@@ -31,7 +36,7 @@ extension SuiteStore {
                 path: backend.location)
         } else {
             do {
-                return try owner.sync(until: start + backend.timeout, work)
+                return try owner.sync(until: start + backend.timeout, isBounded: isBounded) { overtime in try work(start + overtime) }
             } catch is SuiteOwner.Busy {
                 refusal = busy()
             }
@@ -60,7 +65,7 @@ extension SuiteStore {
         guard hasPendingWrites else { return }
         // One timeout in all, counted from `start`: waiting for a write already running (for
         // the same lock, maybe) counts too.
-        try runAsJob("synchronize() or the exit flush", since: start, reporting: true) { try commitPending(since: start) }
+        try runAsJob("synchronize() or the exit flush", since: start, isBounded: true, reporting: true) { try commitPending(since: $0) }
     }
 
     /// Whether values set are not written yet.
@@ -86,7 +91,7 @@ extension SuiteStore {
     func update<R>(_ body: (inout PreferenceTransaction) throws -> R) throws -> R {
         let start = ContinuousClock.now
         return try withoutActuallyEscaping(body) { body in
-            try runAsJob("update", since: start) { try commit(body, since: start)! }
+            try runAsJob("update", since: start, isBounded: false) { try commit(body, since: $0)! }
         }
     }
 

@@ -39,7 +39,7 @@ extension SuiteStore {
     /// Makes `layers` the suite's system layers: observers of each key whose value (or
     /// writability) changed hear it, with the layer that changed as origin. Failures new since
     /// the last read are logged and reported; all stand for failure observers to come.
-    func adoptLayers(_ layers: SystemLayers?, problems: [PreferenceError]) {
+    package func adoptLayers(_ layers: SystemLayers?, problems: [PreferenceError] = []) {
         let fresh = change { s, changes -> [PreferenceError] in
             let fresh = problems.filter { problem in !s.layerNotices.contains { $0.message == problem.message } }
             s.layerNotices = problems

@@ -112,6 +112,34 @@ package final class SuiteStore: Sendable {
             return layers.value(of: key, stored: values)
         }
 
+        /// Every key a layer above registered defaults holds, with the value this process reads
+        /// (``visible(_:)``): the view every observer's first values come from.
+        var visibleValues: PlistDictionary {
+            guard let layers else { return values }
+            var visible = PlistDictionary()
+            for key in Set(values.storage.keys).union(layers.keys) {
+                visible.storage[key] = layers.value(of: key, stored: values)
+            }
+            return visible
+        }
+
+        /// What reads return for every key: ``visibleValues`` over registered defaults.
+        var resolvedValues: PlistDictionary {
+            registered.merging(visibleValues) { _, visible in visible }
+        }
+
+        /// The first values of an observer of `filter` (``ObservationOptions/initial``), as changes
+        /// from nothing to the value this process reads, in key order: every key named by
+        /// `.key` or `.keys`, held or not (`nil`), and every key held that passes `.prefix` or `.all`.
+        func initialChanges(_ filter: KeyFilter, suite: String) -> [PreferenceChange] {
+            let current: [(key: String, value: PlistValue?)] = switch filter {
+            case .key(let key): [(key, visible(PlistKey(key)))]
+            case .keys(let keys): keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { ($0, visible(PlistKey($0))) }
+            case .all, .prefix: visibleValues.sortedByKey.filter { filter.matches($0.key) }.map { ($0.key, $0.value) }
+            }
+            return current.map { PreferenceChange(suite: suite, key: $0.key, oldValue: nil, newValue: $0.value, origin: .local) }
+        }
+
         /// The value of `key` in the stored suite as last read or written.
         func storedValue(_ key: PlistKey) -> PlistValue? {
             if let local = local[key] { return local.stored }
@@ -205,9 +233,16 @@ package final class SuiteStore: Sendable {
 
     var statistics: PreferenceSuite.Statistics { state.withLock { $0.statistics } }
 
-    func snapshot() -> (values: PlistDictionary, registered: PlistDictionary, layers: SystemLayers?) {
+    /// The stored values, with this process's changes (no layer, no registered default).
+    var storedValues: PlistDictionary {
         watch()
-        return state.withLock { ($0.values, $0.registered, $0.layers) }
+        return state.withLock { $0.values }
+    }
+
+    /// Every key's value as ``value(forKey:)`` reads it.
+    var resolvedValues: PlistDictionary {
+        watch()
+        return state.withLock { $0.resolvedValues }
     }
 
     func register(_ defaults: PlistDictionary) {

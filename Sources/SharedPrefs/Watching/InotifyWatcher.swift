@@ -45,9 +45,11 @@ final class InotifyWatcher: Sendable {
     /// `IN_CREATE` notices a suite published with `link(2)`. (A write makes its temporary file
     /// in the directory of writes, which is not watched; where it cannot, the file's creation and
     /// close may wake a reader on their own, which finds no suite to read or the suite unchanged.)
+    /// `IN_ATTRIB` hears a file or the directory itself change its mode or owner: what decides
+    /// whether a system layer counts (`chmod go-w`, `chown root:`).
     static let mask: UInt32 =
         UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
-        | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
+        | UInt32(IN_ATTRIB) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// How often polled suites and vanished directories are checked, in milliseconds.
     static let pollInterval = 100
     /// The most reader threads at once: as many sinks or listeners may block at once before the
@@ -471,6 +473,9 @@ final class InotifyWatcher: Sendable {
                 batch.add(dir.sinks)
                 return
             }
+            // The directory's own mode or owner changed: everything read through it may count
+            // differently now.
+            if name.isEmpty, mask & UInt32(IN_ATTRIB) != 0 { return batch.add(dir.sinks) }
             // This process's own writes too: their re-read finds the stamp of the version written.
             batch.add(dir.suites[name] ?? [:])
             if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_CREATE)) != 0 {

@@ -9,13 +9,15 @@ struct OpenDirectory {
     let mode: mode_t
     /// The directory's device and inode, as opened.
     let identity: FileIdentity
-    /// The directory's group.
+    /// The directory's owner and group.
+    let owner: uid_t
     let group: gid_t
 
     init(fd: CInt, status st: stat) {
         self.fd = fd
         mode = st.st_mode
         identity = FileIdentity(st)
+        owner = st.st_uid
         group = st.st_gid
     }
 
@@ -167,20 +169,11 @@ struct DirectoryLocation: Sendable, Hashable {
     /// nobody else.
     private static func checkOwner(_ st: stat, path: String) throws(PreferenceError) {
         if st.st_uid == geteuid() || st.st_uid == 0 { return }
-        if st.st_mode & S_IWOTH == 0, isMember(of: st.st_gid) { return }
+        if st.st_mode & S_IWOTH == 0, Trust.isMember(of: st.st_gid) { return }
         throw PreferenceError(
             code: .untrustedFile,
             message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid) (mode \(String(st.st_mode & 0o7777, radix: 8))), neither this user nor root, and \(st.st_mode & S_IWOTH != 0 ? "others may write it" : "its group is none of this user's"), so someone else may have put it there. Remove it, or have it owned by you or by a group you share (chown, chmod o-w), if you trust its owner.",
             path: path)
-    }
-
-    /// Whether this process is in group `gid` (its effective or a supplementary group).
-    private static func isMember(of gid: gid_t) -> Bool {
-        if getegid() == gid { return true }
-        let count = getgroups(0, nil)
-        guard count > 0 else { return false }
-        var groups = [gid_t](repeating: 0, count: Int(count))
-        return getgroups(count, &groups) > 0 && groups.contains(gid)
     }
 
     /// Refuses a directory that every user may write without the sticky bit.

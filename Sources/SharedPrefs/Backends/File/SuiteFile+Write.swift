@@ -15,9 +15,13 @@ extension SuiteFile {
     ///
     /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL` in the
     /// directory of writes (``openWritesDirectory(in:creating:)``), or in the suite directory where
-    /// that cannot be used; one that a writer killed mid-write leaves behind is removed by a later
-    /// writer (``removeStaleTemporaryFiles(in:)``). Call it holding both locks
-    /// (``lock(in:until:)``, ``lockSuiteFile(in:until:)``).
+    /// that cannot be used: there too when the directory of writes refuses the file, cannot rename
+    /// into the suite directory (`EXDEV`: another mount), or had the file replaced before its
+    /// rename (by someone who may write it); each is said once in the log and remembered. A
+    /// write never reports success for a file it did not write: the suite file is checked after
+    /// the rename to be the one written. One that a writer killed mid-write leaves behind is
+    /// removed by a later writer (``removeStaleTemporaryFiles(in:)``). Call it holding both
+    /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``).
     func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String) throws(PreferenceError) -> FileVersion {
         if bytes.count > options.maximumFileSize {
             throw PreferenceError(
@@ -25,16 +29,27 @@ extension SuiteFile {
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
                 path: path)
         }
-        let writes = openWritesDirectory(in: dir)
-        defer { if let writes { Syscall.close(writes) } }
+        if let writes = openWritesDirectory(in: dir) {
+            defer { Syscall.close(writes) }
+            if let version = try publish(bytes, in: dir, through: writes, as: tempName) { return version }
+        }
+        return try publish(bytes, in: dir, through: nil, as: tempName)!
+    }
+
+    /// ``write(_:in:as:)`` through the directory of writes `writes`, or the suite directory
+    /// when `nil`; `nil` where the directory of writes failed in a way the suite directory serves.
+    private func publish(_ bytes: [UInt8], in dir: OpenDirectory, through writes: CInt?, as tempName: String) throws(PreferenceError) -> FileVersion? {
         let tempDirectory = writes ?? dir.fd
         let tempPath = directory + (writes == nil ? "/" : "/" + Self.writesDirectoryName + "/") + tempName
-        let fd = try Syscall.openat(tempDirectory, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions)
-            .get("openat", path: tempPath, doing: "create the temporary file")
-        // Open until it is closed before the rename (in the directory of writes).
-        var writing: CInt? = fd
-        // The file's inode held after that (`O_PATH`), for the stamp the rename changes (its ctime).
-        var held: CInt? = nil
+        let fd: CInt
+        switch Syscall.openat(tempDirectory, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions) {
+        case .success(let descriptor): fd = descriptor
+        case .failure(let errno) where writes != nil:
+            return distrustWritesDirectory(in: dir, "it refuses a new file (\(errno))")
+        case .failure(let errno): throw PreferenceError.system("openat", errno, path: tempPath, doing: "create the temporary file")
+        }
+        // Open until the rename in the suite directory; closed before it in the directory of writes.
+        var open: CInt? = fd
         let version: FileVersion
         _Stages.mark("O")
         do throws(PreferenceError) {
@@ -55,31 +70,43 @@ extension SuiteFile {
             let proof = FileVersion.Proof.of(fd, written, on: fileSystem)
             if writes != nil {
                 // Closed before the rename, where no observer watches: the rename is the write's
-                // only event in the suite directory. Its inode is held for the stamp.
-                held = try Syscall.openat(tempDirectory, tempName, O_PATH | O_NOFOLLOW | O_CLOEXEC)
-                    .get("openat", path: tempPath, doing: "open the temporary file")
+                // only event in the suite directory.
                 Syscall.close(fd)
-                writing = nil
+                open = nil
             }
             #if SHAREDPREFS_TESTING
             TestingHooks.willRename(tempPath)
             #endif
             _Stages.mark("B")
-            try Syscall.renameat(tempDirectory, tempName, fileName, in: dir.fd).get("renameat", path: path, doing: "replace")
+            switch Syscall.renameat(tempDirectory, tempName, fileName, in: dir.fd) {
+            case .success: break
+            case .failure(.improperLink) where writes != nil:
+                _ = Syscall.unlinkat(tempDirectory, tempName)
+                return distrustWritesDirectory(in: dir, "a file renamed from it cannot reach \(directory) (EXDEV: it is another mount)")
+            case .failure(let errno): throw PreferenceError.system("renameat", errno, path: path, doing: "replace")
+            }
             _Stages.mark("A")
             let takenAt = FileVersion.now()
-            let st = try Syscall.fstat(held ?? fd).get("fstat", path: path, doing: "inspect")
-            // Another name swapped in under the temporary one: a stamp that no file has.
-            let stamp = FileIdentity(st) == FileIdentity(written) ? FileStamp(st) : FileStamp(written)
-            version = FileVersion(stamp: stamp, content: bytes, takenAt: takenAt, proof: proof)
+            // The file now at the suite's name, with the stamp the rename gave it (its ctime).
+            let st = try Syscall.lstatat(dir.fd, fileName).get("fstatat", path: path, doing: "inspect")
+            guard FileIdentity(st) == FileIdentity(written) else {
+                if writes != nil {
+                    return distrustWritesDirectory(in: dir, "the file this process wrote there was replaced before its rename, by someone who may write that directory; the suite was written again")
+                }
+                throw PreferenceError(
+                    code: .ioFailure,
+                    message: "Not written as this process wrote it: the file renamed over \(path) is not the one written (its temporary file \(tempName) was replaced, or the suite file right after it, by someone who writes \(directory) without its lock). The suite holds what that writer put there. Check which programs write \(directory), and write again.",
+                    path: path)
+            }
+            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: proof)
         } catch {
             _ = Syscall.unlinkat(tempDirectory, tempName)
-            for open in [writing, held].compactMap({ $0 }) { Syscall.close(open) }
+            if let open { Syscall.close(open) }
             throw error
         }
         // In the suite directory (no directory of writes), the file is closed right after the
         // rename, whose wake-up its IN_CLOSE_WRITE shares when the two are read together.
-        Syscall.close(held ?? fd)
+        if let open { Syscall.close(open) }
         if options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
             if case .failure(let errno) = Syscall.fsync(dir.fd) {
@@ -93,20 +120,32 @@ extension SuiteFile {
     /// by its suites and made at the first write.
     static let writesDirectoryName = ".sharedprefs-writes"
 
+    /// The suite directories whose directory of writes this process no longer uses, and why
+    /// (said once in the log): until the process ends, their writes go through the suite directory.
+    private static let distrusted = Lock<[String: String]>([:])
+
+    /// Stops using the directory of writes of `dir` in this process, saying why once; `nil`, for
+    /// the write to go through the suite directory instead.
+    private func distrustWritesDirectory(in dir: OpenDirectory, _ why: String) -> FileVersion? {
+        let isNew = Self.distrusted.withLock { $0.updateValue(why, forKey: directory) == nil }
+        if isNew {
+            logger.warning("\(directory)/\(Self.writesDirectoryName) is no longer used by this process: \(why). Writes make their temporary files in \(directory) itself (one more event per write for observers). Remove \(Self.writesDirectoryName) to have it made anew.")
+        }
+        return nil
+    }
+
     /// Opens the directory of writes (made first when missing and `creating`): a temporary file
     /// is created and closed there, where no observer watches, so that the rename that publishes
     /// a write is its only event in the suite directory, and each observer wakes once per write
-    /// instead of three times. `nil` where it cannot be used: not a directory (a link, a file), on
-    /// another file system, writable by others, or owned by another user (unless it has the group
-    /// of a group container): the suite directory serves then, as it always may.
+    /// instead of three times. `nil` where it may not be used (``Trust/writesDirectory(_:of:)``,
+    /// or this process stopped using it): the suite directory serves then, as it always may.
     func openWritesDirectory(in dir: OpenDirectory, creating: Bool = true) -> CInt? {
+        guard Self.distrusted.withLock({ $0[directory] == nil }) else { return nil }
         // Group members write it in a group container.
         let mode = 0o700 | (dir.mode & 0o070) | (dir.isGroupContainer ? S_ISGID : 0)
         let name = Self.writesDirectoryName
         guard let fd = try? location.openComponent(name, in: dir.fd, path: directory + "/" + name, creating: creating, mode: mode) else { return nil }
-        guard case .success(let st) = Syscall.fstat(fd), st.st_dev == dir.identity.device, st.st_mode & S_IWOTH == 0,
-            st.st_uid == geteuid() || (dir.isGroupContainer && st.st_gid == dir.group)
-        else {
+        guard case .success(let st) = Syscall.fstat(fd), Trust.writesDirectory(st, of: dir) else {
             Syscall.close(fd)
             return nil
         }

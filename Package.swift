@@ -81,6 +81,8 @@ let package = Package(
             dependencies: [
                 "SharedPrefs", "SharedPrefsConfiguration", "SharedPrefsTestSupport",
                 .product(name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Configuration"])),
+                // ProviderCompatTest: swift-configuration's own checks of a provider.
+                .product(name: "ConfigurationTesting", package: "swift-configuration", condition: .when(traits: ["Configuration"])),
             ]
         ),
         // statfs(2) and eventfd(2), which Glibc's module map leaves out; ThreadSanitizer annotations.

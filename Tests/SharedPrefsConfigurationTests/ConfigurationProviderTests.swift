@@ -1,5 +1,6 @@
 #if Configuration
 import Configuration
+import ConfigurationTesting
 import Foundation
 import SharedPrefs
 import SharedPrefsConfiguration
@@ -62,6 +63,51 @@ struct ConfigurationProviderTests {
         let snapshot = PreferenceSuiteProvider(suite: suite).snapshot()
         #expect(try snapshot.value(forKey: AbsoluteConfigKey(["http", "timeout"]), type: ConfigType.int).value?.content == ConfigContent.int(45))
         #expect(throws: PreferenceError.self) { _ = try snapshot.value(forKey: AbsoluteConfigKey(["http", "hosts"]), type: ConfigType.int) }
+    }
+
+    /// A suite in memory with the values ``ProviderCompatTest`` asks for.
+    func memorySuite(_ values: PlistDictionary, layers: SystemLayers? = nil) -> PreferenceSuite {
+        let backend = ScriptedBackend(values)
+        let store = SuiteStore(name: "compat", backend: backend, loaded: backend.load())
+        store.adoptLayers(layers)
+        return PreferenceSuite(store: store)
+    }
+
+    /// swift-configuration's own checks of a provider: values, fetches, watches, snapshots, for
+    /// every type and absent keys.
+    @Test func swiftConfigurationsProviderCompatTestPasses() async throws {
+        let (magic, magic2) = (Data([0x6d, 0x61, 0x67, 0x69, 0x63]), Data([0x6d, 0x61, 0x67, 0x69, 0x63, 0x32]))
+        let suite = memorySuite([
+            "string": "Hello", "other.string": "Other Hello", "int": 42, "other.int": 24, "double": 3.14, "other.double": 2.72,
+            "bool": true, "other.bool": false, "bytes": .data(magic), "other.bytes": .data(magic2),
+            "stringy.array": ["Hello", "World"], "other.stringy.array": ["Hello", "Swift"], "inty.array": [42, 24], "other.inty.array": [16, 32],
+            "doubly.array": [3.14, 2.72], "other.doubly.array": [0.9, 1.8], "booly.array": [true, false], "other.booly.array": [false, true, true],
+            "byteChunky.array": [.data(magic), .data(magic2)], "other.byteChunky.array": [.data(magic), .data(magic2), .data(magic)],
+        ])
+        try await ProviderCompatTest(provider: PreferenceSuiteProvider(suite: suite)).runTest()
+    }
+
+    /// A watch yields the current value at once, as swift-configuration asks, also for a key only
+    /// an administrator's default holds (11, as `config.int` reads) and for a key nothing holds
+    /// (`nil`). (Before, neither watch yielded anything: the first value came from the file.)
+    @Test func aWatchYieldsAtOnceForAKeyOnlyALayerHoldsAndForAnAbsentKey() async throws {
+        let suite = memorySuite([:], layers: SystemLayers(administrator: ["http.timeout": 11]))
+        let config = ConfigReader(provider: PreferenceSuiteProvider(suite: suite))
+        #expect(config.int(forKey: "http.timeout") == 11)
+        let first = Recorder<String>()
+        try await config.watchInt(forKey: "http.timeout") { updates in
+            for await value in updates {
+                first.record("\(value.map(String.init) ?? "nil")")
+                break
+            }
+        }
+        try await config.watchInt(forKey: "http.absent") { updates in
+            for await value in updates {
+                first.record("\(value.map(String.init) ?? "nil")")
+                break
+            }
+        }
+        #expect(first.items == ["11", "nil"])
     }
 }
 #endif

@@ -2,6 +2,7 @@
 // include/CSharedPrefsShims.h.
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include "CSharedPrefsShims.h"
@@ -16,4 +17,63 @@ int sharedprefs_allocate(int fd, long length) {
 
 void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *needle, long needleLength) {
     return memmem(haystack, haystackLength, needle, needleLength);
+}
+
+static unsigned long sharedprefs_forks = 0;
+static unsigned long sharedprefs_forker = 0;
+static pthread_rwlock_t sharedprefs_gate = PTHREAD_RWLOCK_INITIALIZER;
+
+void sharedprefs_lock_gate_enter(void) {
+    pthread_rwlock_rdlock(&sharedprefs_gate);
+}
+
+void sharedprefs_lock_gate_leave(void) {
+    pthread_rwlock_unlock(&sharedprefs_gate);
+}
+
+/// Before fork(2): waits until no thread holds a lock of the library's, and keeps them out.
+static void sharedprefs_before_fork(void) {
+    pthread_rwlock_wrlock(&sharedprefs_gate);
+}
+
+static void sharedprefs_after_fork_in_parent(void) {
+    pthread_rwlock_unlock(&sharedprefs_gate);
+}
+
+/// In the child: the gate anew (the parent's records the writer's thread id, which the child's
+/// thread does not have), the fork counted and its thread kept.
+static void (*sharedprefs_child_hook)(void) = 0;
+
+void sharedprefs_set_after_fork_in_child(void (*hook)(void)) {
+    __atomic_store_n(&sharedprefs_child_hook, hook, __ATOMIC_SEQ_CST);
+}
+
+static void *sharedprefs_run_hook(void *hook) {
+    ((void (*)(void))hook)();
+    return 0;
+}
+
+static void sharedprefs_after_fork_in_child(void) {
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    sharedprefs_gate = fresh;
+    __atomic_store_n(&sharedprefs_forker, (unsigned long)pthread_self(), __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&sharedprefs_forks, 1, __ATOMIC_SEQ_CST);
+    // On a thread of its own: the Swift runtime's locks are not reset in a child (one held by
+    // a thread of the parent's, as it makes type metadata, stays held), and the thread that
+    // forked must never wait for them here.
+    void (*hook)(void) = __atomic_load_n(&sharedprefs_child_hook, __ATOMIC_SEQ_CST);
+    pthread_t thread;
+    if (hook && pthread_create(&thread, 0, sharedprefs_run_hook, (void *)hook) == 0) pthread_detach(thread);
+}
+
+__attribute__((constructor)) static void sharedprefs_register_fork_handlers(void) {
+    pthread_atfork(sharedprefs_before_fork, sharedprefs_after_fork_in_parent, sharedprefs_after_fork_in_child);
+}
+
+unsigned long sharedprefs_fork_count(void) {
+    return __atomic_load_n(&sharedprefs_forks, __ATOMIC_ACQUIRE);
+}
+
+unsigned long sharedprefs_forking_thread(void) {
+    return __atomic_load_n(&sharedprefs_forker, __ATOMIC_ACQUIRE);
 }

@@ -56,22 +56,30 @@ extension PreferenceSuite {
         _ filter: KeyFilter, options: ObservationOptions, queue: DispatchQueue?,
         initial: ([PreferenceChange]) -> [PreferenceChange], _ handler: @escaping @Sendable (PreferenceChange) -> Void
     ) -> PreferenceObservation {
-        let queue = queue ?? DispatchQueue(label: "SharedPrefs.observer.\(name)")
+        // By default a serial lane of the library's: a queue of libdispatch's where it runs,
+        // threads of the library's in a forked child, where libdispatch's pool does not.
+        let enqueue: Enqueue
+        if let queue {
+            enqueue = { queue.async(execute: $0) }
+        } else {
+            let lane = SuiteOwner(label: "SharedPrefs.observer.\(name)")
+            enqueue = { lane.async($0) }
+        }
         let (store, name) = (self.store, self.name)
         let first = options.contains(.initial) && options.contains(.synchronousLocalChanges) ? FirstDelivery() : nil
         let handle: @Sendable ([PreferenceChange]) -> Void = { changes in
             first?.deliver(to: handler)
             changes.forEach(handler)
         }
-        let deliver: @Sendable ([PreferenceChange]) -> Void = { changes in queue.async { handle(changes) } }
+        let deliver: @Sendable ([PreferenceChange]) -> Void = { changes in enqueue { handle(changes) } }
         let now = options.contains(.synchronousLocalChanges) ? handle : nil
-        let ordered = options.contains(.synchronousExternalChanges) ? OrderedDelivery(queue: queue, handle) : nil
+        let ordered = options.contains(.synchronousExternalChanges) ? OrderedDelivery(enqueue: enqueue, handle) : nil
         let id = store.addObserver(filter, deliver: deliver, synchronous: now, ordered: ordered) { state in
             guard options.contains(.initial) else { return }
             let current = initial(state.initialChanges(filter, suite: name))
             if let first {
                 first.post(current)
-                queue.async { first.deliver(to: handler) }
+                enqueue { first.deliver(to: handler) }
             } else if current.isEmpty {
                 return
             } else if let ordered {

@@ -48,6 +48,9 @@
 //   prefs-test-child layer-write <plist> <key> <int>
 //       sets the key through set, update and (for app.volume) @ObservablePrefs, and prints what
 //       each did: "set <failure code or ok>", "update <error code or ok>", "observable <volume read back>".
+//   prefs-test-child fork-busy <plist> <rounds>
+//       forks <rounds> children while a thread sets keys and an observer hears them; each child
+//       writes, updates and observes; prints "failed <count>; round <r>: <how>…".
 //   prefs-test-child paced-writes <plist> <count>
 //       <count> updates of "paced" (0, 1, …), each stopped before its rename: prints "renaming
 //       <temporary file>", goes on at a line of standard input, then prints "written <i>" or
@@ -325,6 +328,56 @@ case "fork-increments":
     var status: Int32 = 0
     guard waitpid(pid, &status, 0) == pid else { fail("waitpid failed") }
     say("child \(status)")
+case "fork-busy":
+    // Forks <rounds> children while this process is busy: a thread sets keys without pause (the
+    // owner writes in the background), and observes them (reader threads re-read). Each child
+    // sets a key and synchronizes, increments "counter" in an update, and waits for the change of
+    // "echo" to its round that the parent writes after the fork, within 10 s; exit status 0 when
+    // all three did, 1 to 3 for the first that failed. The parent gives each child 20 s.
+    guard arguments.count == 3, let rounds = Int(arguments[2]) else { fail("usage: fork-busy <plist> <rounds>") }
+    let counter = PreferenceKey<Int>("counter", default: 0)
+    let busy = suite.observe(.prefix("busy.")) { _ in }
+    Thread.detachNewThread {
+        var i = 0
+        while true {
+            suite.set(i, forKey: "busy.\(i % 64)")
+            i += 1
+        }
+    }
+    var failures: [String] = []
+    for round in 0..<rounds {
+        let pid = fork()
+        guard pid >= 0 else { fail("fork failed") }
+        if pid == 0 {
+            suite.set(round, forKey: "child.\(round)")
+            guard suite.synchronize() else { exit(1) }
+            do { try suite.update { $0[counter] += 1 } } catch { exit(2) }
+            let heard = DispatchSemaphore(value: 0)
+            let token = suite.observe(.key("echo"), options: .initial) { change in
+                if change.newValue == .integer(Int64(round)) { heard.signal() }
+            }
+            guard heard.wait(timeout: .now() + 10) == .success else { exit(3) }
+            withExtendedLifetime(token) {}
+            exit(0)
+        }
+        suite.set(round, forKey: "echo")
+        guard suite.synchronize() else { fail("the parent's write failed") }
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(20)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                status = -1
+                break
+            }
+            usleep(1_000)
+        }
+        if status != 0 { failures.append("round \(round): \(status == -1 ? "hung" : "exit status \(status >> 8)")") }
+    }
+    withExtendedLifetime(busy) {}
+    say("failed \(failures.count)" + failures.map { "; \($0)" }.joined())
+    exit(0)
 case "fork-in-update":
     var child: pid_t = -1
     do {

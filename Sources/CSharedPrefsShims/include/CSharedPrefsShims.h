@@ -12,6 +12,27 @@
 #include <sys/timerfd.h>
 #include <sys/vfs.h>
 
+/// Every lock of the library's (`Lock`) is taken inside this gate, which `fork(2)` closes
+/// (`pthread_atfork`) until no thread holds one: a child never starts with a lock held by a
+/// thread it does not have. Take no other gate inside: locks are never held across code that
+/// could fork.
+void sharedprefs_lock_gate_enter(void);
+void sharedprefs_lock_gate_leave(void);
+
+/// How many times this process's line of ancestors forked since the library was loaded, as
+/// seen from this process: 0 in the process that loaded it, one more in each child `fork(2)`
+/// made (a `pthread_atfork` handler counts it). State a thread of another process was using is
+/// told by it.
+unsigned long sharedprefs_fork_count(void);
+
+/// Runs `hook` in each child `fork(2)` makes, once the counts above are up to date (the
+/// library's watcher taking over the parent's watches).
+void sharedprefs_set_after_fork_in_child(void (*hook)(void));
+
+/// In a forked child: the thread that called `fork(2)` (`pthread_self`), the one thread of the
+/// parent's that goes on in the child; 0 in the process that loaded the library.
+unsigned long sharedprefs_forking_thread(void);
+
 /// linkat(2) of the file open as `fd` itself (AT_EMPTY_PATH) to `name` in `dirfd`.
 int sharedprefs_link_descriptor(int fd, int dirfd, const char *name);
 

@@ -1,3 +1,4 @@
+import CSharedPrefsShims
 import Dispatch
 import FoundationEssentials
 import SharedPrefsLocking
@@ -11,7 +12,9 @@ enum Deadlines {
     private struct State {
         var pending: [UInt64: (deadline: ContinuousClock.Instant, action: @Sendable () -> Void)] = [:]
         var nextID: UInt64 = 0
-        var started = false
+        /// The process the thread was started in (``sharedprefs_fork_count()``); `nil` before
+        /// the first deadline. A child forked since has no such thread: it starts its own.
+        var started: UInt? = nil
     }
     private static let state = Lock(State())
     private static let wake = DispatchSemaphore(value: 0)
@@ -21,8 +24,9 @@ enum Deadlines {
         let (id, start) = state.withLock { s in
             s.nextID += 1
             s.pending[s.nextID] = (deadline, action)
-            defer { s.started = true }
-            return (s.nextID, !s.started)
+            let process = sharedprefs_fork_count()
+            defer { s.started = process }
+            return (s.nextID, s.started != process)
         }
         if start { Threads.start(named: "prefs.deadlines") { run() } }
         wake.signal()

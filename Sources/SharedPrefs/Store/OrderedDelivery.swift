@@ -1,8 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSharedPrefsShims
 import Dispatch
 import SharedPrefsLocking
+
+/// Runs work on an observer's queue, in order.
+typealias Enqueue = @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
 
 /// The changes for one observer with ``ObservationOptions/synchronousExternalChanges``, kept in
 /// the order the store went through them and handed to its handler one batch at a time, never
@@ -11,12 +15,14 @@ import SharedPrefsLocking
 /// re-read queued behind this process's write). Whichever thread comes first delivers everything
 /// posted so far; the other finds nothing left.
 final class OrderedDelivery: Sendable {
-    private let queue: DispatchQueue
+    private let enqueue: Enqueue
     private let handler: @Sendable ([PreferenceChange]) -> Void
-    private let state = Lock<(pending: [PreferenceChange], delivering: Bool)>(([], false))
+    /// The changes posted and not delivered; while a thread delivers, the process it delivers
+    /// in (``sharedprefs_fork_count()``: a child forked meanwhile has no such thread).
+    private let state = Lock<(pending: [PreferenceChange], delivering: UInt?)>(([], nil))
 
-    init(queue: DispatchQueue, _ handler: @escaping @Sendable ([PreferenceChange]) -> Void) {
-        self.queue = queue
+    init(enqueue: @escaping Enqueue, _ handler: @escaping @Sendable ([PreferenceChange]) -> Void) {
+        self.enqueue = enqueue
         self.handler = handler
     }
 
@@ -30,19 +36,20 @@ final class OrderedDelivery: Sendable {
     /// thread, nothing else: the reader threads stay enough for the process's other suites.
     func deliverPending() {
         while let batch = state.withLock({ s -> [PreferenceChange]? in
-            guard !s.delivering, !s.pending.isEmpty else { return nil }
-            s.delivering = true
+            let process = sharedprefs_fork_count()
+            guard s.delivering != process, !s.pending.isEmpty else { return nil }
+            s.delivering = process
             defer { s.pending = [] }
             return s.pending
         }) {
             handler(batch)
-            state.withLock { $0.delivering = false }
+            state.withLock { $0.delivering = nil }
         }
     }
 
     /// ``deliverPending()`` on the observer's queue.
     func deliverPendingOnQueue() {
-        queue.async { [self] in deliverPending() }
+        enqueue { [self] in deliverPending() }
     }
 }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSharedPrefsShims
 import Dispatch
 import SharedPrefsLocking
 
@@ -52,6 +53,20 @@ final class SuiteOwner: Sendable {
         /// The jobs waiting, in order.
         var jobs: [Job] = []
         var queue: DispatchQueue? = nil
+        /// The process whose threads these are (``sharedprefs_fork_count()``).
+        var process = sharedprefs_fork_count()
+
+        /// In a child forked since: of the parent's threads only the one that forked goes on,
+        /// so a job another one ran, and callers they were, are forgotten; background jobs
+        /// waiting stay, for a thread of the child's to run.
+        mutating func settleAfterFork() {
+            let forks = sharedprefs_fork_count()
+            guard process != forks else { return }
+            process = forks
+            let forker = UInt(sharedprefs_forking_thread())
+            if runner != forker { runner = 0 }
+            jobs.removeAll { if case .caller(let waiter) = $0 { waiter.thread != forker } else { false } }
+        }
     }
 
     private static let handedToQueue = UInt.max
@@ -65,12 +80,18 @@ final class SuiteOwner: Sendable {
     private static var thisThread: UInt { UInt(pthread_self()) }
 
     /// Whether this thread runs a job of this owner: what it would wait for is itself.
-    var isCurrent: Bool { state.withLock { $0.runner == Self.thisThread } }
+    var isCurrent: Bool {
+        state.withLock { s in
+            s.settleAfterFork()
+            return s.runner == Self.thisThread
+        }
+    }
 
     /// Runs `work` on this thread now, if no job runs or waits; returns whether it ran. Never waits.
     func runIfIdle(_ work: () -> Void) -> Bool {
         let me = Self.thisThread
         let idle = state.withLock { s -> Bool in
+            s.settleAfterFork()
             guard s.runner == 0 else { return false }
             (s.runner, s.runnerIsBounded) = (me, true)
             return true
@@ -84,13 +105,14 @@ final class SuiteOwner: Sendable {
     /// Runs `work` on the owner's queue after the jobs before it; `isBounded` when it runs no code
     /// of the app's (``Job/isBounded``).
     func async(isBounded: Bool = true, _ work: @escaping @Sendable () -> Void) {
-        let queue = state.withLock { s -> DispatchQueue? in
+        let queue = state.withLock { s -> DispatchQueue?? in
+            s.settleAfterFork()
             s.jobs.append(.background(work, isBounded: isBounded))
             guard s.runner == 0 else { return nil }
             s.runner = Self.handedToQueue
             return queueLocked(&s)
         }
-        queue?.async { [self] in drain() }
+        if let queue { drainLater(on: queue) }
     }
 
     /// Runs `work` on the owner's queue after the jobs before it, unless `deadline` passes before
@@ -109,7 +131,12 @@ final class SuiteOwner: Sendable {
 
     /// Runs `work` on the owner's queue after `delay`, after the jobs before it then.
     func async(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        let queue = state.withLock { queueLocked(&$0) }
+        guard let queue = state.withLock({ queueLocked(&$0) }) else {
+            return Threads.start(named: "prefs.owner") { [self] in
+                Threads.sleep(for: delay)
+                async(work)
+            }
+        }
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [self] in async(work) }
     }
 
@@ -122,6 +149,7 @@ final class SuiteOwner: Sendable {
     func sync<T>(until deadline: ContinuousClock.Instant, isBounded: Bool, _ work: (_ overtime: Duration) throws -> T) throws -> T {
         let me = Self.thisThread
         let waiter = state.withLock { s -> Waiter? in
+            s.settleAfterFork()
             if s.runner == 0 {
                 (s.runner, s.runnerIsBounded) = (me, isBounded)
                 return nil
@@ -134,6 +162,7 @@ final class SuiteOwner: Sendable {
         if let waiter, waiter.turn.wait(timeout: .now() + .nanoseconds(Int(max(.zero, deadline - .now) / .nanoseconds(1)))) == .timedOut {
             while true {
                 let verdict = state.withLock { s -> Bool? in
+                    s.settleAfterFork()
                     guard let index = s.jobs.firstIndex(where: { if case .caller(let other) = $0 { other === waiter } else { false } }) else { return nil }
                     if s.runnerIsBounded, s.jobs[..<index].allSatisfy(\.isBounded) { return false }
                     s.jobs.remove(at: index)
@@ -172,7 +201,7 @@ final class SuiteOwner: Sendable {
         }
         switch next {
         case .caller(let waiter)?: waiter.turn.signal()
-        case .background?: state.withLock { queueLocked(&$0) }.async { [self] in drain() }
+        case .background?: drainLater(on: state.withLock { queueLocked(&$0) })
         case nil: break
         }
     }
@@ -191,10 +220,18 @@ final class SuiteOwner: Sendable {
         handOn()
     }
 
-    private func queueLocked(_ s: inout State) -> DispatchQueue {
+    /// The owner's queue, made at its first use; `nil` in a forked child, where libdispatch's
+    /// pool does not run (a queue made before or after the fork never runs what it is given).
+    private func queueLocked(_ s: inout State) -> DispatchQueue? {
+        guard sharedprefs_fork_count() == 0 else { return nil }
         if let queue = s.queue { return queue }
         let queue = DispatchQueue(label: label)
         s.queue = queue
         return queue
+    }
+
+    /// Runs ``drain()`` on `queue`, or on a thread of the library's own where there is none.
+    private func drainLater(on queue: DispatchQueue?) {
+        if let queue { queue.async { [self] in drain() } } else { Threads.start(named: "prefs.owner") { [self] in drain() } }
     }
 }

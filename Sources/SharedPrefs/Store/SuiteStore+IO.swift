@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import SharedPrefsLocking
 
 /// The store's I/O, each a job of its ``SuiteOwner``: writes (background flushes, `synchronize()`,
@@ -121,11 +124,13 @@ extension SuiteStore {
     /// - Parameter start: When the caller began to wait: a lock is waited for until one lock
     ///   timeout after it.
     private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?, since start: ContinuousClock.Instant) throws -> R? {
-        // The pending operations become the ones being written.
+        // The pending operations become the ones being written. (One still taken by a write as
+        // this job begins was taken by a thread of the parent's, in a forked child: that write
+        // goes on in the parent only, so this one writes it, or what was set since.)
         let writing = state.withLock { s -> Operations? in
             var writing: Operations = [:]
             for (key, local) in s.local {
-                guard case .pending(let operation) = local.operations else { continue }
+                let operation = local.operations.pending ?? local.operations.writing!
                 writing[key] = operation
                 s.local[key]!.operations = .writing(operation)
             }
@@ -212,11 +217,11 @@ extension SuiteStore {
         _Stages.mark("R")
         var inline: [OrderedDelivery] = []
         let ran = owner.runIfIdle {
-            state.withLock { $0.inlineDeliveries = [:] }
+            state.withLock { $0.inlineDeliveries = (UInt(pthread_self()), [:]) }
             reloadNow()
             inline = state.withLock { s in
                 defer { s.inlineDeliveries = nil }
-                return Array(s.inlineDeliveries!.values)
+                return Array(s.inlineDeliveries!.deliveries.values)
             }
         }
         if ran {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 /// The store's observers of changes and of failures.
 extension SuiteStore {
     // MARK: Observers
@@ -17,8 +20,8 @@ extension SuiteStore {
                 synchronous.append { now(matching) }
             } else if let ordered = observer.ordered {
                 ordered.post(matching)
-                if s.inlineDeliveries != nil {
-                    s.inlineDeliveries![ObjectIdentifier(ordered)] = ordered
+                if s.inlineDeliveries?.thread == UInt(pthread_self()) {
+                    s.inlineDeliveries!.deliveries[ObjectIdentifier(ordered)] = ordered
                 } else {
                     ordered.deliverPendingOnQueue()
                 }

@@ -93,9 +93,10 @@ package final class SuiteStore: Sendable {
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
-        /// While a reader thread re-reads inline: the ``OrderedDelivery``s it delivers once its
-        /// job has ended.
-        var inlineDeliveries: [ObjectIdentifier: OrderedDelivery]? = nil
+        /// While a reader thread re-reads inline: that thread (`pthread_self`), and the
+        /// ``OrderedDelivery``s it delivers once its job has ended. (A thread's own: in a child
+        /// forked meanwhile, the thread is not there to deliver them.)
+        var inlineDeliveries: (thread: UInt, deliveries: [ObjectIdentifier: OrderedDelivery])? = nil
         var failureObservers: [UInt64: @Sendable (PreferenceError) -> Void] = [:]
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSharedPrefsShims
 import FoundationEssentials
 import SharedPrefsLocking
 import Synchronization
@@ -40,7 +41,22 @@ typealias Watcher = (path: String, sink: Sink)
 /// ``freeReaders`` free end once their work is done. Polling runs on a timer in the same
 /// epoll instance, armed only while something is polled: an idle process never wakes.
 final class InotifyWatcher: Sendable {
-    static let shared = InotifyWatcher()
+    /// The process's watcher. In a child forked without exec, a new one that takes over the
+    /// parent's watches (``init(takingOver:)``): the parent's inotify instance is shared with the
+    /// parent, whose readers take its events, and its reader threads are not in the child.
+    static var shared: InotifyWatcher {
+        let forks = sharedprefs_fork_count()
+        return current.withLock { current in
+            if let current, current.forks == forks { return current.watcher }
+            let watcher = InotifyWatcher(takingOver: current?.watcher)
+            // A child forked later takes over at once: its observers hear changes whether or not
+            // it calls the library first (a pre-fork server's workers).
+            if current == nil { sharedprefs_set_after_fork_in_child { _ = InotifyWatcher.shared } }
+            current = (forks, watcher)
+            return watcher
+        }
+    }
+    private static let current = Lock<(forks: UInt, watcher: InotifyWatcher)?>(nil)
 
     /// `IN_CREATE` notices a suite published with `link(2)`. (A write makes its temporary file
     /// in the directory of writes, which is not watched; where it cannot, the file's creation and
@@ -127,7 +143,10 @@ final class InotifyWatcher: Sendable {
     private let timer: CInt
     private let state = Lock(State())
 
-    private init() {
+    /// - Parameter old: The watcher of the process this one was forked from, whose watches,
+    ///   polled suites and listeners it takes over: each directory watched there is watched anew
+    ///   here at the first poll tick, and its suites re-read then (what changed meanwhile is heard).
+    private init(takingOver old: InotifyWatcher? = nil) {
         // Without an epoll instance, one reader polls everything (no inotify then).
         let epoll = Syscall.epollCreate()
         let inotify = epoll.flatMap { _ in Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK)) }
@@ -143,7 +162,19 @@ final class InotifyWatcher: Sendable {
         _ = Syscall.epollAdd(self.epoll, work, once: false)
         _ = Syscall.epollAdd(self.epoll, timer, once: true)
         let readers = self.epoll >= 0 ? 2 : 1
-        state.withLock { $0.readers = readers }
+        let inherited = old?.state.withLock { $0 }
+        if let old {
+            for fd in [old.fd, old.epoll, old.work, old.timer] where fd >= 0 { Syscall.close(fd) }
+        }
+        state.withLock { s in
+            s.readers = readers
+            guard let inherited else { return }
+            (s.nextID, s.polled, s.listings, s.vanished) = (inherited.nextID, inherited.polled, inherited.listings, inherited.vanished)
+            for dir in inherited.watched.values {
+                s.vanished[dir.path, default: Directory(location: dir.location, identity: dir.identity)].merge(dir)
+            }
+            armTimer(&s)
+        }
         for _ in 0..<readers { Threads.start(named: "prefs.watcher") { [self] in read() } }
     }
 

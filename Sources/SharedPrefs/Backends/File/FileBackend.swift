@@ -1,3 +1,4 @@
+import CSharedPrefsShims
 import SharedPrefsLocking
 
 /// A suite stored in a property-list file (``SuiteFile``), watched with inotify, written under the
@@ -6,8 +7,20 @@ final class FileBackend: SuiteBackend {
     let file: SuiteFile
     /// The file as last read or written, and its image when it is a binary one: reads and writes
     /// then work on what changed. `nil` until this process has read the file or found it missing.
-    /// Used under the store's I/O exclusion only.
-    private let last = Lock<(version: FileVersion, image: SuiteImage?)?>(nil)
+    /// Used under the store's I/O exclusion only. Kept with the process it was read in
+    /// (``sharedprefs_fork_count()``): a child forked as a thread of its parent had read a version
+    /// but not yet handed its values to the store reads the whole file first (``known``).
+    private let last = Lock<(version: FileVersion, image: SuiteImage?, process: UInt)?>(nil)
+
+    /// ``last``, if this process read or wrote it.
+    private var known: (version: FileVersion, image: SuiteImage?)? {
+        last.withLock { last in last.flatMap { $0.process == sharedprefs_fork_count() ? ($0.version, $0.image) : nil } }
+    }
+
+    /// Makes `version` the file as last read or written.
+    private func remember(_ version: FileVersion, _ image: SuiteImage?) {
+        last.withLock { $0 = (version, image, sharedprefs_fork_count()) }
+    }
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
 
@@ -47,7 +60,7 @@ final class FileBackend: SuiteBackend {
 
     /// ``load()`` in the suite's directory, open.
     func load(in dir: OpenDirectory) throws(PreferenceError) -> Loaded {
-        let known = last.withLock { $0 }
+        let known = known
         if let known, let same = try file.confirm(known.version, in: dir) {
             last.withLock { $0?.version = same }
             return Loaded()
@@ -70,7 +83,7 @@ final class FileBackend: SuiteBackend {
         _Stages.mark("L")
         removeStaleTemporaryFilesOccasionally(in: dir)
 
-        let known = last.withLock { $0 }
+        let known = known
         var loaded = Loaded()
         var corrupt: PreferenceError? = nil
         let confirmed = try known.flatMap { known throws(PreferenceError) in try file.confirm(known.version, in: dir) }
@@ -102,7 +115,7 @@ final class FileBackend: SuiteBackend {
                 path: file.path)
         }
         guard plan.changesSomething || failure != nil else { return Committed(wrote: false) }
-        var image = last.withLock { $0?.image }
+        var image = self.known?.image
         let bytes: [UInt8]
         if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
             bytes = encoded
@@ -118,7 +131,7 @@ final class FileBackend: SuiteBackend {
         }
         let temporaryName = file.newTemporaryName()
         let version = try file.write(bytes, in: dir, as: temporaryName)
-        last.withLock { $0 = (version, image) }
+        remember(version, image)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         return Committed(wrote: true, failure: failure)
     }
@@ -128,15 +141,15 @@ final class FileBackend: SuiteBackend {
     private func adopt(_ contents: SuiteFileContents) -> Loaded {
         switch contents {
         case .loaded(let values, let version, let image):
-            last.withLock { $0 = (version, image) }
+            remember(version, image)
             return Loaded(values)
         case .missing:
-            last.withLock { $0 = (.missing, nil) }
+            remember(.missing, nil)
             return Loaded(.full([:]))
         case .corrupt(let error, looksLikePropertyList: false, _):
             return Loaded(notices: [error])
         case .corrupt(let error, looksLikePropertyList: true, _):
-            let kept = last.withLock { $0 } == nil
+            let kept = known == nil
                 ? " Nothing was read from it, and nothing is written there until it is a property list again."
                 : " The last good values are kept; if it stays that way, the next write moves it aside as \(file.fileName).corrupt-<time>."
             return Loaded(notices: [PreferenceError(code: error.code, message: error.message + kept, path: error.path)])

@@ -21,27 +21,20 @@ void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *
 
 static unsigned long sharedprefs_forks = 0;
 static unsigned long sharedprefs_forker = 0;
-static pthread_rwlock_t sharedprefs_gate = PTHREAD_RWLOCK_INITIALIZER;
+__thread unsigned sharedprefs_gate_depth = 0;
+long sharedprefs_gate_holders = 0;
+int sharedprefs_gate_closed = 0;
 
-void sharedprefs_lock_gate_enter(void) {
-    pthread_rwlock_rdlock(&sharedprefs_gate);
-}
-
-void sharedprefs_lock_gate_leave(void) {
-    pthread_rwlock_unlock(&sharedprefs_gate);
-}
-
-/// Before fork(2): waits until no thread holds a lock of the library's, and keeps them out.
+/// Before fork(2): closes the gate and waits until no thread holds a lock of the library's.
 static void sharedprefs_before_fork(void) {
-    pthread_rwlock_wrlock(&sharedprefs_gate);
+    __atomic_store_n(&sharedprefs_gate_closed, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&sharedprefs_gate_holders, __ATOMIC_SEQ_CST) != 0) sched_yield();
 }
 
 static void sharedprefs_after_fork_in_parent(void) {
-    pthread_rwlock_unlock(&sharedprefs_gate);
+    __atomic_store_n(&sharedprefs_gate_closed, 0, __ATOMIC_SEQ_CST);
 }
 
-/// In the child: the gate anew (the parent's records the writer's thread id, which the child's
-/// thread does not have), the fork counted and its thread kept.
 static void (*sharedprefs_child_hook)(void) = 0;
 
 void sharedprefs_set_after_fork_in_child(void (*hook)(void)) {
@@ -54,8 +47,9 @@ static void *sharedprefs_run_hook(void *hook) {
 }
 
 static void sharedprefs_after_fork_in_child(void) {
-    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
-    sharedprefs_gate = fresh;
+    // Only the thread that forked goes on, and it holds no lock.
+    __atomic_store_n(&sharedprefs_gate_holders, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sharedprefs_gate_closed, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&sharedprefs_forker, (unsigned long)pthread_self(), __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&sharedprefs_forks, 1, __ATOMIC_SEQ_CST);
     // On a thread of its own: the Swift runtime's locks are not reset in a child (one held by

@@ -96,7 +96,7 @@ enum ValueParser {
     /// otherwise a string.
     static func literal(_ text: String) throws -> PlistValue {
         if text.hasPrefix("{") || text.hasPrefix("[") {
-            do { return try JSON.parse(text) } catch {
+            do { return try JSONText.parse(text) } catch {
                 throw ValidationError("The value starts like JSON but does not parse: \(error). Use -string to store it as text.")
             }
         }

@@ -121,9 +121,12 @@ struct LayersTests {
         #expect(plain.output.hasPrefix("app.volume value=1 int=1 source=suite"), "\(plain.output)")
         #expect(try Data(contentsOf: suite) == before, "an argument was written")
         // The forms UserDefaults reads.
-        #expect(LaunchArguments.parse(["-volume", "7", "-theme", "dark", "-flags", "(a, b)", "-window", #"{"width": 800}"#, "-legacy", #"{ title = "main window"; size = (1, 2); }"#, "-ratio", "1.5", "-on", "true", "-broken", "(a,", "lone", "-x"]) == [
-            "volume": 7, "theme": "dark", "flags": ["a", "b"], "window": ["width": 800], "legacy": ["title": "main window", "size": ["1", "2"]], "ratio": 1.5, "on": true, "broken": "(a,",
+        #expect(LaunchArguments.parse(["-volume", "7", "-theme", "dark", "-flags", "(a, b)", "-window", #"{"width": 800}"#, "-legacy", #"{ title = "main window"; size = (1, 2); }"#, "-ratio", "1.5", "-whole", "7.0", "-on", "true", "-broken", "(a,", "lone", "-x"]) == [
+            "volume": 7, "theme": "dark", "flags": ["a", "b"], "window": ["width": 800], "legacy": ["title": "main window", "size": ["1", "2"]], "ratio": 1.5,
+            "whole": .real(7), "on": true, "broken": "(a,",
         ])
+        // One JSON reader, one number rule: `prefs-watch write` reads `7.0` as a real too.
+        #expect(try JSONText.parse("[7, 7.0, 7e0, 18446744073709551615]") == [.integer(7), .real(7), .real(7), .unsignedInteger(18_446_744_073_709_551_615)])
     }
 
     /// A locked key is refused through `set` (reported), `update` (thrown), `@ObservablePrefs`,

@@ -175,7 +175,10 @@ struct ObservableDefaultsReadmeTests {
         model.theme = "dark"  // the same value: no set, no observer
         #expect(model.log == ["will light -> dark", "did light -> dark"])
         #expect(model.theme == "dark" && suite.storedValues == ["compat.theme": "dark", "compat.nickname": "ada"])
-        // Another process's change reaches the property, and runs no observer.
+        // Another process's change reaches the property, and runs no observer. (This process's
+        // sets written first: a background write of "dark" after the other process's "blue"
+        // would be the last writer, and nothing would change here; on a loaded machine it was.)
+        try await suite.flush()
         let tracker = Tracker("theme") { _ = model.theme }
         try await child("set", file.path, "compat.theme=blue")
         _ = try await tracker.fired.wait(for: 1)

@@ -4,6 +4,10 @@
 // C calls that Glibc's Swift module map leaves out, and ThreadSanitizer's annotations.
 
 #include <linux/fs.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -14,10 +18,49 @@
 
 /// Every lock of the library's (`Lock`) is taken inside this gate, which `fork(2)` closes
 /// (`pthread_atfork`) until no thread holds one: a child never starts with a lock held by a
-/// thread it does not have. Take no other gate inside: locks are never held across code that
-/// could fork.
-void sharedprefs_lock_gate_enter(void);
-void sharedprefs_lock_gate_leave(void);
+/// thread it does not have. A thread counts once however many locks it holds (`depth`), so one
+/// taken inside another never waits for a fork that waits for it.
+extern __thread unsigned sharedprefs_gate_depth;
+extern long sharedprefs_gate_holders;
+extern int sharedprefs_gate_closed;
+
+static inline void sharedprefs_lock_gate_enter(void) {
+    if (sharedprefs_gate_depth++ > 0) return;
+    for (;;) {
+        __atomic_add_fetch(&sharedprefs_gate_holders, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&sharedprefs_gate_closed, __ATOMIC_SEQ_CST)) return;
+        // A fork is under way: out of its way until it is done (a moment).
+        __atomic_sub_fetch(&sharedprefs_gate_holders, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&sharedprefs_gate_closed, __ATOMIC_ACQUIRE)) sched_yield();
+    }
+}
+
+static inline void sharedprefs_lock_gate_leave(void) {
+    if (--sharedprefs_gate_depth > 0) return;
+    __atomic_sub_fetch(&sharedprefs_gate_holders, 1, __ATOMIC_RELEASE);
+}
+
+/// A lock word (0 free, 1 held, 2 held with waiters) and its futex: the lock of `Lock`. It
+/// records no thread, so a child forked without exec (where the gate above left it free) uses it
+/// as any other thread would. ThreadSanitizer does not see it: `Lock` tells it.
+static inline void sharedprefs_lock(int *word) {
+    int seen = 0;
+    if (__atomic_compare_exchange_n(word, &seen, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+    if (seen != 2) seen = __atomic_exchange_n(word, 2, __ATOMIC_ACQUIRE);
+    while (seen != 0) {
+        syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        seen = __atomic_exchange_n(word, 2, __ATOMIC_ACQUIRE);
+    }
+}
+
+static inline int sharedprefs_trylock(int *word) {
+    int seen = 0;
+    return __atomic_compare_exchange_n(word, &seen, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static inline void sharedprefs_unlock(int *word) {
+    if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 /// How many times this process's line of ancestors forked since the library was loaded, as
 /// seen from this process: 0 in the process that loaded it, one more in each child `fork(2)`

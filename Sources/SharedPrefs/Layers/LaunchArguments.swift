@@ -8,7 +8,7 @@ enum LaunchArguments {
 
     /// Each `-key value` pair: a word of one dash and at least one more character, and the word
     /// after it, whatever it is. `--` and what follows it are not read. A value that reads as
-    /// JSON is taken as JSON (`7` an integer, `true` a boolean, `[…]`, `{…}`), one in OpenStep's
+    /// JSON is taken as JSON (``JSONText``: `7` an integer, `7.0` a real, `true` a boolean, `[…]`, `{…}`), one in OpenStep's
     /// property-list text as that (`(a, b)`, `{a = 1;}`, `"quoted"`), anything else as a string.
     static func parse(_ arguments: [String]) -> PlistDictionary {
         var values = PlistDictionary()
@@ -27,28 +27,12 @@ enum LaunchArguments {
     }
 
     static func value(_ text: String) -> PlistValue {
-        if let json = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) { return json.value }
+        if let json = try? JSONText.parse(text) { return json }
         if let first = text.first, "({\"".contains(first) {
             var parser = OpenStep(text)
             if let value = parser.value(), parser.atEnd { return value }
         }
         return .string(text)
-    }
-
-    /// A JSON value with its type kept: `7` an integer, `7.5` a real, `true` a boolean (`null`
-    /// has no property-list form, and is not one).
-    private struct JSONValue: Decodable {
-        let value: PlistValue
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let bool = try? container.decode(Bool.self) { value = .bool(bool) }
-            else if let integer = try? container.decode(Int64.self) { value = .integer(integer) }
-            else if let real = try? container.decode(Double.self) { value = .real(real) }
-            else if let string = try? container.decode(String.self) { value = .string(string) }
-            else if let array = try? container.decode([JSONValue].self) { value = .array(array.map(\.value)) }
-            else { value = .dictionary(PlistDictionary(try container.decode([String: JSONValue].self).mapValues(\.value))) }
-        }
     }
 
     /// OpenStep's property-list text: strings (quoted, or words of letters, digits and `_$+/:.-`),

@@ -56,11 +56,30 @@ package enum Path {
         if user.isEmpty, let variable = getenv("HOME"), variable.pointee != 0 {
             home = String(cString: variable)
         } else {
-            let entry = user.isEmpty ? getpwuid(geteuid()) : getpwnam(String(user))
-            home = entry.map { String(cString: $0.pointee.pw_dir) }
+            home = homeDirectory(of: user.isEmpty ? nil : String(user))
         }
         guard let home else { return path }
         return trailingSlashesRemoved(rest.isEmpty ? home : trailingSlashesRemoved(home) + rest)
+    }
+
+    /// The home directory of `user` (this process's effective user when `nil`), from the user
+    /// database with the reentrant calls: `getpwnam` and `getpwuid` hand every thread of the
+    /// process one buffer, which another thread's look-up overwrites (`~root` read as the home of
+    /// another user, once, in a test run).
+    private static func homeDirectory(of user: String?) -> String? {
+        var size = 4096
+        while true {
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+            defer { buffer.deallocate() }
+            var entry = passwd()
+            var found: UnsafeMutablePointer<passwd>? = nil
+            let status = user.map { getpwnam_r($0, &entry, buffer, size, &found) } ?? getpwuid_r(geteuid(), &entry, buffer, size, &found)
+            if status == ERANGE, size < 1 << 20 {
+                size *= 4
+                continue
+            }
+            return status == 0 && found != nil ? String(cString: entry.pw_dir) : nil
+        }
     }
 
     private static func trailingSlashesRemoved(_ path: String) -> String {

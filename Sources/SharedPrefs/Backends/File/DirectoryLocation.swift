@@ -158,18 +158,11 @@ struct DirectoryLocation: Sendable, Hashable {
         }
     }
 
-    /// Whether a directory of this mode is writable by every user without the sticky bit, where
-    /// anyone could replace the suites in it.
-    static func isInsecure(_ mode: mode_t) -> Bool {
-        mode & S_IWOTH != 0 && mode & S_ISVTX == 0
-    }
-
     /// Refuses a directory owned by another user (not root) unless it belongs to one of this user's
     /// groups and others may not write it: a group container is shared with its group, and with
     /// nobody else.
     private static func checkOwner(_ st: stat, path: String) throws(PreferenceError) {
-        if st.st_uid == geteuid() || st.st_uid == 0 { return }
-        if st.st_mode & S_IWOTH == 0, Trust.isMember(of: st.st_gid) { return }
+        if Trust.directoryOwner(st) { return }
         throw PreferenceError(
             code: .untrustedFile,
             message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid) (mode \(String(st.st_mode & 0o7777, radix: 8))), neither this user nor root, and \(st.st_mode & S_IWOTH != 0 ? "others may write it" : "its group is none of this user's"), so someone else may have put it there. Remove it, or have it owned by you or by a group you share (chown, chmod o-w), if you trust its owner.",
@@ -178,7 +171,7 @@ struct DirectoryLocation: Sendable, Hashable {
 
     /// Refuses a directory that every user may write without the sticky bit.
     private static func checkWritable(_ st: stat, path: String) throws(PreferenceError) {
-        if isInsecure(st.st_mode) {
+        if Trust.everyoneMayReplaceEntries(st.st_mode) {
             throw PreferenceError(
                 code: .insecureDirectory,
                 message: "Refusing to use \(path): it is writable by every user and has no sticky bit, so anyone could replace the suites in it. Run chmod o-w \(path) (or chmod +t to keep it shared).",

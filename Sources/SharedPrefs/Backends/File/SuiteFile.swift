@@ -89,17 +89,11 @@ struct SuiteFile: Sendable {
     /// In a directory every user can write, refuses a file owned by someone other than this
     /// user or root: anyone could have planted it there, with values of their choosing.
     func checkOwner(_ st: stat, of filePath: String, in dir: OpenDirectory) throws(PreferenceError) {
-        guard !isTrusted(st, in: dir) else { return }
+        guard !Trust.file(st, in: dir) else { return }
         throw PreferenceError(
             code: .untrustedFile,
             message: "Refusing to use \(filePath): it is owned by uid \(st.st_uid), and \(directory) is writable by every user, so that user may have planted it. Remove the file if you do not trust its owner, or keep shared suites in a group container (mode 02770) instead.",
             path: filePath)
-    }
-
-    /// Whether a file may be used: owned by this user or root, or in a directory that not every
-    /// user can write.
-    func isTrusted(_ st: stat, in dir: OpenDirectory) -> Bool {
-        !dir.isWritableByEveryone || st.st_uid == geteuid() || st.st_uid == 0
     }
 
     func notRegular(_ st: stat, path: String) -> PreferenceError {

@@ -6,15 +6,34 @@ import Glibc
 /// directory or file is used, in one place.
 ///
 /// - A suite directory, and every directory below the trusted one: owned by this user or root,
-///   or by a group of this user's that others may not write (``DirectoryLocation``); never
-///   writable by every user without the sticky bit.
+///   or by a group of this user's that others may not write (``directoryOwner(_:)``); never
+///   writable by every user without the sticky bit (``everyoneMayReplaceEntries(_:)``).
 /// - The directory of writes: admits no writer the suite directory does not admit
 ///   (``writesDirectory(_:of:)``).
 /// - A suite, lock or temporary file in a directory every user may write: owned by this user or
-///   root (``SuiteFile/isTrusted(_:in:)``).
+///   root (``file(_:in:)``).
 /// - A system layer's directory or file: owned by root, writable by nobody else
 ///   (``systemLayerProblem(_:directory:trustsUser:)``).
 enum Trust {
+    /// Whether a directory of this mode is writable by every user without the sticky bit, where
+    /// anyone could replace the entries in it: never used.
+    static func everyoneMayReplaceEntries(_ mode: mode_t) -> Bool {
+        mode & S_IWOTH != 0 && mode & S_ISVTX == 0
+    }
+
+    /// Whether a directory's owner may be trusted with the suites in it: this user or root, or a
+    /// group of this user's that others may not write (a group container is shared with its
+    /// group, and with nobody else).
+    static func directoryOwner(_ st: stat) -> Bool {
+        st.st_uid == geteuid() || st.st_uid == 0 || (st.st_mode & S_IWOTH == 0 && isMember(of: st.st_gid))
+    }
+
+    /// Whether a suite, lock or temporary file may be used: owned by this user or root, or in a
+    /// directory that not every user can write (where anyone could have planted it).
+    static func file(_ st: stat, in dir: OpenDirectory) -> Bool {
+        !dir.isWritableByEveryone || st.st_uid == geteuid() || st.st_uid == 0
+    }
+
     /// Whether the directory of writes `st` may carry the temporary files of the suite directory
     /// `dir`: a directory on the same device that admits no writer `dir` does not admit. Nobody
     /// else may write it; its group only where that group may write `dir`; its owner is this

@@ -63,17 +63,11 @@ struct Edit: ParsableCommand {
             return note("No key was changed.")
         }
         // Apply each change unless the key moved on since the editor opened (and not to the same value).
-        let conflicts = try prefs.update { tx -> [(key: String, now: PlistValue?)] in
-            var conflicts: [(key: String, now: PlistValue?)] = []
-            for (changed, value) in changes {
-                let now = tx[changed]
-                if now != base[changed], now != value {
-                    conflicts.append((changed, now))
-                } else {
-                    tx[changed] = value
-                }
-            }
-            return conflicts
+        let conflicts: [(key: String, now: PlistValue?)]
+        do {
+            conflicts = try applying(changes, base: base, to: prefs)
+        } catch {
+            throw failure("\(describe(error)) Your edit is kept in \(file.path).")
         }
         let applied = changes.filter { change in !conflicts.contains { $0.key.isExactly(change.key) } }
         let set = applied.filter { $0.value != nil }.map { Self.quoted($0.key) }
@@ -88,6 +82,23 @@ struct Edit: ParsableCommand {
             throw failure("\(conflicts.count) key(s) not written; run prefs-watch edit again to change them. Your edit is kept in \(file.path).")
         }
         keepFile = false
+    }
+
+    /// Writes each change in one update, unless its key moved on since the editor opened (and
+    /// not to the same value); returns those that did.
+    private func applying(_ changes: [(key: String, value: PlistValue?)], base: PlistDictionary, to prefs: PreferenceSuite) throws -> [(key: String, now: PlistValue?)] {
+        try prefs.update { tx in
+            var conflicts: [(key: String, now: PlistValue?)] = []
+            for (changed, value) in changes {
+                let now = tx[changed]
+                if now != base[changed], now != value {
+                    conflicts.append((changed, now))
+                } else {
+                    tx[changed] = value
+                }
+            }
+            return conflicts
+        }
     }
 
     private static func show(_ value: PlistValue?) -> String { value?.description ?? "(absent)" }

@@ -161,8 +161,10 @@ struct LayersTests {
             ("edit", ["edit", suite.path], ["EDITOR": "python3 \(editor.path)", "VISUAL": ""]),
             ("migrate", ["migrate", suite.path, "legacy"], ["XDG_CONFIG_HOME": legacy.path]),
         ] {
-            let result = try await run(SharedPrefsTests.prefsWatch, arguments, environment: place.environment.merging(environment) { $1 })
+            // (An edit refused keeps the edited file, in the test's own directory.)
+            let result = try await run(SharedPrefsTests.prefsWatch, arguments, environment: place.environment.merging(environment) { $1 }.merging(["TMPDIR": place.directory.url.path]) { $1 })
             #expect(result.status == 1 && result.output.contains("is locked by \(locks.path)"), "\(verb): \(result.output)")
+            if verb == "edit" { #expect(result.output.contains("Your edit is kept in \(place.directory.url.path)"), "\(result.output)") }
         }
         #expect(try Data(contentsOf: suite) == before, "the suite's file changed")
         let listed = try await place.prefsWatch("locks", suite.path)

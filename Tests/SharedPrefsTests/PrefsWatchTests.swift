@@ -890,6 +890,8 @@ struct PrefsWatchEditTests {
 
         let failing = try await edit([file.path], ["VISUAL": "false"])
         #expect(failing.status == 1 && failing.output.contains("The editor (false) exited with status 1; nothing was changed"), "\(failing.output)")
+        let keptAfterFailure = try #require(keptFile(in: failing.output))
+        try FileManager.default.removeItem(atPath: URL(filePath: keptAfterFailure).deletingLastPathComponent().path)
         let untouched = try await edit([file.path], ["VISUAL": "true"])
         #expect(untouched.status == 0 && untouched.output.contains("No key was changed"), "\(untouched.output)")
         let emptied = try await edit([file.path], ["VISUAL": "truncate -s 0"])

@@ -258,7 +258,15 @@ struct HardeningTests {
         // A lock timeout that a slow machine (ThreadSanitizer beside other tests) cannot reach
         // between the setter's call and the writer's end.
         let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1", "--lock-timeout-ms", "60000"])
-        try await waitUntilWriting(file, by: setter.pid)
+        do {
+            try await waitUntilWriting(file, by: setter.pid)
+        } catch {
+            // What the setter did instead, for the failure's message.
+            try writer.closeInput()
+            let status = try? await setter.status(timeout: .seconds(10))
+            Issue.record("\(error); the setter: status \(status.map(String.init) ?? "still running"), \(setter.records.items), \(setter.standardError)")
+            return
+        }
         try writer.closeInput()
         #expect(try await setter.status() == 0, "\(setter.standardError)")
         #expect(try await writer.status() == 0)

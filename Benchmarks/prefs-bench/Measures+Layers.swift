@@ -19,14 +19,25 @@ extension Measures {
             guard rename(aside.path, url.path) == 0 else { throw BenchError("could not rename \(aside.path) over \(url.path)") }
         }
         func plist(_ values: PlistDictionary) -> [UInt8] { [UInt8](PlistValue.dictionary(values).propertyListData(format: .binary)) }
+        // The suites live where system layers apply to them: `<SHAREDPREFS_ROOT>/Preferences`.
+        let home = directory.appending(path: "layers-home")
+        try FileManager.default.createDirectory(at: home.appending(path: "Preferences"), withIntermediateDirectories: true)
+        let environment = ["SHAREDPREFS_SYSTEM_ROOT": root.path, "SHAREDPREFS_ROOT": home.path]
+        func file(_ name: String) -> URL { home.appending(path: "Preferences/\(name).plist") }
+        func makeSuite(_ name: String) throws -> PreferenceSuite {
+            let suite = try PreferenceSuite(fileURL: file(name))
+            for (key, value) in realisticValues(100).swiftDictionary { suite.set(value, forKey: key) }
+            guard suite.synchronize() else { throw BenchError("could not write the suite \(file(name).path)") }
+            return suite
+        }
 
         // Cached reads of a suite with a locked key and two system layers, against UserDefaults.
         try install(admin.appending(path: "layered-read.plist"), plist(["admin.only": 1, "locked": 2]))
         try install(vendor.appending(path: "layered-read.plist"), plist(["vendor.only": 3, "k": 4]))
         try install(admin.appending(path: "locks/layered-read"), Array("locked\n".utf8))
-        setenv("SHAREDPREFS_SYSTEM_ROOT", root.path, 1)
+        for (name, value) in environment { setenv(name, value, 1) }
         let suite = try makeSuite("layered-read")
-        unsetenv("SHAREDPREFS_SYSTEM_ROOT")
+        for name in environment.keys { unsetenv(name) }
         suite.set(7, forKey: "k")
         guard suite.source(ofKey: "locked")?.layer == .locked, suite.integer(forKey: "k") == 7 else { throw BenchError("the system layers of \(root.path) were not read") }
         rows.append(cachedReads(
@@ -37,7 +48,7 @@ extension Measures {
         func observed(_ name: String, stamp: PlistValue?, _ change: (Int, Int64) throws -> Void) throws -> Tally {
             let suite = try makeSuite(name)
             if let stamp { try install(file(name), plist(["stamp": stamp])) }
-            let child = try Child(["observe", suite.fileURL!.path, "stamp"], environment: ["SHAREDPREFS_SYSTEM_ROOT": root.path])
+            let child = try Child(["observe", suite.fileURL!.path, "stamp"], environment: environment)
             try child.ready()
             var sent: [Int64] = []
             for i in 0..<(warmUp + scaled(300)) {

@@ -58,9 +58,7 @@ public struct AppGroup: Sendable, Hashable {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
             return URL(filePath: data, directoryHint: .isDirectory).appending(path: "sharedprefs", directoryHint: .isDirectory)
         }
-        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? URL(filePath: $0, directoryHint: .isDirectory) : nil }
-            ?? FileManager.default.homeDirectoryForCurrentUser
-        return home.appending(path: ".local/share/sharedprefs", directoryHint: .isDirectory)
+        return URL(filePath: Path.home ?? "/", directoryHint: .isDirectory).appending(path: ".local/share/sharedprefs", directoryHint: .isDirectory)
     }
 }
 

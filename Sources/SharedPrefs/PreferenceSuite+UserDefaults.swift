@@ -12,7 +12,8 @@ public struct UserDefaultsImport: Sendable, Equatable {
 
 extension PreferenceSuite {
     /// Where Foundation's `UserDefaults(suiteName: name)` keeps its values on Linux:
-    /// `$XDG_CONFIG_HOME/<name>.plist`, else `~/.config/<name>.plist` (for `UserDefaults.standard`,
+    /// `$XDG_CONFIG_HOME/<name>.plist`, else `$HOME/.config/<name>.plist` (the password
+    /// database's home when `HOME` is unset or relative) (for `UserDefaults.standard`,
     /// the name is the executable's). A SharedPrefs suite of the same name is another file, in
     /// another directory: the two share nothing.
     public static func userDefaultsFileURL(suiteName name: String) -> URL {
@@ -20,7 +21,7 @@ extension PreferenceSuite {
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
             return URL(filePath: config, directoryHint: .isDirectory).appending(path: name + ".plist")
         }
-        return FileManager.default.homeDirectoryForCurrentUser.appending(path: ".config/\(name).plist")
+        return URL(filePath: Path.home ?? "/", directoryHint: .isDirectory).appending(path: ".config/\(name).plist")
     }
 
     /// Copies the values Foundation's `UserDefaults(suiteName:)` keeps for `suiteName` on Linux

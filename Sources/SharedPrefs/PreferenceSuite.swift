@@ -120,12 +120,14 @@ public final class PreferenceSuite: Sendable {
     /// - Throws: ``PreferenceError`` when the name is invalid or the directory cannot be created,
     ///   is insecure (writable by others without the sticky bit), or cannot be read.
     public convenience init(suiteName: String, in group: AppGroup?, options: Options = Options()) throws(PreferenceError) {
-        try self.init(name: suiteName, group: group?.identifier, file: SuiteFile.named(suiteName, in: group, options: options))
+        let file = try SuiteFile.named(suiteName, in: group, options: options)
+        let ownGroup = group?.identifier ?? (suiteName.hasPrefix("group.") ? suiteName : nil)
+        try self.init(name: suiteName, layers: SystemLayerIdentity(suiteName: suiteName, group: ownGroup), file: file)
     }
 
     /// Opens the suite stored in `file`, sharing the live store of every other object for it.
-    convenience init(name: String, group: String? = nil, file: SuiteFile) throws(PreferenceError) {
-        self.init(store: try StoreRegistry.store(name: name, group: group, file: file))
+    convenience init(name: String, layers: SystemLayerIdentity, file: SuiteFile) throws(PreferenceError) {
+        self.init(store: try StoreRegistry.store(name: name, layers: layers, file: file))
     }
 
     /// Checks a suite name without opening anything: letters, digits, `.`, `-`, `_`; no leading
@@ -141,7 +143,7 @@ public final class PreferenceSuite: Sendable {
     ///   or the directory is unusable.
     public convenience init(fileURL: URL, options: Options = Options()) throws(PreferenceError) {
         let (name, file) = try SuiteFile.at(fileURL, options: options)
-        try self.init(name: name, file: file)
+        try self.init(name: name, layers: SystemLayerIdentity(suiteName: name, directory: file.location.path), file: file)
     }
 
     /// The stored values of a suite, read once without opening it: nothing is created, locked or

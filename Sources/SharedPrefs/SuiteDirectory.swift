@@ -16,17 +16,21 @@ public struct SuiteDirectory: Sendable, Hashable {
     public let url: URL
     /// How it is opened: a group's `Library/Preferences` from its container, without following links.
     let location: DirectoryLocation
+    /// The app group whose container this is, when made from one: its suites' system layers.
+    let group: String?
 
     /// The suites of any directory.
     public init(url: URL) {
         self.url = url.standardizedFileURL
         location = DirectoryLocation(trusted: self.url.path(percentEncoded: false))
+        group = nil
     }
 
     /// The suites of an app group: its container's `Library/Preferences`.
     public init(group: AppGroup) {
         url = group.preferencesDirectory.standardizedFileURL
         location = group.location
+        self.group = group.identifier
     }
 
     /// The suites that belong to no group: `<root>/Preferences`.
@@ -62,7 +66,8 @@ public struct SuiteDirectory: Sendable, Hashable {
     /// - Throws: ``PreferenceError`` when the name is invalid or the directory unusable.
     public func suite(named name: String, options: PreferenceSuite.Options = .init()) throws(PreferenceError) -> PreferenceSuite {
         try SuiteName.validate(name, what: "suite name")
-        return try PreferenceSuite(name: name, file: SuiteFile(location: location, fileName: name + ".plist", options: options))
+        let layers = group.map { SystemLayerIdentity(suiteName: name, group: $0) } ?? SystemLayerIdentity(suiteName: name, directory: location.path)
+        return try PreferenceSuite(name: name, layers: layers, file: SuiteFile(location: location, fileName: name + ".plist", options: options))
     }
 
     /// The names of suites created in (or moved or linked into) the directory from now on, as they

@@ -173,8 +173,8 @@ struct LocationOptions: ParsableArguments {
         return dir == nil ? (name, nil) : nil
     }
 
-    /// Whose system layers apply to the suite a suite argument names: its name and group as the
-    /// library opens it (a file's name without `.plist` for a path or `--dir`).
+    /// Whose system layers apply to the suite a suite argument names, by the library's one rule:
+    /// those of a suite where suites live (a name, a group's suite), none for a file elsewhere.
     func layerIdentity(_ spec: String) throws -> SystemLayerIdentity {
         #if Etcd
         if etcd != nil {
@@ -182,8 +182,8 @@ struct LocationOptions: ParsableArguments {
             return identity
         }
         #endif
-        if let (name, group) = try byName(spec) { return SystemLayerIdentity(suiteName: name, group: group?.identifier) }
-        return SystemLayerIdentity(suiteName: try fileURL(of: spec).deletingPathExtension().lastPathComponent, group: nil)
+        let url = try fileURL(of: spec)
+        return SystemLayerIdentity(suiteName: url.deletingPathExtension().lastPathComponent, directory: url.deletingLastPathComponent().path(percentEncoded: false))
     }
 
     /// The system layers of a suite argument's suite, their problems logged as the library's

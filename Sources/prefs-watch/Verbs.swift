@@ -68,12 +68,14 @@ struct Read: ParsableCommand {
     private func explainKey(_ key: String) throws {
         let (place, stored) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
             ? location.readValues(suite) : (location.fileURL(of: suite).path, [:])
+        let rule = try location.layerIdentity(suite).rule
         let (value, source) = try location.systemLayers(suite).explain(PlistKey(key), stored: stored, file: place)
         guard let source else {
-            throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its own (\(place)), nor a system layer; a program reads its registered or declared default.")
+            throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its own (\(place)), nor a system layer (system layers: \(rule)); a program reads its registered or declared default.")
         }
         if let value { show(value) } else { print("(no system value: programs read their registered or declared default)") }
         print("layer: \(source)")
+        print("system layers: \(rule)")
     }
 
     /// An XML property list, or, for values XML cannot carry (control characters), the escaped
@@ -295,12 +297,21 @@ struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Replace a suite's values with those of a property-list file (- reads standard input).",
-        discussion: "Examples:\n  prefs-watch import settings backup.plist\n  prefs-watch export old - | prefs-watch import new -")
+        discussion: """
+            A key a system layer locks is refused, every such key named, and nothing is imported; \
+            --skip-locked imports the rest and lists the keys it left out. A value stored before \
+            its key was locked is removed as any other.
+
+            Examples:
+              prefs-watch import settings backup.plist
+              prefs-watch export old - | prefs-watch import new -
+            """)
 
     @OptionGroup var location: LocationOptions
     @Argument(help: "The suite.", completion: Completions.suite) var suite: String
     @Argument(help: "The source file, or - for standard input.", completion: .file(extensions: ["plist"])) var source: String
     @Flag(help: "Keep keys the file does not have.") var merge = false
+    @Flag(help: "Leave out the keys a system layer locks, and list them, instead of refusing the whole import.") var skipLocked = false
     @Flag(help: "Create the suite at a path that does not end in .plist, or the directory it goes in.") var create = false
 
     func run() throws {
@@ -322,10 +333,12 @@ struct Import: ParsableCommand {
                 throw failure("\(source == "-" ? "Standard input" : source) holds a \(root.typeName); a suite needs a dictionary at the root.")
             }
             let prefs = try location.open(suite, create: create)
+            let skipped = skipLocked ? Set(values.keys.filter { !prefs.isWritable($0) }) : []
             try prefs.update { tx in
                 if !merge { for key in tx.values.keys where values[key] == nil { tx[key] = nil } }
-                for (key, value) in values { tx[key] = value }
+                for (key, value) in values where !skipped.contains(key) { tx[key] = value }
             }
+            if !skipped.isEmpty { print("Skipped \(skipped.count) locked key(s): \(skipped.sorted().map(\.displayed).joined(separator: ", ")).") }
         }
     }
 }

@@ -15,12 +15,16 @@ struct LayersTests {
         var root: URL { directory.file("system") }
         var admin: URL { root.appending(path: "etc/sharedprefs") }
         var vendor: URL { root.appending(path: "usr/share/sharedprefs") }
-        var suites: URL { directory.file("suites") }
-        var environment: [String: String] { ["SHAREDPREFS_SYSTEM_ROOT": root.path] }
+        /// Where suites opened by name live (`SHAREDPREFS_ROOT`'s `Preferences`): system layers
+        /// apply to suites there, not to a file of the same name elsewhere.
+        var suites: URL { directory.file("root/Preferences") }
+        var environment: [String: String] { ["SHAREDPREFS_SYSTEM_ROOT": root.path, "SHAREDPREFS_ROOT": directory.file("root").path] }
+        /// `environment` as `env` arguments, for a process started through `/usr/bin/env`.
+        var env: [String] { environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } }
 
         init() throws {
             directory = try TemporaryDirectory()
-            for path in ["system/etc/sharedprefs/locks", "system/usr/share/sharedprefs", "suites"] {
+            for path in ["system/etc/sharedprefs/locks", "system/usr/share/sharedprefs", "root/Preferences"] {
                 try FileManager.default.createDirectory(at: directory.file(path), withIntermediateDirectories: true)
             }
             for path in ["system", "system/etc", "system/etc/sharedprefs", "system/etc/sharedprefs/locks", "system/usr", "system/usr/share", "system/usr/share/sharedprefs"] {
@@ -48,6 +52,10 @@ struct LayersTests {
         }
 
         func prefsWatch(_ arguments: String...) async throws -> ProcessResult {
+            try await prefsWatch(arguments)
+        }
+
+        func prefsWatch(_ arguments: [String]) async throws -> ProcessResult {
             try await run(SharedPrefsTests.prefsWatch, arguments, environment: environment)
         }
     }
@@ -89,7 +97,7 @@ struct LayersTests {
             if c.layer == "registered" {
                 #expect(explained.status == 1 && explained.output.contains("No layer of the suite"), "\(c.what): \(explained.output)")
             } else {
-                #expect(explained.status == 0 && lines.count == 2 && lines[1].hasPrefix("layer: \(c.layer)"), "\(c.what): \(explained.output)")
+                #expect(explained.status == 0 && lines.count == 3 && lines[1].hasPrefix("layer: \(c.layer)") && lines[2] == "system layers: those of suite \(c.name)", "\(c.what): \(explained.output)")
                 #expect(lines.first == (c.value == 5 ? "(no system value: programs read their registered or declared default)" : "\(c.value)"), "\(c.what): \(explained.output)")
             }
         }
@@ -125,6 +133,9 @@ struct LayersTests {
             "volume": 7, "theme": "dark", "flags": ["a", "b"], "window": ["width": 800], "legacy": ["title": "main window", "size": ["1", "2"]], "ratio": 1.5,
             "whole": .real(7), "on": true, "broken": "(a,",
         ])
+        // Nothing after `--` is read, also where it stands as the word after an option's name.
+        #expect(LaunchArguments.parse(["-v", "--", "-theme", "evil"]) == [:])
+        #expect(LaunchArguments.parse(["-a", "1", "--", "-b", "2"]) == ["a": 1])
         // One JSON reader, one number rule: `prefs-watch write` reads `7.0` as a real too.
         #expect(try JSONText.parse("[7, 7.0, 7e0, 18446744073709551615]") == [.integer(7), .real(7), .real(7), .unsignedInteger(18_446_744_073_709_551_615)])
     }
@@ -171,6 +182,70 @@ struct LayersTests {
         #expect(listed.status == 0 && listed.output == "app.*\t\(locks.path)\n", "\(listed.output)")
     }
 
+    /// A value the suite's file held before its key was locked (no reader sees it) can be
+    /// removed every way there is: `removeObject`, `update`, `prefs-watch delete` of the key or
+    /// the suite, `rename`. An import that would set locked keys names every one of them, or with
+    /// `--skip-locked` leaves them out and says so. (Before, each removal was refused.)
+    @Test func aValueALockHidesCanBeRemovedAndAnImportNamesEveryLockedKey() async throws {
+        let place = try Place()
+        let suite = place.suite("kiosk")
+        try place.install(place.admin.appending(path: "locks/kiosk"), Data("kiosk.mode\nkiosk.url\n".utf8))
+        let stored: [String: PlistValue] = ["kiosk.mode": false, "kiosk.url": "http://old", "other": 1]
+        try place.install(suite, stored)
+        let removed = try await place.child("layer-write", suite.path, "kiosk.mode", "-")
+        #expect(removed.status == 0 && removed.output.hasPrefix("set ok\nupdate ok\n"), "\(removed.output)")
+        #expect(try readSuiteFile(suite) == ["kiosk.url": "http://old", "other": 1])
+        let renamed = try await place.prefsWatch("rename", suite.path, "kiosk.url", "old.url")
+        #expect(renamed.status == 0, "\(renamed.output)")
+        #expect(try readSuiteFile(suite) == ["old.url": "http://old", "other": 1])
+        try place.install(suite, stored)
+        let deleted = try await place.prefsWatch("delete", suite.path, "kiosk.mode")
+        #expect(deleted.status == 0, "\(deleted.output)")
+        #expect(try await place.prefsWatch("delete", suite.path).status == 0)
+        #expect(try readSuiteFile(suite) == [:])
+
+        let input = place.directory.file("input.plist")
+        try place.install(input, ["kiosk.url": "http://new", "kiosk.mode": true, "theme": "dark"])
+        let refused = try await place.prefsWatch("import", suite.path, input.path)
+        #expect(refused.status == 1 && refused.output.contains(#"keys "kiosk.mode", "kiosk.url" of suite kiosk are locked"#), "\(refused.output)")
+        #expect(try readSuiteFile(suite) == [:])
+        let skipped = try await place.prefsWatch("import", suite.path, input.path, "--skip-locked")
+        #expect(skipped.status == 0 && skipped.output == "Skipped 2 locked key(s): kiosk.mode, kiosk.url.\n", "\(skipped.output)")
+        #expect(try readSuiteFile(suite) == ["theme": "dark"])
+    }
+
+    /// System layers apply to a suite where suites live (by name, in a group's container, or a
+    /// path to either), not to a file of the same name elsewhere: the article's staging file is
+    /// written, and `read --explain` says which rule applied.
+    @Test func systemLayersApplyWhereTheSuiteLivesNotToAFileOfItsNameElsewhere() async throws {
+        let place = try Place()
+        try place.install(place.admin.appending(path: "locks/settings"), Data("kiosk.mode\n".utf8))
+        try place.install(place.admin.appending(path: "settings.plist"), ["kiosk.mode": true])
+        let stage = place.directory.file("stage/settings.plist")
+        try FileManager.default.createDirectory(at: stage.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let staged = try await place.prefsWatch("write", stage.path, "kiosk.mode", "-bool", "false")
+        #expect(staged.status == 0, "\(staged.output)")
+        #expect(try readSuiteFile(stage) == ["kiosk.mode": false])
+        let explained = try await place.prefsWatch("read", "--explain", stage.path, "kiosk.mode")
+        #expect(explained.output == "0\nlayer: suite, \(stage.path)\nsystem layers: none: the file is not where suites live (the user's preferences directory or an app group's container), so no system layer applies to it, whatever its name\n", "\(explained.output)")
+        // The same name where suites live: by name, by its path, and in a group's container.
+        for arguments in [["settings"], [place.suite("settings").path]] {
+            let refused = try await place.prefsWatch(["write"] + arguments + ["kiosk.mode", "-bool", "false"])
+            #expect(refused.status == 1 && refused.output.contains("is locked by"), "\(arguments): \(refused.output)")
+            let read = try await place.prefsWatch(["read", "--explain"] + arguments + ["kiosk.mode"])
+            #expect(read.output.hasPrefix("1\nlayer: locked") && read.output.hasSuffix("system layers: those of suite settings\n"), "\(arguments): \(read.output)")
+        }
+        let group = place.admin.appending(path: "group.com.example.kiosk")
+        try FileManager.default.createDirectory(at: group.appending(path: "locks"), withIntermediateDirectories: true)
+        for path in [group.path, group.appending(path: "locks").path] { chmod(path, 0o755) }
+        try place.install(group.appending(path: "locks/settings"), Data("kiosk.url\n".utf8))
+        let container = place.directory.file("root/containers/group.com.example.kiosk/Library/Preferences/settings.plist").path
+        for arguments in [["--group", "group.com.example.kiosk", "settings"], [container]] {
+            let read = try await place.prefsWatch(["read", "--explain"] + arguments + ["kiosk.url"])
+            #expect(read.output.hasPrefix("(no system value") && read.output.contains("locked by \(group.path)/locks/settings") && read.output.hasSuffix("system layers: those of suite settings in app group group.com.example.kiosk\n"), "\(arguments): \(read.output)")
+        }
+    }
+
     /// Another process hears an administrator's default change, a key locked and unlocked, with
     /// the layer as origin; a foreign writer's value under a locked key is no change there, and
     /// is reported once.
@@ -180,9 +255,9 @@ struct LayersTests {
         let (defaults, locks) = (place.admin.appending(path: "watched.plist"), place.admin.appending(path: "locks/watched"))
         try place.install(suite, ["app.volume": 1])
         try place.install(defaults, ["app.volume": 2, "app.theme": "light"])
-        let watcher = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", childExecutable.path, "watch", suite.path])
+        let watcher = try Launched(URL(filePath: "/usr/bin/env"), place.env + [childExecutable.path, "watch", suite.path])
         try await watcher.records.wait(for: 1)  // ready
-        let tail = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", SharedPrefsTests.prefsWatch.path, "tail", suite.path, "--json", "--count", "5", "--initial", "--key", "app.volume"])
+        let tail = try Launched(URL(filePath: "/usr/bin/env"), place.env + [SharedPrefsTests.prefsWatch.path, "tail", suite.path, "--json", "--count", "5", "--initial", "--key", "app.volume"])
         try await tail.records.wait(for: 1)  // the file's value
 
         try place.install(defaults, ["app.volume": 2, "app.theme": "dark"])
@@ -218,6 +293,48 @@ struct LayersTests {
         } == ["1 -> 2 locked", "ignored", "2 -> 7 administrator", "7 -> 4 locked"], "\(tail.records.items)")
     }
 
+    /// System files replaced in place, as GNU `install` replaces them (the old file unlinked, a
+    /// new one written) and as `tee` rewrites them (emptied, then written), 20 times each: a
+    /// running process hears no lock lapse, no default flicker and no error for the moment a
+    /// file is missing or empty; a file removed for good is heard, once confirmed, as the state
+    /// on disk. (Before: `kiosk.mode: true -> true [locked]` twice in 2 of 5 runs, defaults
+    /// removed and re-added, an error record for the empty file.)
+    @Test func aSystemFileReplacedInPlaceNeitherLapsesNorFlickers() async throws {
+        let place = try Place()
+        let suite = place.suite("kiosk")
+        let (defaults, locks) = (place.admin.appending(path: "kiosk.plist"), place.admin.appending(path: "locks/kiosk"))
+        let (defaultsData, locksData) = (Data(PlistValue.dictionary(["kiosk.mode": true, "app.theme": "light"]).propertyListData(format: .xml)), Data("kiosk.mode\n".utf8))
+        try place.install(suite, ["other": 1])
+        try place.install(defaults, defaultsData)
+        try place.install(locks, locksData)
+        let sources = place.directory.file("sources")
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        try defaultsData.write(to: sources.appending(path: "kiosk.plist"))
+        try locksData.write(to: sources.appending(path: "locks"))
+        let watcher = try Launched(URL(filePath: "/usr/bin/env"), place.env + [childExecutable.path, "watch", suite.path])
+        try await watcher.records.wait(until: { $0.contains("ready") })
+        for _ in 0..<20 {
+            for (source, target) in [("locks", locks), ("kiosk.plist", defaults)] {
+                let installed = try await run(URL(filePath: "/usr/bin/install"), ["-m", "644", sources.appending(path: source).path, target.path])
+                #expect(installed.status == 0, "\(installed.output)")
+            }
+            try locksData.write(to: locks)  // in place: truncated, then written
+            try defaultsData.write(to: defaults)
+        }
+        // A change after all of them, which the watcher hears after whatever they made it hear.
+        try place.install(defaults, ["kiosk.mode": true, "app.theme": "dark"])
+        try await watcher.records.wait(until: { $0.last == #"change app.theme "dark" layer=administrator"# })
+        let heard = { watcher.records.items.filter { $0.hasPrefix("change ") || $0.hasPrefix("failure ") } }
+        #expect(heard() == [#"change app.theme "dark" layer=administrator"#], "\(watcher.records.items)")
+        // Removed for good: unlocked (the value stays the administrator's, the key writable).
+        let known = heard().count
+        try FileManager.default.removeItem(at: locks)
+        try await watcher.records.wait(until: { _ in heard().count > known })
+        #expect(heard().last == "change kiosk.mode true layer=locked", "\(watcher.records.items)")
+        try watcher.closeInput()
+        #expect(try await watcher.status() == 0)
+    }
+
     /// A running process hears a system file or directory start or stop counting as its mode
     /// changes (`chmod go-w`, as the log advises, and `chmod g+w`), as it hears content changes.
     /// (Before, only processes started later saw the fix: no attribute change was watched.)
@@ -230,7 +347,7 @@ struct LayersTests {
         try place.install(locks, Data("app.volume\n".utf8))
         chmod(defaults.path, 0o664)
         chmod(locks.path, 0o666)
-        let watcher = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_SYSTEM_ROOT=\(place.root.path)", childExecutable.path, "watch", suite.path])
+        let watcher = try Launched(URL(filePath: "/usr/bin/env"), place.env + [childExecutable.path, "watch", suite.path])
         try await watcher.records.wait(until: { $0.contains("ready") })
         let changes = { watcher.records.items.filter { $0.hasPrefix("change ") } }
         chmod(locks.path, 0o644)  // locked: the layers below the file give no value
@@ -279,6 +396,20 @@ struct LayersTests {
             #expect(read.status == 0 && lines.contains { $0.hasPrefix("failure ") && $0.contains(url.path) && $0.contains(why) }, "\(name): \(read.output)")
             #expect(lines.contains("app.volume value=3 int=3 source=vendor writable=true"), "\(name): \(read.output)")
         }
+        // A locks file with a UTF-8 byte-order mark locks what it names (it used to lock
+        // "\u{FEFF}app.volume", which `locks` listed as app.volume); one in UTF-16 locks nothing,
+        // and says so, in the library and in prefs-watch alike.
+        let bom = place.admin.appending(path: "locks/bom")
+        try place.install(bom, Data([0xEF, 0xBB, 0xBF] + Array("app.volume\n".utf8)))
+        let bomRead = try await place.child("layers", place.suite("bom").path, "app.volume")
+        #expect(bomRead.output.contains("app.volume value=5 int=5 source=locked writable=false"), "\(bomRead.output)")
+        #expect(try await place.prefsWatch("locks", "bom").output == "app.volume\t\(bom.path)\n")
+        let wide = place.admin.appending(path: "locks/wide")
+        try place.install(wide, Data([0xFF, 0xFE] + "app.volume\n".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))
+        let wideRead = try await place.child("layers", place.suite("wide").path, "app.volume")
+        #expect(wideRead.output.contains("Ignored the system layer \(wide.path): it is not UTF-8 text") && wideRead.output.contains("writable=true"), "\(wideRead.output)")
+        let wideLocks = try await place.prefsWatch("locks", "wide")
+        #expect(wideLocks.output.contains("it is not UTF-8 text") && !wideLocks.output.contains("app.volume\t"), "\(wideLocks.output)")
         // A locks directory others may write locks nothing.
         try place.install(place.admin.appending(path: "locks/open"), Data("app.volume\n".utf8))
         chmod(place.admin.appending(path: "locks").path, 0o777)

@@ -120,6 +120,12 @@ struct PrefsWatchTests {
         #expect(try readSuiteFile(directory.file("root/Preferences/settings.plist"))["shared"] == "theirs")
         let missing = try await run(prefsWatch, ["migrate", "settings", "nothing"], environment: environment)
         #expect(missing.status == 1 && missing.output.contains(directory.file("config/nothing.plist").path), "\(missing.output)")
+        // Without XDG_CONFIG_HOME, Foundation keeps it in $HOME/.config, whatever the password
+        // database says (sudo -E, containers, CI): migrate looks there too.
+        let home = ["HOME": directory.file("home").path, "SHAREDPREFS_ROOT": directory.file("root").path]
+        #expect(try await run(childExecutable, ["user-defaults", "homed"], environment: home).status == 0)
+        let homed = try await run(prefsWatch, ["migrate", "settings", "homed", "--overwrite"], environment: home)
+        #expect(homed.status == 0 && homed.output.contains("Copied 9 key(s) from \(directory.file("home/.config/homed.plist").path)"), "\(homed.output)")
     }
 
     /// SIGTERM (Foundation's `terminate()`), SIGINT and SIGHUP each end a running tail, though
@@ -262,6 +268,10 @@ struct PrefsWatchTests {
             let result = try await prefsWatchRun("write", file, "json", bad)
             #expect(result.status == 64 && result.output.contains(problem), "\(bad): \(result.output)")
         }
+        // The excerpt quoted in a JSON error escapes control characters, C1 (a terminal's CSI,
+        // U+009B) included, as every other message does.
+        let c1 = try await prefsWatchRun("write", file, "json", "[\"a\u{9B}2J\" x]")
+        #expect(c1.status == 64 && c1.output.contains(#"after "[\"a\u{9B}2J\" ""#) && !c1.output.unicodeScalars.contains("\u{9B}"), "\(c1.output.debugDescription)")
         let missing = directory.file("no/such/dir").path
         let refused = try await prefsWatchRun("write", "--dir", missing, "s", "k", "v")
         #expect(refused.status == 1 && refused.output.contains("--create"), "\(refused.output)")

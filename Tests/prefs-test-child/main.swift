@@ -430,19 +430,20 @@ case "layers-each":
     }
     exit(0)
 case "layer-write":
-    let (key, value) = (arguments[2], Int(arguments[3]) ?? 0)
+    // A value of `-` removes the key instead (removeObject, then update).
+    let (key, value) = (arguments[2], Int(arguments[3]))
     let failures = Collected()
     let token = suite.observeFailures { failures.append($0) }
     let known = failures.items.count
-    suite.set(value, forKey: key)
+    if let value { suite.set(value, forKey: key) } else { suite.removeObject(forKey: key) }
     say("set \(failures.items.dropFirst(known).first.map { "\($0.code) \($0.message)" } ?? "ok")")
     do {
-        try suite.update { $0[key] = .integer(Int64(value)) }
+        try suite.update { $0[key] = value.map { .integer(Int64($0)) } }
         say("update ok")
     } catch let error as PreferenceError {
         say("update \(error.code) \(error.message)")
     }
-    if key == "app.volume" {
+    if key == "app.volume", let value {
         let settings = ChildSettings(suite: suite)
         settings.volume = value
         say("observable \(settings.volume)")

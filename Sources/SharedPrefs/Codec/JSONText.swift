@@ -23,7 +23,7 @@ package enum JSONText {
 
         func problem(_ what: String) -> Problem {
             let before = String(decoding: bytes.prefix(at), as: UTF8.self)
-            return Problem(description: "\(what) around character \(at), after \"\(before.count > 20 ? "…" : "")\(before.suffix(20))\"")
+            return Problem(description: "\(what) around character \(at), after \(PlistValue.quoted((before.count > 20 ? "…" : "") + before.suffix(20)))")
         }
 
         mutating func skipSpace() {

@@ -52,14 +52,15 @@ package enum Path {
         guard path.hasPrefix("~") else { return path }
         let user = path.dropFirst().prefix { $0 != "/" }
         let rest = path.dropFirst(1 + user.count)
-        let home: String?
-        if user.isEmpty, let variable = getenv("HOME"), variable.pointee != 0 {
-            home = String(cString: variable)
-        } else {
-            home = homeDirectory(of: user.isEmpty ? nil : String(user))
-        }
-        guard let home else { return path }
+        guard let home = user.isEmpty ? home : homeDirectory(of: String(user)) else { return path }
         return trailingSlashesRemoved(rest.isEmpty ? home : trailingSlashesRemoved(home) + rest)
+    }
+
+    /// This user's home directory as Foundation finds it: `$HOME` when it is an absolute path
+    /// (`sudo -E`, containers, CI and tests set it), else the password database's.
+    package static var home: String? {
+        if let variable = getenv("HOME"), variable.pointee == CChar(bitPattern: UInt8(ascii: "/")) { return String(cString: variable) }
+        return homeDirectory(of: nil)
     }
 
     /// The home directory of `user` (this process's effective user when `nil`), from the user

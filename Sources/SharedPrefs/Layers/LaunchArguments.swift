@@ -20,6 +20,8 @@ enum LaunchArguments {
                 i += 1
                 continue
             }
+            // `-v -- -theme evil`: the `--` ends the options, it is no value of `-v`.
+            if arguments[i + 1] == "--" { break }
             values[String(word.dropFirst())] = value(arguments[i + 1])
             i += 2
         }

@@ -110,6 +110,13 @@ package struct SystemLayers: Sendable, Equatable {
         lockedKeys.map { ($0.key.string, $0.value) }.sorted { $0.key < $1.key } + lockedPrefixes.map { ($0.prefix + "*", $0.path) }
     }
 
+    /// Whether `newer` drops something these layers hold: a default, a lock or a prefix lock (a
+    /// value changed, or anything added, is no loss).
+    func loses(to newer: SystemLayers) -> Bool {
+        defaults.storage.keys.contains { newer.defaults.storage[$0] == nil } || lockedKeys.keys.contains { newer.lockedKeys[$0] == nil }
+            || lockedPrefixes.contains { old in !newer.lockedPrefixes.contains { $0.prefix == old.prefix } }
+    }
+
     /// Every key these layers name (prefix locks aside): the keys a change of them may touch.
     var keys: Set<PlistKey> { Set(defaults.storage.keys).union(lockedKeys.keys).union(arguments.storage.keys) }
 
@@ -123,6 +130,9 @@ package struct SystemLayers: Sendable, Equatable {
 package struct SystemLayerIdentity: Sendable, Hashable {
     package var suiteName: String
     package var group: String?
+    /// Whether the system directories' files apply: for a suite where suites live (see
+    /// ``init(suiteName:directory:launchArguments:)``), not for a file elsewhere of that name.
+    package var readsFiles = true
     /// Whether the process's `-key value` arguments apply too.
     package var launchArguments = false
 
@@ -130,6 +140,31 @@ package struct SystemLayerIdentity: Sendable, Hashable {
         self.suiteName = suiteName
         self.group = group
         self.launchArguments = launchArguments
+    }
+
+    /// The system layers of the suite `suiteName` whose file is in `directory` (an absolute
+    /// path): those of a suite where suites live, the user's preferences directory
+    /// (`<root>/Preferences`) or an app group's container (`<root>/containers/<group>/Library/Preferences`,
+    /// then the group's); none for a file anywhere else (a staging copy, a backup, a file handed
+    /// over), whatever its name: an administrator's lock of `settings` is no lock of every
+    /// `settings.plist` on the machine. The rule `prefs-watch read --explain` names.
+    package init(suiteName: String, directory: String, launchArguments: Bool = false) {
+        self.init(suiteName: suiteName, group: nil, launchArguments: launchArguments)
+        let root = AppGroup.rootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingSuffix("/")
+        let directory = URL(filePath: directory, directoryHint: .isDirectory).standardizedFileURL.path(percentEncoded: false).trimmingSuffix("/")
+        let parts = directory.hasPrefix(root + "/") ? directory.dropFirst(root.count + 1).split(separator: "/", omittingEmptySubsequences: false) : []
+        if parts == ["Preferences"] { return }
+        if parts.count == 4, parts[0] == "containers", parts[2] == "Library", parts[3] == "Preferences", (try? SuiteName.validate(String(parts[1]), what: "")) != nil {
+            group = String(parts[1])
+            return
+        }
+        readsFiles = false
+    }
+
+    /// Whose system layers apply, and why, in words (`prefs-watch read --explain`).
+    package var rule: String {
+        guard readsFiles else { return "none: the file is not where suites live (the user's preferences directory or an app group's container), so no system layer applies to it, whatever its name" }
+        return "those of suite \(suiteName)" + (group.map { " in app group \($0)" } ?? "")
     }
 }
 
@@ -161,6 +196,7 @@ extension SystemLayers {
         var layers = SystemLayers()
         var watched = Set<Watched>()
         var problems: [PreferenceError] = []
+        guard identity.readsFiles else { return (layers, watched, problems) }
         let (directories, trustsUser) = directories()
         let reader = Reader(trustsUser: trustsUser)
         for (layer, base) in directories {
@@ -201,7 +237,14 @@ extension SystemLayers {
                 watched.insert(Watched(directory: path + "/locks", name: identity.suiteName))
                 let file = path + "/locks/" + identity.suiteName
                 if let bytes = reader.read(identity.suiteName, in: locks, path: file, problems: &problems) {
-                    for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                    // UTF-8, a byte-order mark skipped; anything else (UTF-16, Latin-1) locks
+                    // nothing it seems to name, so it is refused as a whole.
+                    let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+                    guard !text.contains(0), let text = String(validating: text, as: UTF8.self) else {
+                        problems.append(reader.ignored(file, "it is not UTF-8 text (UTF-16, or another encoding); write one key per line in UTF-8"))
+                        continue
+                    }
+                    for line in text.split(whereSeparator: \.isNewline) {
                         let entry = String(line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmed)
                         if entry.isEmpty { continue }
                         if entry.hasSuffix("*") {
@@ -276,7 +319,7 @@ extension SystemLayers {
             return OpenDirectory(fd: fd, status: st)
         }
 
-        private func ignored(_ path: String, _ why: String) -> PreferenceError {
+        func ignored(_ path: String, _ why: String) -> PreferenceError {
             PreferenceError(
                 code: .untrustedFile,
                 message: "Ignored the system layer \(path): \(why). A system layer counts only when root owns it and nobody else may write it, so that no user can plant an administrator's default or lock; fix its owner and mode (chown root: and chmod go-w), or remove it.",

@@ -58,9 +58,9 @@ package enum StoreRegistry {
         var fileName: String
     }
 
-    /// Returns the live store for `file`, creating and reading it (and its system layers, those of
-    /// `name` in `group`) on first use.
-    static func store(name: String, group: String?, file: SuiteFile) throws(PreferenceError) -> SuiteStore {
+    /// Returns the live store for `file`, creating and reading it (and its system layers,
+    /// `layers`) on first use.
+    static func store(name: String, layers: SystemLayerIdentity, file: SuiteFile) throws(PreferenceError) -> SuiteStore {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
         return try store(id: FileSuite(directory: dir.identity, fileName: file.fileName)) { () throws(PreferenceError) in
@@ -70,7 +70,9 @@ package enum StoreRegistry {
             // starts no watcher.
             let backend = FileBackend(file: file)
             let loaded = try backend.load(in: dir)
-            return SuiteStore(name: name, backend: backend, loaded: loaded, layers: SystemLayerIdentity(suiteName: name, group: group, launchArguments: file.options.launchArguments))
+            var layers = layers
+            layers.launchArguments = file.options.launchArguments
+            return SuiteStore(name: name, backend: backend, loaded: loaded, layers: layers.readsFiles || layers.launchArguments ? layers : nil)
         }
     }
 

@@ -166,9 +166,13 @@ extension SuiteStore {
                     for (key, operation) in tx.operations {
                         if let error = refusal(of: operation, forKey: key.string) { throw error }
                     }
+                    // Values for locked keys are refused, every such key named; removals are not
+                    // (see `record`).
                     let layers = state.withLock { $0.layers }
-                    let locked = layers.flatMap { layers in tx.operations.keys.lazy.compactMap { key in layers.lock(of: key).map { (key, $0) } }.first }
-                    if let (key, lock) = locked { throw lockedKey(key.string, lockedBy: lock) }
+                    let locked = tx.operations.compactMap { key, operation in
+                        operation.value == nil ? nil : layers?.lock(of: key).map { (key: key.string, lock: $0) }
+                    }.sorted { $0.key < $1.key }
+                    if let first = locked.first { throw lockedKey(locked.map(\.key), lockedBy: first.lock) }
                     operations.merge(tx.operations) { _, transaction in transaction }
                     transactionKeys = Set(tx.operations.keys)
                     reads = tx.reads

@@ -14,13 +14,32 @@ extension SuiteStore {
         }
     }
 
-    /// Reads the system layers, adopts them, and watches what they are read from (while the
-    /// suite is watched).
-    func reloadLayers() {
+    /// How long a system file that vanished, emptied or stopped parsing must stay so before a
+    /// running process acts on it. A file replaced in place (GNU `install` unlinks it and writes a
+    /// new one; `tee` empties it and writes) is missing, empty or half written for a moment, and
+    /// read then it would lift a lock and drop defaults until the next event. Only a loss waits: a
+    /// lock or default that goes away stays in force 200 ms longer, the safe side (more locked,
+    /// the value read a moment longer); what is added or changed counts at once.
+    static let layerSettle = Duration.milliseconds(200)
+
+    /// Reads the system layers, adopts them (a loss once it is confirmed, see ``layerSettle``),
+    /// and watches what they are read from (while the suite is watched). `confirming`: adopts
+    /// what it reads, a loss included (the first read, and the one after the settle).
+    func reloadLayers(confirming: Bool = false) {
         guard let layerIdentity else { return }
         var (layers, watched, problems) = SystemLayers.load(layerIdentity)
         if layerIdentity.launchArguments { layers.arguments = LaunchArguments.values }
-        adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
+        let loses = !confirming && state.withLock { s in
+            (s.layers ?? SystemLayers()).loses(to: layers) || problems.contains { problem in !s.layerNotices.contains { $0.message == problem.message } }
+        }
+        if !loses {
+            adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
+        } else if layerConfirmScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            owner.async(after: Self.layerSettle) { [self] in
+                layerConfirmScheduled.store(false, ordering: .releasing)
+                reloadLayers(confirming: true)
+            }
+        }
         guard subscription.withLock({ $0 != nil }) else { return }
         // Watches no longer needed are handed out and released here, after the lock: their
         // release unwatches.

@@ -183,6 +183,8 @@ package final class SuiteStore: Sendable {
     let layerWatches = Lock<[SystemLayers.Watched: Subscription]>([:])
     /// Whether a re-read of the system layers is queued on the owner.
     let layerReloadScheduled = Atomic(false)
+    /// Whether a re-read that confirms a loss of the system layers is scheduled.
+    let layerConfirmScheduled = Atomic(false)
 
     /// - Parameters:
     ///   - loaded: The values read before the store is shared, to start from.
@@ -193,7 +195,7 @@ package final class SuiteStore: Sendable {
         layerIdentity = layers
         owner = SuiteOwner(label: "SharedPrefs.io.\(name)")
         adopt(loaded)
-        if layers != nil { reloadLayers() }
+        if layers != nil { reloadLayers(confirming: true) }
     }
 
     /// Starts watching, at the first read of the cached values or the first observer, and reads
@@ -317,10 +319,11 @@ package final class SuiteStore: Sendable {
         if scheduleFlush { scheduleBackgroundFlush() }
     }
 
-    /// A local operation: seen at once, written by the next flush. A locked key's is refused
-    /// (reported once the state lock is let go).
+    /// A local operation: seen at once, written by the next flush. A value for a locked key is
+    /// refused (reported once the state lock is let go); its removal is not: the file may hold a
+    /// value stored before the lock, which no reader sees, and removing it changes nothing read.
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
-        if let lock = s.layers?.lock(of: key) { return s.unreported.append(lockedKey(key.string, lockedBy: lock)) }
+        if operation.value != nil, let lock = s.layers?.lock(of: key) { return s.unreported.append(lockedKey([key.string], lockedBy: lock)) }
         switch s.local[key]?.operations {
         case nil: s.local[key] = Local(stored: s.values.storage[key], operations: .pending(operation))
         case .pending: s.local[key]!.operations = .pending(operation)
@@ -377,11 +380,13 @@ package final class SuiteStore: Sendable {
         }
     }
 
-    /// The error of a write to a locked key.
-    func lockedKey(_ key: String, lockedBy lock: String) -> PreferenceError {
-        PreferenceError(
+    /// The error of a write of values for locked keys (sorted), the first locked by `lock`.
+    func lockedKey(_ keys: [String], lockedBy lock: String) -> PreferenceError {
+        let named = keys.count == 1 ? "key \"\(keys[0])\" of suite \(name) is locked by \(lock); its value is"
+            : "keys \(keys.map { "\"\($0)\"" }.joined(separator: ", ")) of suite \(name) are locked (the first by \(lock)); their values are"
+        return PreferenceError(
             code: .keyLocked,
-            message: "Not stored: key \"\(key)\" of suite \(name) is locked by \(lock); its value is the system layers'. Nothing was written. Ask whoever administers the machine, or use another key.",
+            message: "Not stored: \(named) the system layers'. Nothing was written. Ask whoever administers the machine, or use another key.",
             path: lock)
     }
 }

@@ -152,7 +152,7 @@ extension PlistValue: CustomStringConvertible {
     }
 
     /// `text` in double quotes, with `\`, `"` and control characters (C0, DEL, C1) escaped.
-    static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -15,6 +15,9 @@ struct Record: Sendable {
         case initial
         /// The watcher lost events and re-read everything (an inotify queue overflow).
         case resync
+        /// The reader of the output fell behind by more than `--backlog`: the changes of each
+        /// key that follow are merged, and this record says how many were.
+        case overflow
         /// A suite could not be read (not a property list, permissions, …).
         case error
         /// A file-level inotify event (`--raw`).
@@ -32,6 +35,11 @@ struct Record: Sendable {
     var message: String?
     /// For a change a system layer made (an administrator's default, a lock): that layer.
     var layer: PreferenceLayer? = nil
+
+    /// What the record holds, roughly, in bytes: what the writer's backlog counts.
+    var footprint: Int {
+        64 + suite.utf8.count + path.utf8.count + (key?.utf8.count ?? 0) + (message?.utf8.count ?? 0) + (old?.footprint ?? 0) + (new?.footprint ?? 0)
+    }
 }
 
 extension timespec {
@@ -73,6 +81,17 @@ extension PlistValue {
     var bare: String {
         if case .string(let text) = self { return text.displayed }
         return description
+    }
+
+    /// What the value holds, roughly, in bytes.
+    var footprint: Int {
+        switch self {
+        case .string(let v): 16 + v.utf8.count
+        case .data(let v): 16 + v.count
+        case .array(let v): v.reduce(16) { $0 + $1.footprint }
+        case .dictionary(let v): v.reduce(16) { $0 + $1.key.utf8.count + $1.value.footprint }
+        default: 16
+        }
     }
 
     /// JSON text. Dates become ISO 8601 strings, data base64 strings, non-finite reals strings.
@@ -126,10 +145,10 @@ enum OutputStyle: Sendable {
         "w": "suite file path",
         "k": "key",
         "f": "key (inotifywait's %f)",
-        "e": "operation: set, removed, initial, resync, error, raw",
+        "e": "operation: set, removed, initial, resync, overflow, error, raw",
         "o": "old value",
         "n": "new value",
-        "m": "message (resync, error, raw)",
+        "m": "message (resync, overflow, error, raw)",
         "%": "a literal %",
     ]
 
@@ -153,6 +172,7 @@ enum OutputStyle: Sendable {
             return "\(head) \(key): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")" + (r.layer.map { " [\($0)]" } ?? "")
         case .initial: return "\(head) \(key) = \(r.new?.description ?? "(none)")"
         case .resync: return "\(head) RESYNC \(message)"
+        case .overflow: return "\(r.time.clock) OVERFLOW \(message)"
         case .error: return "\(head) ERROR \(message)"
         case .raw: return "\(r.time.clock) RAW \(message)"
         }

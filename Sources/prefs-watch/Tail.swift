@@ -20,6 +20,14 @@ struct Tail: ParsableCommand {
 
             A named suite that does not exist is an error, unless --wait asks to wait for it.
 
+            A reader of the output that falls behind by more than --backlog bytes (default 16M) \
+            gets each key's latest change, merged, after an overflow record that says how many \
+            changes were merged (as inotify's IN_Q_OVERFLOW): nothing is lost silently, and memory \
+            stays within the backlog and one value per key.
+
+            SIGTERM, SIGINT and SIGHUP end it after the record being written, so a reader never \
+            gets half a record; the exit status is the signal's. A second signal ends it at once.
+
             Exit status: 0 after --count records, 1 on an error, 2 when --timeout passes with no record \
             (as inotifywait), 64 for a usage error. A closed pipe ends it with 0.
 
@@ -67,10 +75,23 @@ struct Tail: ParsableCommand {
     @Option(name: [.customShort("t"), .long], help: "Exit with 2 when no record arrives for this many seconds.")
     var timeout: Double?
 
+    @Option(help: ArgumentHelp("Output held for a reader that falls behind, in bytes (K, M and G suffixes); past it, changes of a key are merged.", valueName: "size"), transform: Self.byteCount)
+    var backlog: Int = 16 << 20
+
     #if InotifyTools
     @Flag(help: "Also print file-level inotify events of the watched directories (libinotifytools).")
     var raw = false
     #endif
+
+    /// `16M`, `512K`, `1G` or a number of bytes.
+    static func byteCount(_ text: String) throws -> Int {
+        let units: [Character: Int] = ["K": 10, "M": 20, "G": 30]
+        let shift = text.last.flatMap { units[Character($0.uppercased())] }
+        guard let number = Int(shift == nil ? text : String(text.dropLast())), number > 0, number <= Int.max >> (shift ?? 0) else {
+            throw ValidationError("--backlog takes a size in bytes greater than 0, with K, M or G for KiB, MiB or GiB (16M); not \"\(text)\".")
+        }
+        return number << (shift ?? 0)
+    }
 
     func validate() throws {
         if [json, csv, format != nil].filter({ $0 }).count > 1 { throw ValidationError("Choose one of --json, --csv and --format.") }
@@ -97,16 +118,11 @@ struct Tail: ParsableCommand {
     /// re-armed a timer every second.
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        // SIGTERM, SIGINT and SIGHUP end a tail at once, whatever signal mask it inherited (a
-        // parent that blocks them leaves them blocked in what it starts: a tail started by the
-        // tests outlived their `terminate()`). One ignored on purpose (`nohup`) stays ignored.
-        var ending = sigset_t()
-        sigemptyset(&ending)
-        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&ending, signal) }
-        pthread_sigmask(SIG_UNBLOCK, &ending, nil)
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
-        let session = TailSession(style: style, terminator: nulTerminated ? 0 : 10, filters: filters, count: count, timeout: timeout)
+        let writer = OutputWriter(style: style, terminator: nulTerminated ? 0 : 10, count: count, backlog: backlog)
+        writer.endOnSignals()
+        let session = TailSession(writer: writer, filters: filters, timeout: timeout)
 
         var appeared = false
         if suites.isEmpty, wait, let directory = try location.directory(), !FileManager.default.fileExists(atPath: directory.url.path) {
@@ -166,9 +182,8 @@ struct Tail: ParsableCommand {
     }
 }
 
-/// The running tail: records are numbered and queued for the writer under one lock, on the
-/// thread that has them (a reader thread for changes), so they never interleave and `seq`
-/// counts them in output order.
+/// The running tail: records go to the writer on the thread that has them (a reader thread for
+/// changes), which numbers them in output order.
 final class TailSession: Sendable {
     enum Announce {
         /// Print nothing for the current values.
@@ -183,28 +198,21 @@ final class TailSession: Sendable {
         var attached: [String: (PreferenceSuite, changes: PreferenceObservation?, failures: PreferenceObservation?)] = [:]
     }
 
-    private let style: OutputStyle
-    private let terminator: UInt8
+    private let writer: OutputWriter
     private let filters: [KeyFilter]
-    private let count: Int?
     private let timeout: Double?
     /// Ends the process after `timeout` without a record (only with `--timeout`). Safe: made in
     /// init, afterwards only rescheduled, which libdispatch allows from any thread.
     nonisolated(unsafe) private let timer: DispatchSourceTimer?
     private let state = Lock(State())
-    /// The records numbered so far; held while one is numbered and queued.
-    private let output = Lock(0)
-    private let writer = OutputWriter()
 
-    init(style: OutputStyle, terminator: UInt8, filters: [KeyFilter], count: Int?, timeout: Double?) {
-        self.style = style
-        self.terminator = terminator
+    init(writer: OutputWriter, filters: [KeyFilter], timeout: Double?) {
+        self.writer = writer
         self.filters = filters
-        self.count = count
         self.timeout = timeout
         if let timeout {
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "prefs-watch.timeout"))
-            timer.setEventHandler { exit(2) }
+            timer.setEventHandler { writer.end(.exit(2)) }
             timer.schedule(deadline: .now() + timeout)
             timer.resume()
             self.timer = timer
@@ -255,50 +263,181 @@ final class TailSession: Sendable {
         emit(Record(suite: "", path: "", operation: .raw, message: message))
     }
 
-    /// Numbers a record and queues it for the writer; after `--count` records, no more.
+    /// Queues a record for the writer, and puts `--timeout` off.
     private func emit(_ record: Record) {
-        output.withLock { printed in
-            guard count.map({ printed < $0 }) ?? true else { return }
-            printed += 1
-            var record = record
-            record.seq = printed
-            writer.write(style.render(record), terminator: terminator, thenExit: count == printed)
-            if let timeout { timer?.schedule(deadline: .now() + timeout) }
-        }
+        writer.write(record)
+        if let timeout { timer?.schedule(deadline: .now() + timeout) }
     }
 }
 
-/// The one thread that writes records to standard output. Records are queued in order, never
-/// dropped, and written as fast as the reader of the output takes them: a reader that stops
-/// stalls this thread alone, never the threads that read changes, and gets every record once it
-/// reads again.
+/// The one thread that writes records to standard output, numbered in output order, as fast as
+/// the reader of the output takes them: a reader that stops stalls this thread alone, never the
+/// threads that read changes. What waits for it is bounded by the backlog: past it, the records
+/// of each key are merged into one (the first old value, the last new one) and an `overflow`
+/// record says how many were merged. Records are written whole, in writes of at most 64 KiB of
+/// whole records, and the process ends only between two of them.
 final class OutputWriter: Sendable {
-    private let queued = Lock<(bytes: [UInt8], exit: Bool)>(([], false))
+    /// How the process ends, once the writer is between records.
+    enum Ending {
+        /// With this status, once every queued record is written (`--timeout`).
+        case exit(Int32)
+        /// Of this signal, after the record being written; queued records are left.
+        case signal(Int32)
+    }
+
+    private struct Queue {
+        var records: [Record] = []
+        /// What `records` hold, roughly: their values, keys and messages.
+        var bytes = 0
+        /// Changes merged into others since the last overflow record.
+        var merged = 0
+        var ending: Ending?
+        /// Whether the writer is writing (records taken from the queue, not all written).
+        var writing = false
+
+        /// One record a key: the first old value, the last new value; records without a key
+        /// (errors, resyncs) kept as they are, in order.
+        mutating func merge() {
+            var first: [String: Int] = [:]
+            var kept: [Record] = []
+            for record in records {
+                guard let key = record.key, [.set, .removed, .initial].contains(record.operation) else {
+                    kept.append(record)
+                    continue
+                }
+                let id = record.suite + "\u{0}" + key
+                guard let index = first[id] else {
+                    first[id] = kept.count
+                    kept.append(record)
+                    continue
+                }
+                kept[index].new = record.new
+                kept[index].time = record.time
+                kept[index].layer = record.layer
+                if kept[index].operation != .initial { kept[index].operation = record.new == nil ? .removed : .set }
+                merged += 1
+            }
+            records = kept
+            bytes = kept.reduce(0) { $0 + $1.footprint }
+        }
+    }
+
+    private let style: OutputStyle
+    private let terminator: UInt8
+    private let count: Int?
+    private let backlog: Int
+    private let queue = Lock(Queue())
     private let ready = DispatchSemaphore(value: 0)
 
-    init() {
+    init(style: OutputStyle, terminator: UInt8, count: Int?, backlog: Int) {
+        self.style = style
+        self.terminator = terminator
+        self.count = count
+        self.backlog = backlog
         Threads.start(named: "prefs-watch.out") { [self] in run() }
     }
 
-    /// Queues `text` and `terminator`; with `thenExit`, the process exits (status 0) once it is written.
-    func write(_ text: String, terminator: UInt8, thenExit: Bool) {
-        queued.withLock { queued in
-            queued.bytes += text.utf8
-            queued.bytes.append(terminator)
-            queued.exit = queued.exit || thenExit
+    /// Queues `record`.
+    func write(_ record: Record) {
+        queue.withLock { queue in
+            queue.records.append(record)
+            queue.bytes += record.footprint
+            if queue.bytes > backlog { queue.merge() }
         }
         ready.signal()
     }
 
+    /// Ends the process as `ending` says, once the writer is between records.
+    func end(_ ending: Ending) {
+        let now = queue.withLock { queue -> Bool in
+            if case .signal = queue.ending { return false }
+            queue.ending = ending
+            if case .signal = ending { return !queue.writing }
+            return !queue.writing && queue.records.isEmpty
+        }
+        if now { Self.finish(ending) }
+        ready.signal()
+    }
+
+    /// SIGTERM, SIGINT and SIGHUP end the process after the record being written, whatever
+    /// signal mask it inherited (a parent that blocks them leaves them blocked in what it
+    /// starts); a second one ends it at once. One ignored on purpose (`nohup`) stays ignored.
+    /// Call before any other thread starts: they inherit the signals blocked, and one thread
+    /// takes them with `sigwait`.
+    func endOnSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        Threads.start(named: "prefs-watch.sig") { [self, signals] in
+            var signals = signals
+            var received: Int32 = 0
+            guard sigwait(&signals, &received) == 0 else { return }
+            end(.signal(received))
+            guard sigwait(&signals, &received) == 0 else { return }
+            Self.finish(.signal(received))
+        }
+    }
+
+    private static func finish(_ ending: Ending) -> Never {
+        switch ending {
+        case .exit(let status): exit(status)
+        case .signal(let number):
+            // Dies of the signal, as the shell and the process that sent it expect.
+            signal(number, SIG_DFL)
+            var only = sigset_t()
+            sigemptyset(&only)
+            sigaddset(&only, number)
+            raise(number)
+            pthread_sigmask(SIG_UNBLOCK, &only, nil)
+            exit(128 + number)
+        }
+    }
+
     private func run() {
+        var written = 0
         while true {
             ready.wait()
-            let (bytes, exits) = queued.withLock { queued in
-                defer { queued.bytes = [] }
-                return (queued.bytes, queued.exit)
+            while true {
+                let (records, merged, ending) = queue.withLock { queue in
+                    defer { (queue.records, queue.bytes, queue.merged) = ([], 0, 0) }
+                    queue.writing = !queue.records.isEmpty && !Self.isSignal(queue.ending)
+                    return (queue.writing ? queue.records : [], queue.merged, queue.ending)
+                }
+                if records.isEmpty {
+                    if let ending, Self.isSignal(ending) || queue.withLock({ $0.records.isEmpty }) { Self.finish(ending) }
+                    break
+                }
+                var batch: [UInt8] = []
+                var all = records
+                if merged > 0 {
+                    all.insert(Record(suite: "", path: "", operation: .overflow, message: "\(merged) change(s) merged: the reader of this output fell more than \(backlog) bytes behind; each key's latest value follows"), at: 0)
+                }
+                for var record in all {
+                    written += 1
+                    record.seq = written
+                    batch += style.render(record).utf8
+                    batch.append(terminator)
+                    let last = count == written
+                    if batch.count >= 65_536 || last {
+                        StandardOutput.write(batch)
+                        batch = []
+                        if last { exit(0) }
+                        if queue.withLock({ Self.isSignal($0.ending) }) { break }
+                    }
+                }
+                if !batch.isEmpty { StandardOutput.write(batch) }
+                let signalled = queue.withLock { queue in
+                    queue.writing = false
+                    return queue.ending.flatMap { Self.isSignal($0) ? $0 : nil }
+                }
+                if let signalled { Self.finish(signalled) }
             }
-            if !bytes.isEmpty { StandardOutput.write(bytes) }
-            if exits { exit(0) }
         }
+    }
+
+    private static func isSignal(_ ending: Ending?) -> Bool {
+        if case .signal = ending { return true }
+        return false
     }
 }

@@ -140,6 +140,60 @@ struct PrefsWatchTests {
         #expect(try await tail.status() == signal)
     }
 
+    /// A signal while tail writes a large record to a reader that has stopped: the reader gets
+    /// the record whole, ended by its newline, and tail then dies of the signal. (Before: 455–501
+    /// KB of half a JSON record, with no newline, for each of the signals.)
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
+    func aSignalNeverCutsARecord(_ signal: Int32) async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let tail = try HeldTail([file.path, "--json", "--initial"])
+        _ = try await tail.records { $0.count == 1 }
+        let suite = try PreferenceSuite(fileURL: file)
+        suite.set(String(repeating: "x", count: 600_000), forKey: "big")
+        try await suite.flush()
+        try await tail.waitUntilTheReaderIsBehind()
+        kill(tail.pid, signal)
+        let records = try await tail.records { _ in false }
+        #expect(tail.rest.isEmpty, "a record cut after \(tail.rest.count) bytes")
+        let big = records.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }.first { $0["key"] as? String == "big" }
+        #expect((big?["new"] as? String)?.count == 600_000, "\(records.map(\.count))")
+        #expect(try await tail.status() == (signal, .uncaughtSignal))
+    }
+
+    /// A reader that stops while 300 changes of 16 KB values arrive: past `--backlog`, tail
+    /// merges each key's changes and says so in an overflow record; once read again, the reader
+    /// gets every key's latest value, and the change after them. (Before: every change was held,
+    /// about a byte of memory per byte of backlog: +106–116 MB for 3,000 changes.)
+    @Test func aStalledReaderGetsAnOverflowRecordAndEachKeysLatestValue() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none))
+        suite.set("dark", forKey: "theme")
+        try await suite.flush()
+        let tail = try HeldTail([file.path, "--json", "--initial", "--backlog", "256K"])
+        _ = try await tail.records { $0.count == 1 }
+        let value = { (i: Int) in String(repeating: "\(i % 10)", count: 16_384) + "\(i)" }
+        for i in 0..<300 {
+            suite.set(value(i), forKey: "k\(i % 4)")
+            #expect(suite.synchronize())
+        }
+        suite.set("end", forKey: "done")
+        try await suite.flush()
+        let records = try await tail.records { $0.last?.contains(#""key":"done""#) == true }
+        kill(tail.pid, SIGTERM)
+        let parsed = records.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(parsed.count == records.count)
+        let merged = parsed.filter { $0["op"] as? String == "overflow" }.compactMap { ($0["message"] as? String)?.split(separator: " ").first.flatMap { Int($0) } }
+        #expect(!merged.isEmpty && merged.allSatisfy { $0 > 0 }, "\(parsed.map { $0["op"] ?? "" })")
+        #expect(records.count < 300)
+        for k in 0..<4 {
+            #expect(parsed.last { $0["key"] as? String == "k\(k)" }?["new"] as? String == value(296 + k))
+        }
+        #expect(parsed.map { $0["seq"] as? Int ?? 0 } == Array(2...parsed.count + 1), "numbered in output order, after the initial record")
+        #expect(try await tail.status() == (SIGTERM, .uncaughtSignal))
+    }
+
     /// Keys and file names with a newline or terminal escape sequences (planted by whoever may
     /// write a suite, or name a file): `find`, `migrate` and `list` print one line per result,
     /// none with a control byte, each key escaped as `read` escapes it.
@@ -931,5 +985,69 @@ struct PrefsWatchEditTests {
         let refused = try await edit([passwd.path], ["VISUAL": "touch /nonexistent/never-run"])
         #expect(refused.status == 1 && refused.output.contains("is not a property list"), "\(refused.output)")
         #expect(try Data(contentsOf: passwd) == Data("root:x:0:0:root:/root:/bin/sh\n".utf8))
+    }
+}
+
+/// A `prefs-watch tail` whose standard output the test reads only when it says: a reader of the
+/// output that stops, and goes on.
+final class HeldTail: @unchecked Sendable {
+    private let process = Process()
+    private let output = Pipe()
+    private let exit = Recorder<Int32>()
+    /// Bytes read after the last complete record.
+    private(set) var rest: [UInt8] = []
+    var pid: Int32 { process.processIdentifier }
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = prefsWatch
+        process.arguments = ["tail"] + arguments
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let exit = exit
+        process.terminationHandler = { exit.record($0.terminationStatus) }
+        try process.run()
+    }
+
+    /// Reads records (lines) until `enough` holds for those read by this call, or the output
+    /// ends; on a thread of its own (a read blocks).
+    func records(until enough: @escaping @Sendable ([String]) -> Bool) async throws -> [String] {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { [self] in
+                var records: [String] = []
+                let reader = output.fileHandleForReading
+                while !enough(records) {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    rest += chunk
+                    while let end = rest.firstIndex(of: 10) {
+                        records.append(String(decoding: rest[..<end], as: UTF8.self))
+                        rest.removeSubrange(...end)
+                    }
+                }
+                continuation.resume(returning: records)
+            }.start()
+        }
+    }
+
+    /// Waits until tail has filled the pipe to its reader: it is blocked inside a write. (No
+    /// event says so: the pipe is looked at every 5 ms.)
+    func waitUntilTheReaderIsBehind(timeout: Duration = defaultTimeout) async throws {
+        let fd = output.fileHandleForReading.fileDescriptor
+        let capacity = fcntl(fd, 1032)  // F_GETPIPE_SZ
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var unread: Int32 = 0
+            if ioctl(fd, UInt(FIONREAD), &unread) == 0, unread >= capacity { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        struct NeverBehind: Error {}
+        throw NeverBehind()
+    }
+
+    /// Its exit status and why it ended, once it has.
+    func status() async throws -> (Int32, Process.TerminationReason) {
+        let status = try await exit.wait(for: 1)[0]
+        return (status, process.terminationReason)
     }
 }

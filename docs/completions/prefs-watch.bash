@@ -190,7 +190,7 @@ _prefs-watch_tail() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --json --csv -0 --initial --wait --version -h --help)
     repeating_options=(--prefix --key)
-    non_repeating_options=(--group --dir --format -c --count -t --timeout)
+    non_repeating_options=(--group --dir --format -c --count -t --timeout --backlog)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -217,6 +217,9 @@ _prefs-watch_tail() {
         return
         ;;
     '-t'|'--timeout')
+        return
+        ;;
+    '--backlog')
         return
         ;;
     esac
@@ -445,7 +448,7 @@ _prefs-watch_export() {
 
 _prefs-watch_import() {
     repeating_flags=()
-    non_repeating_flags=(-q --quiet --verbose --merge --create --version -h --help)
+    non_repeating_flags=(-q --quiet --verbose --merge --skip-locked --create --version -h --help)
     repeating_options=()
     non_repeating_options=(--group --dir)
     __prefs-watch_offer_flags_options 2

@@ -103,6 +103,7 @@ _prefs-watch_tail() {
         '--wait[Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).]'
         '(-c --count)'{-c,--count}'[Exit with 0 after this many records.]:count:'
         '(-t --timeout)'{-t,--timeout}'[Exit with 2 when no record arrives for this many seconds.]:timeout:'
+        '--backlog[Output held for a reader that falls behind, in bytes (K, M and G suffixes); past it, changes of a key are merged.]:size:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -244,6 +245,7 @@ _prefs-watch_import() {
         ':suite:{__prefs-watch_custom_complete ---completion import -- positional@0 "${current_word_index}" "$(__prefs-watch_cursor_index_in_current_word)"}'
         ':source:_files -g '\''*.plist'\'''
         '--merge[Keep keys the file does not have.]'
+        '--skip-locked[Leave out the keys a system layer locks, and list them, instead of refusing the whole import.]'
         '--create[Create the suite at a path that does not end in .plist, or the directory it goes in.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'

@@ -6,6 +6,7 @@ import Glibc
 import FoundationEssentials
 import SharedPrefs
 import SharedPrefsLocking
+import Synchronization
 
 struct Tail: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -120,8 +121,8 @@ struct Tail: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
+        OutputWriter.endOnSignals()
         let writer = OutputWriter(style: style, terminator: nulTerminated ? 0 : 10, count: count, backlog: backlog)
-        writer.endOnSignals()
         let session = TailSession(writer: writer, filters: filters, timeout: timeout)
 
         var appeared = false
@@ -212,7 +213,7 @@ final class TailSession: Sendable {
         self.timeout = timeout
         if let timeout {
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "prefs-watch.timeout"))
-            timer.setEventHandler { writer.end(.exit(2)) }
+            timer.setEventHandler { writer.exit(2) }
             timer.schedule(deadline: .now() + timeout)
             timer.resume()
             self.timer = timer
@@ -270,6 +271,22 @@ final class TailSession: Sendable {
     }
 }
 
+/// The signal that ends the process (0 until one comes), and whether the writer is writing
+/// records out: all that the signal handler touches (atomics: async-signal-safe).
+private let endingSignal = Atomic<Int32>(0)
+private let writingOut = Atomic<Bool>(false)
+
+/// Dies of signal `number` (async-signal-safe), as the shell and whoever sent it expect.
+private func dyingOf(_ number: Int32) -> Never {
+    signal(number, SIG_DFL)
+    var only = sigset_t()
+    sigemptyset(&only)
+    sigaddset(&only, number)
+    pthread_sigmask(SIG_UNBLOCK, &only, nil)
+    raise(number)
+    _exit(128 + number)
+}
+
 /// The one thread that writes records to standard output, numbered in output order, as fast as
 /// the reader of the output takes them: a reader that stops stalls this thread alone, never the
 /// threads that read changes. What waits for it is bounded by the backlog: past it, the records
@@ -277,22 +294,15 @@ final class TailSession: Sendable {
 /// record says how many were merged. Records are written whole, in writes of at most 64 KiB of
 /// whole records, and the process ends only between two of them.
 final class OutputWriter: Sendable {
-    /// How the process ends, once the writer is between records.
-    enum Ending {
-        /// With this status, once every queued record is written (`--timeout`).
-        case exit(Int32)
-        /// Of this signal, after the record being written; queued records are left.
-        case signal(Int32)
-    }
-
     private struct Queue {
         var records: [Record] = []
         /// What `records` hold, roughly: their values, keys and messages.
         var bytes = 0
         /// Changes merged into others since the last overflow record.
         var merged = 0
-        var ending: Ending?
-        /// Whether the writer is writing (records taken from the queue, not all written).
+        /// The status to exit with once every queued record is written (`--timeout`).
+        var exit: Int32?
+        /// Whether the writer has records taken from the queue and not all written.
         var writing = false
 
         /// One record a key: the first old value, the last new value; records without a key
@@ -347,51 +357,48 @@ final class OutputWriter: Sendable {
         ready.signal()
     }
 
-    /// Ends the process as `ending` says, once the writer is between records.
-    func end(_ ending: Ending) {
+    /// Exits with `status` once every queued record is written.
+    func exit(_ status: Int32) {
         let now = queue.withLock { queue -> Bool in
-            if case .signal = queue.ending { return false }
-            queue.ending = ending
-            if case .signal = ending { return !queue.writing }
+            queue.exit = status
             return !queue.writing && queue.records.isEmpty
         }
-        if now { Self.finish(ending) }
+        if now { Glibc.exit(status) }
         ready.signal()
     }
 
-    /// SIGTERM, SIGINT and SIGHUP end the process after the record being written, whatever
-    /// signal mask it inherited (a parent that blocks them leaves them blocked in what it
-    /// starts); a second one ends it at once. One ignored on purpose (`nohup`) stays ignored.
-    /// Call before any other thread starts: they inherit the signals blocked, and one thread
-    /// takes them with `sigwait`.
-    func endOnSignals() {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        Threads.start(named: "prefs-watch.sig") { [self, signals] in
-            var signals = signals
-            var received: Int32 = 0
-            guard sigwait(&signals, &received) == 0 else { return }
-            end(.signal(received))
-            guard sigwait(&signals, &received) == 0 else { return }
-            Self.finish(.signal(received))
+    /// SIGTERM, SIGINT and SIGHUP end the process after the record being written, dying of the
+    /// signal, whatever signal mask it inherited (a parent that blocks them leaves them blocked
+    /// in what it starts); a second one ends it at once. One ignored on purpose (`nohup`) stays
+    /// ignored. The handler touches atomics only, and the writer looks at them around each write.
+    static func endOnSignals() {
+        var ending = sigset_t()
+        sigemptyset(&ending)
+        for number in [SIGTERM, SIGINT, SIGHUP] {
+            var old = sigaction()
+            sigaction(number, nil, &old)
+            if unsafeBitCast(old.__sigaction_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) { continue }
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                if endingSignal.exchange(number, ordering: .sequentiallyConsistent) != 0 || !writingOut.load(ordering: .sequentiallyConsistent) {
+                    dyingOf(number)
+                }
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART  // a write it interrupts goes on
+            sigaction(number, &action, nil)
+            sigaddset(&ending, number)
         }
+        pthread_sigmask(SIG_UNBLOCK, &ending, nil)
     }
 
-    private static func finish(_ ending: Ending) -> Never {
-        switch ending {
-        case .exit(let status): exit(status)
-        case .signal(let number):
-            // Dies of the signal, as the shell and the process that sent it expect.
-            signal(number, SIG_DFL)
-            var only = sigset_t()
-            sigemptyset(&only)
-            sigaddset(&only, number)
-            raise(number)
-            pthread_sigmask(SIG_UNBLOCK, &only, nil)
-            exit(128 + number)
-        }
+    /// Writes `bytes` whole, unless a signal came: then the process dies of it, before or after.
+    private static func writeOut(_ bytes: [UInt8]) {
+        writingOut.store(true, ordering: .sequentiallyConsistent)
+        if case let number = endingSignal.load(ordering: .sequentiallyConsistent), number != 0 { dyingOf(number) }
+        StandardOutput.write(bytes)
+        writingOut.store(false, ordering: .sequentiallyConsistent)
+        if case let number = endingSignal.load(ordering: .sequentiallyConsistent), number != 0 { dyingOf(number) }
     }
 
     private func run() {
@@ -399,13 +406,13 @@ final class OutputWriter: Sendable {
         while true {
             ready.wait()
             while true {
-                let (records, merged, ending) = queue.withLock { queue in
+                let (records, merged, exit) = queue.withLock { queue in
                     defer { (queue.records, queue.bytes, queue.merged) = ([], 0, 0) }
-                    queue.writing = !queue.records.isEmpty && !Self.isSignal(queue.ending)
-                    return (queue.writing ? queue.records : [], queue.merged, queue.ending)
+                    queue.writing = !queue.records.isEmpty
+                    return (queue.records, queue.merged, queue.exit)
                 }
                 if records.isEmpty {
-                    if let ending, Self.isSignal(ending) || queue.withLock({ $0.records.isEmpty }) { Self.finish(ending) }
+                    if let exit { Glibc.exit(exit) }
                     break
                 }
                 var batch: [UInt8] = []
@@ -418,26 +425,15 @@ final class OutputWriter: Sendable {
                     record.seq = written
                     batch += style.render(record).utf8
                     batch.append(terminator)
-                    let last = count == written
-                    if batch.count >= 65_536 || last {
-                        StandardOutput.write(batch)
+                    if batch.count >= 65_536 || count == written {
+                        Self.writeOut(batch)
                         batch = []
-                        if last { exit(0) }
-                        if queue.withLock({ Self.isSignal($0.ending) }) { break }
+                        if count == written { Glibc.exit(0) }
                     }
                 }
-                if !batch.isEmpty { StandardOutput.write(batch) }
-                let signalled = queue.withLock { queue in
-                    queue.writing = false
-                    return queue.ending.flatMap { Self.isSignal($0) ? $0 : nil }
-                }
-                if let signalled { Self.finish(signalled) }
+                if !batch.isEmpty { Self.writeOut(batch) }
+                queue.withLock { $0.writing = false }
             }
         }
-    }
-
-    private static func isSignal(_ ending: Ending?) -> Bool {
-        if case .signal = ending { return true }
-        return false
     }
 }

@@ -63,12 +63,13 @@ package final class Recorder<Element: Sendable>: Sendable {
             if let immediate { return continuation.resume(returning: immediate) }
             Task {
                 try? await Task.sleep(for: timeout)
-                let expired = state.withLock { s -> (CheckedContinuation<[Element], any Error>, Int)? in
+                let expired = state.withLock { s -> (CheckedContinuation<[Element], any Error>, [Element])? in
                     guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return (s.waiters.remove(at: index).continuation, s.items.count)
+                    return (s.waiters.remove(at: index).continuation, s.items)
                 }
                 if let (continuation, got) = expired {
-                    continuation.resume(throwing: TimeoutError(description: "waited \(timeout) for \(count) items, got \(got)"))
+                    // What came, the last 20 of it: what a failure needs to be understood.
+                    continuation.resume(throwing: TimeoutError(description: "waited \(timeout) for \(count) items, got \(got.count)\(got.isEmpty ? "" : ", the last: \(got.suffix(20))")"))
                 }
             }
         }

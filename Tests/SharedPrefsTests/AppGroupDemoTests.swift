@@ -58,8 +58,12 @@ extension AppGroupDemoTests {
         let readme = try String(contentsOf: repositoryRoot.appending(path: "README.md"), encoding: .utf8)
         let opening = try #require(readme.range(of: "A real run on this machine (debug build):\n\n```text\n"))
         let closing = try #require(readme.range(of: "```", range: opening.upperBound..<readme.endIndex))
-        let result = try await run(demo, [])
+        var result = try await run(demo, [])
         #expect(result.status == 0, "\(result.output)")
+        // The README ran with TMPDIR unset (/tmp); a run with it elsewhere prints that directory.
+        var temporary = FileManager.default.temporaryDirectory.path(percentEncoded: false)
+        while temporary.hasSuffix("/") { temporary.removeLast() }
+        result.output = result.output.replacing(temporary + "/AppGroupDemo-", with: "/tmp/AppGroupDemo-")
         /// Lines with every run of digits as `#` and of spaces as one space, without the leading
         /// spaces that pad a time (which a run past 10 s does not have).
         func shape(_ text: some StringProtocol) -> [String] {

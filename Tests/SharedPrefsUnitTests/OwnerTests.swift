@@ -93,21 +93,24 @@ struct OwnerTests {
         #expect(refused == [.unsupportedOperation, .unsupportedOperation])
     }
 
-    /// The async `update` runs its body on a thread of the suite's, not the caller's, and
-    /// returns what it returns; one that waits behind a long body gives up at its deadline,
-    /// while the body still holds the suite (it would have run after it, and succeeded).
+    /// The async `update` runs its body on a thread of the suite's that runs no task (never one
+    /// of Swift's cooperative pool, as the caller's is), and returns what it
+    /// returns; one that waits behind a long body gives up with `lockTimedOut`, not before its
+    /// deadline, while the body still holds the suite (it would have run after it, and succeeded).
     @Test func anAsyncUpdateRunsOffTheCallersThreadAndKeepsItsDeadline() async throws {
         let suite = suite(ScriptedBackend(timeout: .milliseconds(300)))
-        let caller = pthread_self()
-        let ranOn = try await suite.update { transaction -> UInt in
+        let inATask = try await suite.update { transaction -> Bool in
             transaction["n"] = .integer(1)
-            return UInt(pthread_self())
+            return withUnsafeCurrentTask { $0 != nil }
         }
-        #expect(ranOn != UInt(caller))
+        #expect(!inATask, "the body ran in a task: on a thread of the cooperative pool")
         #expect(suite.storedValues["n"] == 1)
         let release = DispatchSemaphore(value: 0)
         let long = try await holdSuite(suite, until: release)
-        await #expect(throws: PreferenceError.self) { try await suite.update { $0["late"] = .integer(1) } }
+        let start = ContinuousClock.now
+        let error = await #expect(throws: PreferenceError.self) { try await suite.update { $0["late"] = .integer(1) } }
+        #expect(error?.code == .lockTimedOut, "\(String(describing: error))")
+        #expect(ContinuousClock.now - start >= .milliseconds(300), "gave up before its deadline")
         release.signal()
         try await long.value
         #expect(suite.storedValues["late"] == nil)

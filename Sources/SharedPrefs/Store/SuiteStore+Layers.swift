@@ -18,8 +18,9 @@ extension SuiteStore {
     /// running process acts on it. A file replaced in place (GNU `install` unlinks it and writes a
     /// new one; `tee` empties it and writes) is missing, empty or half written for a moment, and
     /// read then it would lift a lock and drop defaults until the next event. Only a loss waits: a
-    /// lock or default that goes away stays in force 200 ms longer, the safe side (more locked,
-    /// the value read a moment longer); what is added or changed counts at once.
+    /// lock or default that goes away stays in force until its files were quiet for 200 ms, the
+    /// safe side (more locked, the value read a moment longer); what is added or changed counts
+    /// at once.
     static let layerSettle = Duration.milliseconds(200)
 
     /// Reads the system layers, adopts them (a loss once it is confirmed, see ``layerSettle``),
@@ -35,9 +36,12 @@ extension SuiteStore {
         if !loses {
             adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
         } else if layerConfirmScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            // Confirmed by a settle without an event; after one (a replacement still going on),
+            // read as any other time: a loss still seen waits for a settle of its own.
+            let events = layerEvents.load(ordering: .acquiring)
             owner.async(after: Self.layerSettle) { [self] in
                 layerConfirmScheduled.store(false, ordering: .releasing)
-                reloadLayers(confirming: true)
+                reloadLayers(confirming: layerEvents.load(ordering: .acquiring) == events)
             }
         }
         guard subscription.withLock({ $0 != nil }) else { return }
@@ -49,7 +53,9 @@ extension SuiteStore {
         }
         for place in added {
             let id = InotifyWatcher.shared.watch(DirectoryLocation(trusted: place.directory), fileName: place.name) { [weak self] event in
-                if case .changed = event { self?.scheduleLayerReload() }
+                guard case .changed = event, let self else { return }
+                layerEvents.add(1, ordering: .releasing)
+                scheduleLayerReload()
             }
             layerWatches.withLock { $0[place] = Subscription { InotifyWatcher.shared.unwatch(id) } }
         }

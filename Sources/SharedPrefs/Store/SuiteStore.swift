@@ -185,6 +185,8 @@ package final class SuiteStore: Sendable {
     let layerReloadScheduled = Atomic(false)
     /// Whether a re-read that confirms a loss of the system layers is scheduled.
     let layerConfirmScheduled = Atomic(false)
+    /// Events heard from the system layers' files and directories, to tell a quiet settle.
+    let layerEvents = Atomic(0)
 
     /// - Parameters:
     ///   - loaded: The values read before the store is shared, to start from.

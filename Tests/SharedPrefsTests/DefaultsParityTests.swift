@@ -103,6 +103,7 @@ struct DefaultsParityTests {
         #expect(suite[PreferenceKey("observable", default: none)] == Profile(name: "fat", age: 10))
         suite[PreferenceKey("defaults", default: none)] = Profile(name: "ada", age: 36)
         #expect(suite.value(forKey: "defaults") == ["name": "ada", "age": 36])
+        #expect(suite.synchronize())  // now, not at exit once the directory is gone (made again)
     }
 
     /// Defaults' `.initial`: the current value first, then the changes.

@@ -594,12 +594,19 @@ struct HardeningTests {
         let suite = try PreferenceSuite(fileURL: file)
         suite.set(0, forKey: "k")
         try await suite.flush()
+        let taken = Lock<String?>(nil)
         TestingHooks.beforeRename { path in
-            if path.hasPrefix(directory.url.path + "/") { unlink(path) }
+            guard path.hasPrefix(directory.url.path + "/") else { return }
+            taken.withLock { $0 = path }
+            unlink(path)
         }
         suite.set(1, forKey: "k")
         let error = await #expect(throws: PreferenceError.self) { try await suite.flush() }
         TestingHooks.beforeRename(nil)
+        // No descriptor of this process still refers to the file taken away.
+        let path = try #require(taken.withLock { $0 })
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+        #expect(!open.contains { $0 == path || $0 == path + " (deleted)" }, "\(open.filter { $0.hasPrefix(directory.url.path) })")
         #expect(error?.message.contains("Could not replace") == true && error?.path == file.path, "\(String(describing: error?.message)) \(String(describing: error?.path))")
         try await suite.flush()
         #expect(try readSuiteFile(file) == ["k": 1])

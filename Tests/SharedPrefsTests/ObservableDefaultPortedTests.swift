@@ -28,10 +28,15 @@ private let defaultMainActorValue = "before"
 private let newMainActorValue = "after"
 
 /// The suite these keys live in: a file in a temporary directory, so that another process can write it.
+/// Removed at exit, after what the suite holds is written (else the flush at exit makes it again).
+private let sharedDirectory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-observable-default-\(UUID().uuidString)")
 private let sharedFile: URL = {
-    let directory = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-observable-default-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory.appending(path: "defaults.plist")
+    try? FileManager.default.createDirectory(at: sharedDirectory, withIntermediateDirectories: true)
+    atexit {
+        _ = sharedSuite.synchronize()
+        try? FileManager.default.removeItem(at: sharedDirectory)
+    }
+    return sharedDirectory.appending(path: "defaults.plist")
 }()
 // A fixture: a test process that cannot open a file in its own temporary directory stops here.
 private let sharedSuite = try! PreferenceSuite(fileURL: sharedFile)

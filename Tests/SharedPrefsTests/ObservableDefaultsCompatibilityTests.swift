@@ -1361,6 +1361,7 @@ struct ObservableDefaultsMiscellaneousTests {
         #expect(suite.value(forKey: "URL_defaults_homepage") == .string(updatedURL.absoluteString))
         let reloaded = DefaultsURLStore(userDefaults: suite)
         #expect(reloaded.homepage == updatedURL)
+        #expect(suite.synchronize())  // now, not at exit once the directory is gone (made again)
     }
 
     @Test("Defaults: optional URL removes storage and falls back deterministically")

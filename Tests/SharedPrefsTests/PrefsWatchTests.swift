@@ -757,6 +757,8 @@ struct PrefsWatchTests {
         try FileManager.default.createSymbolicLink(at: bin.appending(path: "prefs-watch"), withDestinationURL: prefsWatch)
         let environment = [
             "SHAREDPREFS_ROOT": directory.url.path, "HOME": directory.url.path, "XDG_CONFIG_HOME": directory.url.path,
+            // fish keeps a runtime folder (fish.$USER) there: in the test's directory, not the system's.
+            "XDG_RUNTIME_DIR": directory.url.path, "TMPDIR": directory.url.path,
             "PATH": bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
         ]
         for arguments in [["write", "settings", "theme", "dark"], ["write", "sessions", "n", "-int", "1"]] {

@@ -151,28 +151,53 @@ func prefsWatchRun(_ arguments: String...) async throws -> ProcessResult {
     try await run(prefsWatch, arguments)
 }
 
+/// The name `/proc/locks` gives the file `url` (`major:minor:inode`, in hexadecimal), if it exists.
+func procLocksName(_ url: URL) -> String? {
+    var st = stat()
+    guard stat(url.path, &st) == 0 else { return nil }
+    let device = UInt64(st.st_dev)
+    return String(format: "%02x:%02x:%llu", ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff), (device & 0xff) | ((device >> 12) & ~0xff), UInt64(st.st_ino))
+}
+
+/// The `flock`s of process `pid` in `/proc/locks`, by file name: held, or waited for (`->`).
+func flocks(of pid: Int32, waiting: Bool) -> Set<String> {
+    let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+    return Set(locks.split(separator: "\n").compactMap { line -> String? in
+        var fields = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst()
+        guard (fields.first == "->") == waiting else { return nil }
+        if waiting { fields = fields.dropFirst() }
+        let f = Array(fields)
+        return f.count >= 5 && f[0] == "FLOCK" && f[3] == Substring("\(pid)") ? String(f[4]) : nil
+    })
+}
+
 /// Waits until process `pid` holds the `flock` of `suite`'s lock file: it is inside a write,
 /// under the suite's lock. (The kernel offers no event for it: `/proc/locks` is looked at every
 /// 5 ms.)
 func waitUntilWriting(_ suite: URL, by pid: Int32, timeout: Duration = defaultTimeout) async throws {
     let lock = suite.deletingLastPathComponent().appending(path: ".\(suite.lastPathComponent).lock")
+    try await waitForLocks(by: pid, timeout: timeout, "hold the lock of \(suite.path)") {
+        procLocksName(lock).map { flocks(of: pid, waiting: false).contains($0) } ?? false
+    }
+}
+
+/// Waits until process `pid` waits for the `flock` of every one of `locks` at once (looked at
+/// every 5 ms, as ``waitUntilWriting(_:by:timeout:)``).
+func waitUntilWaiting(for locks: [URL], by pid: Int32, timeout: Duration = defaultTimeout) async throws {
+    let names = locks.compactMap(procLocksName)
+    try await waitForLocks(by: pid, timeout: timeout, "wait for \(locks.count) locks at once") {
+        names.count == locks.count && Set(names).isSubset(of: flocks(of: pid, waiting: true))
+    }
+}
+
+private func waitForLocks(by pid: Int32, timeout: Duration, _ what: String, _ done: () -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        var st = stat()
-        if stat(lock.path, &st) == 0 {
-            let device = UInt64(st.st_dev)
-            let file = String(format: "%02x:%02x:%llu", ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff), (device & 0xff) | ((device >> 12) & ~0xff), UInt64(st.st_ino))
-            let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
-            let held = locks.split(separator: "\n").contains { line in
-                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                return fields.count >= 6 && fields[1] == "FLOCK" && fields[4] == Substring("\(pid)") && fields[5] == Substring(file)
-            }
-            if held { return }
-        }
+        if done() { return }
         try await Task.sleep(for: .milliseconds(5))
     }
-    struct NeverWriting: Error, CustomStringConvertible { var description: String }
-    throw NeverWriting(description: "process \(pid) never held the lock of \(suite.path) in \(timeout)")
+    struct NeverLocked: Error, CustomStringConvertible { var description: String }
+    throw NeverLocked(description: "process \(pid) did not \(what) in \(timeout)")
 }
 
 /// A process (Python) holding the lock file `lock` (created if missing), as a writer stopped with

@@ -20,9 +20,11 @@ struct StoreTests {
     @Test func anExternalChangeReachesExactlyTheObserversOfItsKeyWithOldAndNewValue() async throws {
         let backend = ScriptedBackend(["a": 1, "b.x": 1, "c": 1])
         let suite = suite(backend)
-        let (a, tokenA) = suite.record(.key("a"))
-        let (b, tokenB) = suite.record(.prefix("b."))
-        let (all, tokenAll) = suite.record(.all)
+        // One serial queue: what one observer heard before another's later change is all it hears.
+        let queue = DispatchQueue(label: "observers")
+        let (a, tokenA) = suite.record(.key("a"), queue: queue)
+        let (b, tokenB) = suite.record(.prefix("b."), queue: queue)
+        let (all, tokenAll) = suite.record(.all, queue: queue)
         defer { _ = (tokenA, tokenB, tokenAll) }
 
         backend.external(["a": 2])
@@ -36,10 +38,11 @@ struct StoreTests {
         let seenByAll = try await all.wait(for: 4)
         #expect(Set(seenByAll.map(\.key)) == ["a", "b.x", "c"] && seenByAll.count == 4)
         #expect(seenByAll.first { $0.key == "c" }?.newValue == nil)
-        // Nothing more came: the next change of each is the next item.
+        // Nothing more came: the next change of each is the next item, and `a`, on the same
+        // queue, heard nothing in between.
         backend.external(["b.y": 5])
         #expect(try await b.wait(for: 2).map(\.key) == ["b.x", "b.y"])
-        #expect(a.items.count == 2)
+        #expect(a.items.count == 2 && all.items.count == 5)
     }
 
     @Test func aLocalChangeReachesObserversAsLocalBeforeItIsWritten() async throws {

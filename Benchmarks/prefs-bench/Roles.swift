@@ -387,4 +387,20 @@ enum Role {
         token.cancel()
     }
     #endif
+
+    /// `exit-flush <timeout-ms> <plist>...`: sets a key in each suite and returns from main;
+    /// the exit flush writes them (or gives up); at its end, prints `took <ns>` from main's return.
+    static func exitFlush(_ timeoutMilliseconds: Int, _ paths: [String]) {
+        // Registered before any suite opens (and the library's exit hook with it): runs after it.
+        atexit {
+            let line = Array("took \(now() - exitFlushStarted)\n".utf8)
+            _ = write(1, line, line.count)
+        }
+        let options = PreferenceSuite.Options(lockTimeout: .milliseconds(timeoutMilliseconds))
+        for path in paths { (try? PreferenceSuite(fileURL: URL(filePath: path), options: options))?.set(1, forKey: "k") }
+        exitFlushStarted = now()
+    }
 }
+
+/// When the `exit-flush` role returned from its work.
+nonisolated(unsafe) private var exitFlushStarted: Int64 = 0

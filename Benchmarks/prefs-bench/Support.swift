@@ -33,6 +33,7 @@ struct Quantity: Codable, CustomStringConvertible {
         case "µs": String(format: "%.0f µs", value)
         case "ms": String(format: "%.2f ms", value)
         case "KiB": String(format: "%.1f KiB", value)
+        case "× timeout": String(format: "%.2f× the timeout", value)
         default: value >= 1e6 ? String(format: "%.2f M %@", value / 1e6, unit) : String(format: "%.0f %@", value, unit)
         }
     }

@@ -24,6 +24,7 @@ case "contend-floor": Role.contendFloor(arguments[1], durable: arguments.count >
 case "memory": try Role.memory(arguments[1], arguments.dropFirst(2).compactMap { Int($0) }); exit(0)
 case "set-sync": try Role.setSync(arguments[1], Int(arguments[2])!); exit(0)
 case "many-suites": Role.manySuites(arguments[1], Int(arguments[2])!); exit(0)
+case "exit-flush": Role.exitFlush(Int(arguments[1])!, Array(arguments.dropFirst(2))); exit(0)
 case "dconf-cli": try Role.dconfCLI(Int(arguments[1])!); exit(0)
 case "dconf-client": try Role.dconfClient(arguments[1], Int(arguments[2])!); exit(0)
 case "defaults-observe": Role.defaultsObserve(arguments[1], Int(arguments[2])!); exit(0)
@@ -114,6 +115,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (14, "system calls", { try $0.systemCalls() }),
     (15, "suites per process", { try $0.suitesPerProcess() }),
     (16, "system layers", { try $0.layers() }),
+    (17, "deadlines", { try $0.deadlines() }),
 ]
 #if Etcd
 var ownCluster: LocalEtcdCluster? = nil

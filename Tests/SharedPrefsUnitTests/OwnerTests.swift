@@ -71,7 +71,8 @@ struct OwnerTests {
         #expect(!suite.synchronize())
         #expect(throws: PreferenceError.self) { try suite.update { $0["other"] = .integer(3) } }
         let waited = clock.now - start
-        #expect(waited >= .milliseconds(550) && waited < .seconds(2), "\(waited)")
+        // Not before their deadlines (how soon after them is prefs-bench's row 17).
+        #expect(waited >= .milliseconds(550), "\(waited)")
         release.signal()
         try await long.value
         #expect(suite.synchronize())

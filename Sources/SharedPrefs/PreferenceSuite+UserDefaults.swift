@@ -12,10 +12,10 @@ public struct UserDefaultsImport: Sendable, Equatable {
 
 extension PreferenceSuite {
     /// Where Foundation's `UserDefaults(suiteName: name)` keeps its values on Linux:
-    /// `$XDG_CONFIG_HOME/<name>.plist`, else `$HOME/.config/<name>.plist` (the password
-    /// database's home when `HOME` is unset or relative) (for `UserDefaults.standard`,
-    /// the name is the executable's). A SharedPrefs suite of the same name is another file, in
-    /// another directory: the two share nothing.
+    /// `$XDG_CONFIG_HOME/<name>.plist`, else `$HOME/.config/<name>.plist`, as Foundation finds
+    /// them (the password database's home only without an absolute `HOME`). For
+    /// `UserDefaults.standard`, the name is the executable's. A SharedPrefs suite of the same
+    /// name is another file, in another directory: the two share nothing.
     public static func userDefaultsFileURL(suiteName name: String) -> URL {
         let environment = ProcessInfo.processInfo.environment
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {

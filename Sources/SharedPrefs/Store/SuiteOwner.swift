@@ -146,7 +146,9 @@ final class SuiteOwner: Sendable {
     /// its own deadlines move. `isBounded`: `work` runs no code of the app's.
     /// - Throws: ``Busy`` when the deadline passed before its turn came (nothing ran); what
     ///   `work` throws.
-    func sync<T>(until deadline: ContinuousClock.Instant, isBounded: Bool, _ work: (_ overtime: Duration) throws -> T) throws -> T {
+    /// `pastDeadline`, asked once the deadline passed: whether waiting on is still waiting for
+    /// work, not for what a job ahead gave up on.
+    func sync<T>(until deadline: ContinuousClock.Instant, isBounded: Bool, pastDeadline: () -> Bool = { true }, _ work: (_ overtime: Duration) throws -> T) throws -> T {
         let me = Self.thisThread
         let waiter = state.withLock { s -> Waiter? in
             s.settleAfterFork()
@@ -161,10 +163,11 @@ final class SuiteOwner: Sendable {
         var overtime = Duration.zero
         if let waiter, waiter.turn.wait(timeout: .now() + .nanoseconds(Int(max(.zero, deadline - .now) / .nanoseconds(1)))) == .timedOut {
             while true {
+                let worthWaiting = pastDeadline()
                 let verdict = state.withLock { s -> Bool? in
                     s.settleAfterFork()
                     guard let index = s.jobs.firstIndex(where: { if case .caller(let other) = $0 { other === waiter } else { false } }) else { return nil }
-                    if s.runnerIsBounded, s.jobs[..<index].allSatisfy(\.isBounded) { return false }
+                    if worthWaiting, s.runnerIsBounded, s.jobs[..<index].allSatisfy(\.isBounded) { return false }
                     s.jobs.remove(at: index)
                     return true
                 }

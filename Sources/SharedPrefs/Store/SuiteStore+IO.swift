@@ -23,7 +23,8 @@ extension SuiteStore {
     /// Runs `work` as the store's job on this thread, once the jobs before it are done: waits for
     /// them until one ``SuiteBackend/timeout`` after `start` at most, and past it while they are
     /// the suite's own reading and writing (a flush, a re-read: ``SuiteOwner``); `work` gets
-    /// `start` moved on by that (its lock wait counts from there). `isBounded`: `work` runs no
+    /// `start` moved on by that (its lock wait counts from there), unless one of them gave up on
+    /// the lock meanwhile. `isBounded`: `work` runs no
     /// code of the app's. Throws
     /// ``PreferenceError/Code/unsupportedOperation`` from a job of this store (a transaction body,
     /// what it calls), which would wait for itself; with `reporting`, that failure and a wait
@@ -39,7 +40,15 @@ extension SuiteStore {
                 path: backend.location)
         } else {
             do {
-                return try owner.sync(until: start + backend.timeout, isBounded: isBounded) { overtime in try work(start + overtime) }
+                // Once a job ahead gave up on the lock, the lock is held: waiting on past the
+                // deadline would wait for the next job's lock timeout too, and its own wait would
+                // take one more, so a held lock would cost two timeouts or more, not one. So it
+                // waits no longer, and its own wait gets no time more (it tries once).
+                let timeouts = lockTimeouts.load(ordering: .acquiring)
+                let lockHeld = { self.lockTimeouts.load(ordering: .acquiring) != timeouts }
+                return try owner.sync(until: start + backend.timeout, isBounded: isBounded, pastDeadline: { !lockHeld() }) { overtime in
+                    try work(lockHeld() ? start : start + overtime)
+                }
             } catch is SuiteOwner.Busy {
                 refusal = busy()
             }
@@ -201,6 +210,7 @@ extension SuiteStore {
             }
             if retry { apply([:], forceFlush: true) }
             guard var error = error as? PreferenceError else { throw error }
+            if error.code == .lockTimedOut { lockTimeouts.add(1, ordering: .releasing) }
             if error.code == .lockTimedOut, !unwritten.isEmpty {
                 error.message += " Not written yet: \(unwritten.joined(separator: ", "))."
             }

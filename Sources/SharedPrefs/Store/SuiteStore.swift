@@ -187,6 +187,9 @@ package final class SuiteStore: Sendable {
     let layerConfirmScheduled = Atomic(false)
     /// Events heard from the system layers' files and directories, to tell a quiet settle.
     let layerEvents = Atomic(0)
+    /// Writes of this store that gave up waiting for the lock: a call that waited behind one
+    /// gets no time more for its own wait (``runAsJob``).
+    let lockTimeouts = Atomic(0)
 
     /// - Parameters:
     ///   - loaded: The values read before the store is shared, to start from.

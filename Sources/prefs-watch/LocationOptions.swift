@@ -42,9 +42,13 @@ struct LocationOptions: ParsableArguments {
     @Flag(name: .long, help: "Print what the library notices too (its info log lines).")
     var verbose = false
 
+    @Option(help: ArgumentHelp("Wait this long at most for a suite's lock (default 5), as PreferenceSuite.Options.lockTimeout.", valueName: "seconds"))
+    var lockTimeout: Double?
+
     func validate() throws {
         if [group != nil, dir != nil, etcd != nil].filter({ $0 }).count > 1 { throw ValidationError("Give one of --group, --dir and --etcd.") }
         if quiet && verbose { throw ValidationError("Give --quiet or --verbose, not both.") }
+        if let lockTimeout, !(lockTimeout > 0 && lockTimeout <= 86_400) { throw ValidationError("--lock-timeout takes a number of seconds greater than 0, at most 86400 (a day).") }
         if quiet { CommandLineLog.set(.error) }
         if verbose { CommandLineLog.set(.info) }
         #if !Etcd
@@ -210,6 +214,7 @@ struct LocationOptions: ParsableArguments {
     /// left to the library.)
     private func options(keeping url: URL, refusingAnythingButASuite refusing: Bool) throws -> PreferenceSuite.Options {
         var options = PreferenceSuite.Options()
+        if let lockTimeout { options.lockTimeout = .milliseconds(Int64((lockTimeout * 1000).rounded(.up))) }
         guard let (data, mode) = try contents(of: url, changing: refusing) else { return options }
         options.filePermissions = mode & 0o777
         if !data.starts(with: Array("bplist".utf8)), data.prefix(64).contains(UInt8(ascii: "<")) { options.format = .xml }

@@ -238,7 +238,9 @@ struct PrefsWatchTests {
         let source = directory.file("source.plist")
         try Data(PropertyListFormat.binary.encode(["k": 2])).write(to: source)
         let holder = try await lockHolder(directory.file(".held.plist.lock"))
-        let importer = try Launched(URL(filePath: "/usr/bin/script"), ["-qec", "'\(prefsWatch.path)' import '\(file.path)' '\(source.path)'", "/dev/null"])
+        // A lock timeout long enough for this test to see the lines and let the lock go, however
+        // loaded the machine (5 s ran out once under ThreadSanitizer).
+        let importer = try Launched(URL(filePath: "/usr/bin/script"), ["-qec", "'\(prefsWatch.path)' import --lock-timeout 60 '\(file.path)' '\(source.path)'", "/dev/null"])
         let said = try await importer.records.wait(until: { lines in lines.contains { $0.contains("Waiting for the lock") } && lines.contains { $0.contains("importing") } })
         #expect(said.contains { $0.hasPrefix("prefs-watch: importing \(source.path) (") && $0.contains("into \(file.path)") }, "\(said)")
         #expect(said.contains { $0.contains("prefs-watch: notice: Waiting for the lock \(directory.file(".held.plist.lock").path), held by PID \(holder.pid)") }, "\(said)")

@@ -11,12 +11,25 @@ let testHooksBuiltIn = true
 let testHooksBuiltIn = false
 #endif
 
-/// A fresh directory per test, removed afterwards.
+/// Every ``TemporaryDirectory`` made, removed again at exit once the suites in them are written:
+/// a suite whose values a test left pending is written by the library's exit flush, which makes
+/// its directory again after the test removed it.
+private let madeDirectories = Lock<[URL]>([])
+private let removeMadeDirectoriesAtExit: Void = {
+    atexit {
+        StoreRegistry.flushAll()
+        for url in madeDirectories.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) }
+    }
+}()
+
+/// A fresh directory per test, removed afterwards (and at exit, see `madeDirectories`).
 struct TemporaryDirectory: ~Copyable {
     let url: URL
     init() throws {
         url = FileManager.default.temporaryDirectory.appending(path: "sharedprefs-tests-\(UUID().uuidString)", directoryHint: .isDirectory)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        _ = removeMadeDirectoriesAtExit
+        madeDirectories.withLock { $0.append(url) }
     }
     func file(_ name: String) -> URL { url.appending(path: name) }
     deinit { try? FileManager.default.removeItem(at: url) }

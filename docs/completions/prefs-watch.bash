@@ -190,7 +190,7 @@ _prefs-watch_tail() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --json --csv -0 --initial --wait --version -h --help)
     repeating_options=(--prefix --key)
-    non_repeating_options=(--group --dir --format -c --count -t --timeout --backlog)
+    non_repeating_options=(--group --dir --lock-timeout --format -c --count -t --timeout --backlog)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -201,6 +201,9 @@ _prefs-watch_tail() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     '--prefix')
@@ -237,7 +240,7 @@ _prefs-watch_read() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --json --explain --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -248,6 +251,9 @@ _prefs-watch_read() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -269,7 +275,7 @@ _prefs-watch_read-type() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -280,6 +286,9 @@ _prefs-watch_read-type() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -301,7 +310,7 @@ _prefs-watch_write() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -312,6 +321,9 @@ _prefs-watch_write() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -342,7 +354,7 @@ _prefs-watch_delete() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -353,6 +365,9 @@ _prefs-watch_delete() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -374,7 +389,7 @@ _prefs-watch_list() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 0
 
     # Offer option value completions
@@ -387,6 +402,9 @@ _prefs-watch_list() {
         __prefs-watch_add_completions -d
         return
         ;;
+    '--lock-timeout')
+        return
+        ;;
     esac
 }
 
@@ -394,7 +412,7 @@ _prefs-watch_find() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 1
 
     # Offer option value completions
@@ -407,6 +425,9 @@ _prefs-watch_find() {
         __prefs-watch_add_completions -d
         return
         ;;
+    '--lock-timeout')
+        return
+        ;;
     esac
 }
 
@@ -414,7 +435,7 @@ _prefs-watch_export() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir --format)
+    non_repeating_options=(--group --dir --lock-timeout --format)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -425,6 +446,9 @@ _prefs-watch_export() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     '--format')
@@ -450,7 +474,7 @@ _prefs-watch_import() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --merge --skip-locked --create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -461,6 +485,9 @@ _prefs-watch_import() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -482,7 +509,7 @@ _prefs-watch_migrate() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --overwrite --create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -493,6 +520,9 @@ _prefs-watch_migrate() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -510,7 +540,7 @@ _prefs-watch_rename() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 3
 
     # Offer option value completions
@@ -521,6 +551,9 @@ _prefs-watch_rename() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -542,7 +575,7 @@ _prefs-watch_edit() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --create --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 2
 
     # Offer option value completions
@@ -553,6 +586,9 @@ _prefs-watch_edit() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac
@@ -574,7 +610,7 @@ _prefs-watch_locks() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --version -h --help)
     repeating_options=()
-    non_repeating_options=(--group --dir)
+    non_repeating_options=(--group --dir --lock-timeout)
     __prefs-watch_offer_flags_options 1
 
     # Offer option value completions
@@ -585,6 +621,9 @@ _prefs-watch_locks() {
         ;;
     '--dir')
         __prefs-watch_add_completions -d
+        return
+        ;;
+    '--lock-timeout')
         return
         ;;
     esac

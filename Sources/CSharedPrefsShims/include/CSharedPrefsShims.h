@@ -24,6 +24,12 @@ extern __thread unsigned sharedprefs_gate_depth;
 extern long sharedprefs_gate_holders;
 extern int sharedprefs_gate_closed;
 
+/// getdents64(2), which glibc does not wrap before 2.30's getdents64 (and Swift cannot call the
+/// variadic syscall): the entries of an open directory, read through that very descriptor.
+static inline long sharedprefs_getdents64(int fd, void *buffer, unsigned long size) {
+    return syscall(SYS_getdents64, fd, buffer, size);
+}
+
 static inline void sharedprefs_lock_gate_enter(void) {
     if (sharedprefs_gate_depth++ > 0) return;
     for (;;) {

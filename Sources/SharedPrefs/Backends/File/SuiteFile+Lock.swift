@@ -80,16 +80,18 @@ extension SuiteFile {
                 return nil
             }
             let lock = LockFile(fd: fd, identity: FileIdentity(st))
-            if case .failure(let errno) = Syscall.lock(fd, LOCK_EX | LOCK_NB), errno.rawValue == EWOULDBLOCK, onlyReadersHold(lock.identity, dir) {
-                if lock.isCurrent(fileName, in: dir) { return lock }
-                lock.unlock()
-                continue
-            }
-            do throws(PreferenceError) {
-                try acquire(fd, lock.identity, of: path, until: deadline)
-            } catch {
-                lock.unlock()
-                throw error
+            if case .failure(let errno) = Syscall.lock(fd, LOCK_EX | LOCK_NB) {
+                if errno.rawValue == EWOULDBLOCK, onlyReadersHold(lock.identity, dir) {
+                    if lock.isCurrent(fileName, in: dir) { return lock }
+                    lock.unlock()
+                    continue
+                }
+                do throws(PreferenceError) {
+                    try acquire(fd, lock.identity, of: path, until: deadline)
+                } catch {
+                    lock.unlock()
+                    throw error
+                }
             }
             if lock.isCurrent(fileName, in: dir) { return lock }
             lock.unlock()

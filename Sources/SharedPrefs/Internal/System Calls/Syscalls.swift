@@ -89,22 +89,31 @@ package enum Syscall {
     /// Whether `linkat(AT_EMPTY_PATH)` has not failed yet in this process.
     private static let linksByDescriptor = Atomic(true)
 
-    /// The names in the directory `dirfd` (without `.` and `..`), read through a duplicate of the
-    /// descriptor, so the path is never looked up again. The corresponding C function is `fdopendir`.
+    /// The names in the directory `dirfd` (without `.` and `..`), read from its start through
+    /// `dirfd` itself with `getdents64`: no second descriptor to open, check and close (`fdopendir`
+    /// on a duplicate took seven system calls for a small directory, this three). `dirfd` must be
+    /// this caller's alone meanwhile: the reading position is its open file description's.
     static func directoryEntries(_ dirfd: CInt) -> Result<[String], Errno> {
-        valueOrErrno { Glibc.openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }.flatMap { fd in
-            guard let stream = Glibc.fdopendir(fd) else {
-                let error = Errno(rawValue: errno)
-                Glibc.close(fd)
-                return .failure(error)
-            }
-            defer { Glibc.closedir(stream) }
+        if Glibc.lseek(dirfd, 0, SEEK_SET) < 0 { return .failure(Errno(rawValue: errno)) }
+        return withUnsafeTemporaryAllocation(byteCount: 32_768, alignment: 8) { buffer in
             var names: [String] = []
-            while let entry = Glibc.readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { names.append(name) }
+            while true {
+                switch valueOrErrno({ sharedprefs_getdents64(dirfd, buffer.baseAddress, UInt(buffer.count)) }) {
+                case .failure(let error): return .failure(error)
+                case .success(0): return .success(names)
+                case .success(let count):
+                    // struct linux_dirent64: ino (8 bytes), off (8), reclen (2), type (1), name.
+                    var offset = 0
+                    while offset < count {
+                        let entry = UnsafeRawBufferPointer(rebasing: buffer[offset..<count])
+                        let length = Int(entry.loadUnaligned(fromByteOffset: 16, as: UInt16.self))
+                        guard length > 19 else { return .failure(.invalidArgument) }
+                        let name = String(decoding: entry[19..<min(length, entry.count)].prefix { $0 != 0 }, as: UTF8.self)
+                        if name != "." && name != ".." { names.append(name) }
+                        offset += length
+                    }
+                }
             }
-            return .success(names)
         }
     }
 

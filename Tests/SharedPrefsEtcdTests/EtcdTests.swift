@@ -719,7 +719,7 @@ struct EtcdSuiteTests {
         #expect(await write.finish().status == 1)
         #expect(write.errorOutput.contains("is locked by \(admin.appending(path: "locks/apps.\(id)").path)"), "\(write.errorOutput)")
         let explained = await (try Child(["read", "--explain", "--etcd", cluster.endpoints, prefix, "theme"], cacheHome: cluster.cacheHome, product: "prefs-watch", environment: environment)).finish()
-        #expect(explained.status == 0 && explained.lines == ["admin", "layer: administrator, \(admin.appending(path: "apps.\(id).plist").path)"], "\(explained.lines)")
+        #expect(explained.status == 0 && explained.lines == ["admin", "layer: administrator, \(admin.appending(path: "apps.\(id).plist").path)", "system layers: those of suite apps.\(id)"], "\(explained.lines)")
         let keys = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only"])
         #expect(keys.output.split(separator: "\n").filter { !$0.isEmpty }.isEmpty, "\(keys.output)")
     }

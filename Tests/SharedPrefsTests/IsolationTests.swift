@@ -168,44 +168,18 @@ private let writeEach = """
     }
 
     /// `prefs-watch tail` whose reader stops reading while 100 changes of 1 KB each are made, each
-    /// once tail has read the one before (more than the pipe holds), and 5 s more: once it reads
-    /// again, it gets every one, in order. The thread that reads changes never waits for the
+    /// once tail has read the one before (more than the pipe holds): once it reads again, it
+    /// gets every one, in order. The thread that reads changes never waits for the
     /// output (it did: the changes made while it waited reached it as one, and here the writer
     /// would wait for it in vain).
     @Test func aTailWhoseReaderStopsGetsEveryChangeOnceItReadsAgain() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("stalled.plist")
         try await child("set", file.path, "k=str:start")
-        let tail = Process()
-        tail.executableURL = prefsWatch
-        tail.arguments = ["tail", file.path, "--initial", "--format", "%n"]
-        let output = Pipe()
-        tail.standardOutput = output
-        tail.standardError = FileHandle.nullDevice
-        try tail.run()
-        defer {
-            kill(tail.processIdentifier, SIGKILL)
-            tail.waitUntilExit()
-        }
-        let lines = Recorder<String>()
-        let reading = DispatchSemaphore(value: 0)
-        let reader = output.fileHandleForReading
-        Thread {
-            var pending = Data()
-            var first = true
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                pending += chunk
-                while let end = pending.firstIndex(of: 10) {
-                    lines.record(String(decoding: pending[..<end], as: UTF8.self))
-                    pending.removeSubrange(...end)
-                    // The initial record read, the reader stops until told to go on.
-                    if first { first = false; reading.wait() }
-                }
-            }
-        }.start()
-        #expect(try await lines.wait(for: 1) == ["start"])
+        // Read up to the initial record, then not again until the writer is done.
+        let tail = try HeldTail([file.path, "--initial", "--format", "%n"])
+        defer { kill(tail.pid, SIGKILL) }
+        #expect(try await tail.records { $0.count == 1 } == ["start"])
         // Each change waits until tail has read the one before: the read sets the access time that
         // the writer zeroed (relatime), so no two changes can reach its reader as one, however
         // loaded the cores. Where reads leave the access time alone (noatime), 50 ms apart.
@@ -235,10 +209,9 @@ private let writeEach = """
             """,
             file.path)
         #expect(writer.status == 0, "\(writer.output)")
-        try await Task.sleep(for: .seconds(5))  // the reader stays stopped a while longer
-        reading.signal()
-        let printed = try await lines.wait(until: { $0.last?.hasSuffix("x99") == true }, timeout: .seconds(30))
-        let numbers = printed.dropFirst().compactMap { line in Int(line.drop { $0 == "x" }) }
+        // Every change was read by tail while its reader was stopped; now the reader goes on.
+        let printed = try await tail.records { $0.last?.hasSuffix("x99") == true }
+        let numbers = printed.compactMap { line in Int(line.drop { $0 == "x" }) }
         if writer.output.contains("paced") {
             #expect(numbers == Array(0..<100))
         } else {

@@ -1019,9 +1019,16 @@ final class HeldTail: @unchecked Sendable {
     }
 
     /// Reads records (lines) until `enough` holds for those read by this call, or the output
-    /// ends; on a thread of its own (a read blocks).
-    func records(until enough: @escaping @Sendable ([String]) -> Bool) async throws -> [String] {
-        try await withCheckedThrowingContinuation { continuation in
+    /// ends, on a thread of its own (a read blocks); past `timeout`, tail is killed, which ends
+    /// its output: the records that came are returned, for the test's expectations to judge.
+    func records(timeout: Duration = defaultTimeout, until enough: @escaping @Sendable ([String]) -> Bool) async throws -> [String] {
+        let finished = Recorder<Bool>()
+        let pid = pid
+        Task {
+            if (try? await finished.wait(for: 1, timeout: timeout)) == nil { kill(pid, SIGKILL) }
+        }
+        defer { finished.record(true) }
+        return try await withCheckedThrowingContinuation { continuation in
             Thread { [self] in
                 var records: [String] = []
                 let reader = output.fileHandleForReading

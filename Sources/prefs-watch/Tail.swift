@@ -300,6 +300,9 @@ final class OutputWriter: Sendable {
         var bytes = 0
         /// Changes merged into others since the last overflow record.
         var merged = 0
+        /// The size at which the records are merged next: the backlog, or twice what a merge
+        /// left when that is more (records of many keys), so that merging stays linear.
+        var mergeAt = 0
         /// The status to exit with once every queued record is written (`--timeout`).
         var exit: Int32?
         /// Whether the writer has records taken from the queue and not all written.
@@ -329,6 +332,7 @@ final class OutputWriter: Sendable {
             }
             records = kept
             bytes = kept.reduce(0) { $0 + $1.footprint }
+            mergeAt = max(mergeAt, 2 * bytes)
         }
     }
 
@@ -352,7 +356,7 @@ final class OutputWriter: Sendable {
         queue.withLock { queue in
             queue.records.append(record)
             queue.bytes += record.footprint
-            if queue.bytes > backlog { queue.merge() }
+            if queue.bytes > max(backlog, queue.mergeAt) { queue.merge() }
         }
         ready.signal()
     }
@@ -407,7 +411,7 @@ final class OutputWriter: Sendable {
             ready.wait()
             while true {
                 let (records, merged, exit) = queue.withLock { queue in
-                    defer { (queue.records, queue.bytes, queue.merged) = ([], 0, 0) }
+                    defer { (queue.records, queue.bytes, queue.merged, queue.mergeAt) = ([], 0, 0, 0) }
                     queue.writing = !queue.records.isEmpty
                     return (queue.records, queue.merged, queue.exit)
                 }

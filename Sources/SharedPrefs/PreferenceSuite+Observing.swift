@@ -187,6 +187,32 @@ extension PreferenceSuite {
     ) -> some AsyncSequence<(repeat each Value), Never> {
         var names: [String] = []
         for key in repeat each keys { names.append(key.name) }
+        return storedUpdates(of: names, initial: initial).map { [self] values in (repeat typedValue(each keys, stored: values[(each keys).name])) }
+    }
+
+    /// `updates(_:initial:)` of two keys. Swift 6.3 cannot take
+    /// the elements of a parameter pack's sequence apart in a `for await (a, b) in` loop ("value
+    /// pack expansion can only appear …"); this one's elements are a plain pair.
+    public func updates<A: PreferenceValue & Sendable, B: PreferenceValue & Sendable>(
+        _ a: PreferenceKey<A>, _ b: PreferenceKey<B>, initial: Bool = true
+    ) -> some AsyncSequence<(A, B), Never> {
+        storedUpdates(of: [a.name, b.name], initial: initial).map { [self] values in
+            (typedValue(a, stored: values[a.name]), typedValue(b, stored: values[b.name]))
+        }
+    }
+
+    /// `updates(_:initial:)` of three keys, for `for await (a, b, c) in`.
+    public func updates<A: PreferenceValue & Sendable, B: PreferenceValue & Sendable, C: PreferenceValue & Sendable>(
+        _ a: PreferenceKey<A>, _ b: PreferenceKey<B>, _ c: PreferenceKey<C>, initial: Bool = true
+    ) -> some AsyncSequence<(A, B, C), Never> {
+        storedUpdates(of: [a.name, b.name, c.name], initial: initial).map { [self] values in
+            (typedValue(a, stored: values[a.name]), typedValue(b, stored: values[b.name]), typedValue(c, stored: values[c.name]))
+        }
+    }
+
+    /// The values of the keys `names` as the process reads them, after each change of one of
+    /// them (first at once, with `initial`): each element as the suite was right after its change.
+    private func storedUpdates(of names: [String], initial: Bool) -> AsyncStream<PlistDictionary> {
         let (stream, continuation) = AsyncStream.makeStream(of: PlistDictionary.self)
         // The stored values of the keys, as of the change being delivered: each element carries
         // its own, never what a later change left.
@@ -205,7 +231,7 @@ extension PreferenceSuite {
             if initial { continuation.yield(values) }
         })
         continuation.onTermination = { _ in store.removeObserver(id) }
-        return stream.map { [self] values in (repeat typedValue(each keys, stored: values[(each keys).name])) }
+        return stream
     }
 
     /// Failures nobody was waiting for: a background write that failed, a suite file that does not

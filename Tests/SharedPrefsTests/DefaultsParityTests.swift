@@ -169,6 +169,24 @@ struct DefaultsKeySendabilityTests {
 
 @Suite("Defaults parity: every value, in order")
 struct DefaultsUpdatesCarryTheirValuesTests {
+    /// `for await (a, b) in suite.updates(k1, k2)`, as the docs write it (with Swift 6.3 it did
+    /// not compile: a parameter pack's tuple cannot be taken apart there), and with three keys.
+    @Test func updatesOfTwoOrThreeKeysComeApartInAForAwaitLoop() async throws {
+        let suite = PreferenceSuite.inMemory()
+        let count = PreferenceKey<Int>("count", default: 0)
+        let label = PreferenceKey<String>("label", default: "none")
+        let on = PreferenceKey<Bool>("on", default: false)
+        suite[count] = 2
+        for await (n, text) in suite.updates(count, label) {
+            #expect(n == 2 && text == "none")
+            break
+        }
+        for await (n, text, flag) in suite.updates(count, label, on) {
+            #expect(n == 2 && text == "none" && !flag)
+            break
+        }
+    }
+
     /// Three quick sets in one process: `updates(key1, key2)` yields each with the values right
     /// after it (it yielded the first and the last only in 4 of 10 runs when it read the suite at
     /// delivery), and `values(for:)` too.

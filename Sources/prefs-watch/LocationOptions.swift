@@ -190,10 +190,10 @@ struct LocationOptions: ParsableArguments {
         return SystemLayerIdentity(suiteName: url.deletingPathExtension().lastPathComponent, directory: url.deletingLastPathComponent().path(percentEncoded: false))
     }
 
-    /// The system layers of a suite argument's suite, their problems logged as the library's
+    /// The system layers `identity` names (``layerIdentity(_:)``), their problems logged as the library's
     /// warnings are (`--quiet` leaves them out; an etcd suite's layers are the host's files too).
-    func systemLayers(_ spec: String) throws -> SystemLayers {
-        let (layers, _, problems) = SystemLayers.load(try layerIdentity(spec))
+    func systemLayers(_ identity: SystemLayerIdentity) -> SystemLayers {
+        let (layers, _, problems) = SystemLayers.load(identity)
         for problem in problems { Logger(label: "prefs-watch").warning("\(problem)") }
         return layers
     }

@@ -68,8 +68,9 @@ struct Read: ParsableCommand {
     private func explainKey(_ key: String) throws {
         let (place, stored) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
             ? location.readValues(suite) : (location.fileURL(of: suite).path, [:])
-        let rule = try location.layerIdentity(suite).rule
-        let (value, source) = try location.systemLayers(suite).explain(PlistKey(key), stored: stored, file: place)
+        let identity = try location.layerIdentity(suite)
+        let rule = identity.rule
+        let (value, source) = location.systemLayers(identity).explain(PlistKey(key), stored: stored, file: place)
         guard let source else {
             throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its own (\(place)), nor a system layer (system layers: \(rule)); a program reads its registered or declared default.")
         }
@@ -105,7 +106,7 @@ struct Locks: ParsableCommand {
     @Argument(help: "The suite.", completion: Completions.suite) var suite: String
 
     func run() throws {
-        for (key, path) in try location.systemLayers(suite).locks { print("\(key.displayed)\t\(path.displayed)") }
+        for (key, path) in location.systemLayers(try location.layerIdentity(suite)).locks { print("\(key.displayed)\t\(path.displayed)") }
     }
 }
 

@@ -31,7 +31,7 @@ extension SuiteStore {
         var (layers, watched, problems) = SystemLayers.load(layerIdentity)
         if layerIdentity.launchArguments { layers.arguments = LaunchArguments.values }
         let loses = !confirming && state.withLock { s in
-            (s.layers ?? SystemLayers()).loses(to: layers) || problems.contains { problem in !s.layerNotices.contains { $0.message == problem.message } }
+            (s.layers ?? SystemLayers()).loses(to: layers) || !s.newNotices(problems).isEmpty
         }
         if !loses {
             adoptLayers(layers.isEmpty ? nil : layers, problems: problems)
@@ -66,7 +66,7 @@ extension SuiteStore {
     /// the last read are logged and reported; all stand for failure observers to come.
     package func adoptLayers(_ layers: SystemLayers?, problems: [PreferenceError] = []) {
         let fresh = change { s, changes -> [PreferenceError] in
-            let fresh = problems.filter { problem in !s.layerNotices.contains { $0.message == problem.message } }
+            let fresh = s.newNotices(problems)
             s.layerNotices = problems
             let old = s.layers
             guard old != layers else { return fresh }

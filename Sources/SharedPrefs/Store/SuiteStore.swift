@@ -86,6 +86,11 @@ package final class SuiteStore: Sendable {
         var layers: SystemLayers? = nil
         /// Failures found in the system layers, told to every failure observer when it subscribes.
         var layerNotices: [PreferenceError] = []
+
+        /// Those of `problems` not among ``layerNotices`` already: the ones to say.
+        func newNotices(_ problems: [PreferenceError]) -> [PreferenceError] {
+            problems.filter { problem in !layerNotices.contains { $0.message == problem.message } }
+        }
         /// Locked keys whose value in the suite's file was found ignored, each reported once.
         var ignoredLockedKeys: Set<PlistKey> = []
         /// Failures found under the state lock, reported once it is let go (``change(_:)``).

@@ -12,7 +12,7 @@ public struct PreferenceTransaction {
     /// each access, so read single keys through the subscript.
     public var values: PlistDictionary {
         readLog.all = true
-        var values = base
+        var values = base.dictionary
         for (key, value) in overrides { values.storage[key] = value }
         values.apply(operations)
         return values
@@ -20,7 +20,7 @@ public struct PreferenceTransaction {
 
     /// The suite's values, and where the file holds others (keys with local changes not yet
     /// written), those: no copy of the suite is made for a transaction.
-    private let base: PlistDictionary
+    private let base: SuiteSnapshot
     private let overrides: [PlistKey: PlistValue?]
     private let registered: PlistDictionary
     private let layers: SystemLayers?
@@ -36,7 +36,7 @@ public struct PreferenceTransaction {
         var all = false
     }
 
-    init(base: PlistDictionary, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary, layers: SystemLayers? = nil) {
+    init(base: SuiteSnapshot, overrides: [PlistKey: PlistValue?] = [:], registered: PlistDictionary, layers: SystemLayers? = nil) {
         self.base = base
         self.overrides = overrides
         self.registered = registered
@@ -57,7 +57,7 @@ public struct PreferenceTransaction {
             if let operation = operations[key] { return operation.value }
             readLog.keys.insert(key)
             if let override = overrides[key] { return override }
-            return base.storage[key]
+            return base[key]
         }
         set { operations[PlistKey(key)] = newValue.map { .set($0) } ?? .remove }
     }

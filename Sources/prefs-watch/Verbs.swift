@@ -70,7 +70,7 @@ struct Read: ParsableCommand {
             ? location.readValues(suite) : (location.fileURL(of: suite).path, [:])
         let identity = try location.layerIdentity(suite)
         let rule = identity.rule
-        let (value, source) = location.systemLayers(identity).explain(PlistKey(key), stored: stored, file: place)
+        let (value, source) = location.systemLayers(identity).explain(PlistKey(key), stored: { stored.storage[$0] }, file: place)
         guard let source else {
             throw failure("No layer of the suite \(suite) holds the key \(key.displayed): not its own (\(place)), nor a system layer (system layers: \(rule)); a program reads its registered or declared default.")
         }

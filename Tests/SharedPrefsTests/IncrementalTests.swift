@@ -87,6 +87,39 @@ struct IncrementalTests {
                 }
                 values = expected
                 image = next
+                // The image read in place, as a store holds it (``SuiteSnapshot``).
+                for (key, value) in values.storage { #expect(image.value(of: key) == value, "round \(round): key \(key.string)") }
+                #expect(image.value(of: PlistKey("not a key of the suite")) == nil)
+            }
+        }
+    }
+
+    /// A store's values held as an image and the keys apart from it agree with a dictionary
+    /// through every change, re-base on a file read or written, and fall back to no image.
+    @Test func aSnapshotOnAnImageReadsAsItsValues() throws {
+        var rng = SplitMix64(seed: 0x5A7)
+        for round in 0..<200 {
+            var model = Self.suite(&rng, keys: Int.random(in: 0...30, using: &rng))
+            var snapshot = SuiteSnapshot(model)
+            for step in 0..<12 {
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0, 1:  // this process's changes, or another's heard
+                    for (key, operation) in Self.operations(on: model, &rng) {
+                        #expect(snapshot.set(key, operation.value) == model.storage[key], "round \(round) step \(step): the old value")
+                        model.storage[key] = operation.value
+                    }
+                case 2:  // a file read or written: what it holds, but for keys this process changed since
+                    let apart = Set(model.storage.keys.filter { _ in Bool.random(using: &rng) } + [PlistKey(Self.key(&rng))])
+                    var file = model
+                    for key in apart { file.storage[key] = Bool.random(using: &rng) ? Self.value(&rng) : nil }
+                    let image = try #require(try SuiteImage.decode(BinaryPropertyList.encode(.dictionary(file))).image)
+                    snapshot.rebase(on: image, apart: apart)
+                default:  // an XML file, or etcd: no image
+                    snapshot.rebase(on: nil, apart: [])
+                }
+                #expect(snapshot.dictionary == model, "round \(round) step \(step)")
+                #expect(snapshot.keys == Set(model.storage.keys), "round \(round) step \(step)")
+                for key in model.storage.keys { #expect(snapshot[key] == model.storage[key]) }
             }
         }
     }

@@ -57,6 +57,8 @@ package struct Loaded {
     package var values: SuiteValues?
     /// Failures that did not stop the read (a value left out), for the store to report.
     package var notices: [PreferenceError] = []
+    /// The binary file read, which then holds the values in memory (``SuiteSnapshot``).
+    var image: SuiteImage? = nil
 
     package init(_ values: SuiteValues? = nil, notices: [PreferenceError] = []) {
         self.values = values
@@ -73,6 +75,8 @@ package struct Committed {
     /// A failure to throw once the write is adopted: the write succeeded, but the caller must
     /// hear of something (a corrupt file moved aside).
     package var failure: PreferenceError? = nil
+    /// The binary file written, which then holds the values in memory (``SuiteSnapshot``).
+    var image: SuiteImage? = nil
 
     package init(wrote: Bool, notices: [PreferenceError] = [], failure: PreferenceError? = nil) {
         self.wrote = wrote

@@ -28,6 +28,50 @@ struct SuiteImage: Sendable {
     /// objects nested in values, every object starting where the one before ends. Files from
     /// other writers (plistlib and CoreFoundation share equal values) usually do not.
     let canonical: Bool
+    /// Where each key's entry is: open addressing by the key's hash, at most half full; `0` for
+    /// none, else the entry's index + 1. With it the image is the suite's values in memory
+    /// (``SuiteSnapshot``): a value is decoded when read, and no decoded copy is kept.
+    private let slots: [UInt32]
+
+    /// - Parameter sameKeys: An image with the same keys in the same order, whose index is reused.
+    init(bytes: [UInt8], keys: [PlistKey], canonical: Bool, sameKeys: SuiteImage? = nil) {
+        self.bytes = bytes
+        self.keys = keys
+        self.canonical = canonical
+        if let sameKeys {
+            slots = sameKeys.slots
+            return
+        }
+        var slots = [UInt32](repeating: 0, count: max(4, 1 << (Int.bitWidth - (2 * keys.count).leadingZeroBitCount)))
+        for (i, key) in keys.enumerated() {
+            var slot = key.hashValue & (slots.count - 1)
+            while slots[slot] != 0 { slot = (slot + 1) & (slots.count - 1) }
+            slots[slot] = UInt32(i + 1)
+        }
+        self.slots = slots
+    }
+
+    /// The value of `key`, decoded from the file's bytes; `nil` when the file does not hold it.
+    func value(of key: PlistKey) -> PlistValue? {
+        var slot = key.hashValue & (slots.count - 1)
+        while slots[slot] != 0 {
+            let i = Int(slots[slot]) - 1
+            if keys[i] == key { return value(at: i) }
+            slot = (slot + 1) & (slots.count - 1)
+        }
+        return nil
+    }
+
+    /// The value of entry `i`. (Every value was decoded once when the image was made, or copied
+    /// from one that was: a failure here would be a defect, and reads as no value.)
+    func value(at i: Int) -> PlistValue? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard var reader = try? BinaryPropertyList.Reader(buffer), let (count, refs) = try? reader.topDictionary(),
+                let entry = try? reader.entry(i, of: count, at: refs)
+            else { return nil }
+            return try? reader.object(entry.value, depth: 1)
+        }
+    }
 
     /// How many entries a re-read looks ahead in the old file for the next key before it gives
     /// up on finding the two files in the same order (and matches the rest by key).
@@ -69,7 +113,7 @@ struct SuiteImage: Sendable {
                 var old = try BinaryPropertyList.Reader(oldBuffer)
                 var new = try BinaryPropertyList.Reader(newBuffer)
                 if canonical, let delta = try scalarChanges(from: old, to: &new) {
-                    return (SuiteImage(bytes: newBytes, keys: keys, canonical: true), delta)
+                    return (SuiteImage(bytes: newBytes, keys: keys, canonical: true, sameKeys: self), delta)
                 }
                 let (oldCount, oldRefs) = try old.topDictionary()
                 try new.visit(depth: 0)
@@ -269,7 +313,7 @@ struct SuiteImage: Sendable {
                     }
                 }
                 BinaryPropertyList.appendTrailer(offsetSize: size, refSize: reader.refSize, objects: count, table: tableOffset, to: &out)
-                return (out, SuiteImage(bytes: out, keys: keys, canonical: true))
+                return (out, SuiteImage(bytes: out, keys: keys, canonical: true, sameKeys: self))
             }
         }
     }

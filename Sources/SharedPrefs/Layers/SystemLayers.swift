@@ -80,15 +80,10 @@ package struct SystemLayers: Sendable, Equatable {
         return lockedPrefixes.first { key.string.utf8.starts(with: $0.prefix.utf8) }?.path
     }
 
-    /// The value of `key` above registered defaults for a suite whose file holds `stored` (with
-    /// this process's changes): a locked key's from the system defaults, any other's from the
-    /// launch arguments, the suite, else the system defaults. The one rule every read follows.
-    func value(of key: PlistKey, stored: PlistDictionary) -> PlistValue? {
-        value(of: key) { stored.storage[$0] }
-    }
-
-    /// ``value(of:stored:)`` with the suite's value of a key given by `stored`, asked only when
-    /// the rule needs it (a transaction's view of the suite).
+    /// The value of `key` above registered defaults for a suite whose file holds `stored(key)`
+    /// (with this process's changes), asked only when the rule needs it: a locked key's from the
+    /// system defaults, any other's from the launch arguments, the suite, else the system
+    /// defaults. The one rule every read follows.
     func value(of key: PlistKey, stored: (PlistKey) -> PlistValue?) -> PlistValue? {
         if lock(of: key) != nil { return defaults.storage[key] }
         return arguments.storage[key] ?? stored(key) ?? defaults.storage[key]
@@ -97,11 +92,11 @@ package struct SystemLayers: Sendable, Equatable {
     /// The value of `key` for a suite whose file (`file`) holds `stored`, and where it comes from,
     /// as an open suite reads it, registered defaults aside: for ``PreferenceSuite/source(ofKey:)``,
     /// and for `prefs-watch read --explain`, which opens nothing.
-    package func explain(_ key: PlistKey, stored: PlistDictionary, file: String?) -> (value: PlistValue?, source: PreferenceSource?) {
+    package func explain(_ key: PlistKey, stored: (PlistKey) -> PlistValue?, file: String?) -> (value: PlistValue?, source: PreferenceSource?) {
         let value = value(of: key, stored: stored)
         if let lock = lock(of: key) { return (value, PreferenceSource(layer: .locked, path: sources[key]?.path, lockPath: lock)) }
         if arguments.storage[key] != nil { return (value, PreferenceSource(layer: .launchArguments, path: nil, lockPath: nil)) }
-        if stored.storage[key] != nil { return (value, PreferenceSource(layer: .suite, path: file, lockPath: nil)) }
+        if stored(key) != nil { return (value, PreferenceSource(layer: .suite, path: file, lockPath: nil)) }
         return (value, sources[key])
     }
 

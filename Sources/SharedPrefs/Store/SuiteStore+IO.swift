@@ -192,7 +192,7 @@ extension SuiteStore {
                     operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil,
                     stored: { self.state.withLock { $0.stored } })
             }
-            adoptWritten(written, transactionKeys: transactionKeys, counted: committed.wrote)
+            adoptWritten(written, transactionKeys: transactionKeys, committed: committed)
             for notice in committed.notices { reportNotice(notice) }
             if let failure = committed.failure { throw failure }
             return result
@@ -292,6 +292,7 @@ extension SuiteStore {
                     see(key, new, .external, in: &s, changes: &changes)
                 }
             }
+            s.values.rebase(on: loaded.image, apart: s.local.keys)
             _Stages.mark("P")
         }
     }
@@ -299,9 +300,8 @@ extension SuiteStore {
     /// Makes values just written (or found to hold `operations` already) the stored state.
     /// A transaction's changes reach `values` here and are told to observers, on the thread that
     /// runs the `update`, before it returns.
-    private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, counted: Bool) {
+    private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, committed: Committed) {
         change { s, changes in
-            if counted { s.statistics.fileWrites += 1 }
             for (key, operation) in operations {
                 if let pending = s.local[key]?.operations.pending {
                     // A newer local change still hides what was written.
@@ -310,6 +310,10 @@ extension SuiteStore {
                     s.local[key] = nil
                     see(key, operation.value, transactionKeys.contains(key) ? .local : .external, in: &s, changes: &changes)
                 }
+            }
+            if committed.wrote {
+                s.statistics.fileWrites += 1
+                s.values.rebase(on: committed.image, apart: s.local.keys)
             }
         }
     }

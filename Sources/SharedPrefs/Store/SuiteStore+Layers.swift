@@ -72,7 +72,7 @@ extension SuiteStore {
             guard old != layers else { return fresh }
             var keys = (old?.keys ?? []).union(layers?.keys ?? [])
             if old?.lockedPrefixes.isEmpty == false || layers?.lockedPrefixes.isEmpty == false {
-                for key in Set(s.values.storage.keys).union(s.registered.storage.keys) where old?.lock(of: key) != nil || layers?.lock(of: key) != nil {
+                for key in s.values.keys.union(s.registered.storage.keys) where old?.lock(of: key) != nil || layers?.lock(of: key) != nil {
                     keys.insert(key)
                 }
             }
@@ -100,7 +100,7 @@ extension SuiteStore {
         watch()
         let key = PlistKey(key)
         return state.withLock { s in
-            let (value, source) = (s.layers ?? SystemLayers()).explain(key, stored: s.values, file: backend.location)
+            let (value, source) = (s.layers ?? SystemLayers()).explain(key, stored: { s.values[$0] }, file: backend.location)
             // A locked key no layer gives a value reads the registered default, if any.
             if value != nil || (source != nil && s.registered.storage[key] != nil) { return source }
             return s.registered.storage[key] == nil ? nil : PreferenceSource(layer: .registered, path: nil, lockPath: nil)

@@ -75,7 +75,7 @@ package final class SuiteStore: Sendable {
 
     struct State {
         /// What this process sees: the stored values with its own operations applied.
-        var values = PlistDictionary()
+        var values = SuiteSnapshot()
         /// The keys this process changed whose change is not yet adopted as stored. Every other
         /// key has its stored value in `values`: the stored state costs no second dictionary,
         /// and no copy of the suite is made when either changes.
@@ -114,17 +114,17 @@ package final class SuiteStore: Sendable {
         /// The value this process reads for `key` above registered defaults: a locked key's from
         /// the system layers, any other's from the suite (its own changes applied), else from them.
         func visible(_ key: PlistKey) -> PlistValue? {
-            guard let layers else { return values.storage[key] }
-            return layers.value(of: key, stored: values)
+            guard let layers else { return values[key] }
+            return layers.value(of: key) { values[$0] }
         }
 
         /// Every key a layer above registered defaults holds, with the value this process reads
         /// (``visible(_:)``): the view every observer's first values come from.
         var visibleValues: PlistDictionary {
-            guard let layers else { return values }
+            guard let layers else { return values.dictionary }
             var visible = PlistDictionary()
-            for key in Set(values.storage.keys).union(layers.keys) {
-                visible.storage[key] = layers.value(of: key, stored: values)
+            for key in values.keys.union(layers.keys) {
+                visible.storage[key] = layers.value(of: key) { values[$0] }
             }
             return visible
         }
@@ -149,12 +149,12 @@ package final class SuiteStore: Sendable {
         /// The value of `key` in the stored suite as last read or written.
         func storedValue(_ key: PlistKey) -> PlistValue? {
             if let local = local[key] { return local.stored }
-            return values.storage[key]
+            return values[key]
         }
 
         /// The stored values in full: a copy of the suite, for the paths that need one.
         var stored: PlistDictionary {
-            var stored = values
+            var stored = values.dictionary
             for (key, local) in local { stored.storage[key] = local.stored }
             return stored
         }
@@ -162,7 +162,7 @@ package final class SuiteStore: Sendable {
         /// What changed in the stored suite if it now holds `new`: every key compared.
         func delta(to new: PlistDictionary) -> FileDelta {
             var delta: FileDelta = new.storage.compactMap { key, value in storedValue(key) == value ? nil : (key, value) }
-            for (key, _) in values.storage where local[key] == nil && new.storage[key] == nil { delta.append((key, nil)) }
+            for key in values.keys where local[key] == nil && new.storage[key] == nil { delta.append((key, nil)) }
             for (key, local) in local where local.stored != nil && new.storage[key] == nil { delta.append((key, nil)) }
             return delta
         }
@@ -249,7 +249,7 @@ package final class SuiteStore: Sendable {
     /// The stored values, with this process's changes (no layer, no registered default).
     var storedValues: PlistDictionary {
         watch()
-        return state.withLock { $0.values }
+        return state.withLock { $0.values.dictionary }
     }
 
     /// Every key's value as ``value(forKey:)`` reads it.
@@ -335,7 +335,7 @@ package final class SuiteStore: Sendable {
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
         if operation.value != nil, let lock = s.layers?.lock(of: key) { return s.unreported.append(lockedKey([key.string], lockedBy: lock)) }
         switch s.local[key]?.operations {
-        case nil: s.local[key] = Local(stored: s.values.storage[key], operations: .pending(operation))
+        case nil: s.local[key] = Local(stored: s.values[key], operations: .pending(operation))
         case .pending: s.local[key]!.operations = .pending(operation)
         case .writing(let writing), .writingThenPending(let writing, _): s.local[key]!.operations = .writingThenPending(writing, operation)
         }
@@ -371,7 +371,7 @@ package final class SuiteStore: Sendable {
     /// a locked key, or of a key the suite's file now holds as a layer did, is no change.
     func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, in s: inout State, changes: inout [PreferenceChange]) {
         let before = s.layers == nil ? nil : s.visible(key)
-        let old = new.map { s.values.storage.updateValue($0, forKey: key) } ?? s.values.storage.removeValue(forKey: key)
+        let old = s.values.set(key, new)
         guard let layers = s.layers else {
             if old != new, !s.observers.isEmpty {
                 changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin))

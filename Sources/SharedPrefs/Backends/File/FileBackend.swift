@@ -133,7 +133,9 @@ final class FileBackend: SuiteBackend {
         let version = try file.write(bytes, in: dir, as: temporaryName)
         remember(version, image)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
-        return Committed(wrote: true, failure: failure)
+        var committed = Committed(wrote: true, failure: failure)
+        committed.image = image
+        return committed
     }
 
     /// Remembers the file just read (or found missing) as the last version, and returns its
@@ -142,7 +144,9 @@ final class FileBackend: SuiteBackend {
         switch contents {
         case .loaded(let values, let version, let image):
             remember(version, image)
-            return Loaded(values)
+            var loaded = Loaded(values)
+            loaded.image = image
+            return loaded
         case .missing:
             remember(.missing, nil)
             return Loaded(.full([:]))

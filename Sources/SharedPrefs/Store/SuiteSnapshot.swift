@@ -1,0 +1,60 @@
+/// What a store holds of its suite's values: the stored file's image when it is a binary one,
+/// whose values are decoded when read (``SuiteImage/value(of:)``), and the keys whose value differs
+/// from it (this process's own changes, and what was heard since the image). Without an image
+/// (an XML file, etcd, memory), every key is among those. A suite in memory so costs its file's
+/// bytes and an index, not a decoded copy beside them.
+struct SuiteSnapshot: Sendable {
+    private(set) var image: SuiteImage?
+    /// The keys whose value is not the image's: `.some(nil)` for a key the image holds and this
+    /// snapshot does not. Without an image, only values.
+    private var differing: [PlistKey: PlistValue?] = [:]
+
+    init(_ values: PlistDictionary = PlistDictionary()) {
+        differing = values.storage
+    }
+
+    subscript(key: PlistKey) -> PlistValue? {
+        if !differing.isEmpty, let value = differing[key] { return value }
+        return image?.value(of: key)
+    }
+
+    /// Sets `value` for `key` (`nil` removes it); returns the value it replaced.
+    @discardableResult
+    mutating func set(_ key: PlistKey, _ value: PlistValue?) -> PlistValue? {
+        let old = self[key]
+        differing[key] = image == nil && value == nil ? nil : .some(value)
+        return old
+    }
+
+    /// Every key held.
+    var keys: Set<PlistKey> {
+        var keys = Set(image?.keys ?? [])
+        for (key, value) in differing {
+            if value == nil { keys.remove(key) } else { keys.insert(key) }
+        }
+        return keys
+    }
+
+    /// Every value, decoded: a copy of the suite, for the paths that need one.
+    var dictionary: PlistDictionary {
+        var values = PlistDictionary()
+        if let image {
+            values.storage.reserveCapacity(image.keys.count)
+            for (i, key) in image.keys.enumerated() where differing[key] == nil { values.storage[key] = image.value(at: i) }
+        }
+        for case let (key, value?) in differing { values.storage[key] = value }
+        return values
+    }
+
+    /// Makes `image` (a file just read or written, whose values this snapshot holds but for the
+    /// keys in `apart`) the base. With no image, every value is kept apart.
+    mutating func rebase<Keys: Sequence<PlistKey>>(on image: SuiteImage?, apart: Keys) {
+        guard let image else {
+            if self.image != nil { self = SuiteSnapshot(dictionary) }
+            return
+        }
+        var kept: [PlistKey: PlistValue?] = [:]
+        for key in apart { kept.updateValue(self[key], forKey: key) }
+        (self.image, differing) = (image, kept)
+    }
+}

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import SharedPrefsLocking
 
 /// A suite's directory, open, and its mode, which decides how files in it are created and trusted.
 struct OpenDirectory {
@@ -66,11 +67,27 @@ struct DirectoryLocation: Sendable, Hashable {
     /// The path of the suite directory, for messages and as a key (never opened by this path).
     var path: String { ([trusted == "/" ? "" : trusted] + components).joined(separator: "/") }
 
+    /// The suite directories below a trusted one that this process walked to, by identity. Opened
+    /// again by its path, a directory that is still the one walked to (the same device and inode)
+    /// needs only its own checks, whatever its path leads through: two system calls, where the
+    /// walk takes three a component. Anything else is walked again.
+    private static let walked = Lock<[DirectoryLocation: FileIdentity]>([:])
+
     /// Opens the directory, walking from the trusted directory without following links.
     /// - Parameter creating: Create missing directories (parents of the trusted directory 0755,
     ///   the last directory `mode`, exactly when it is set-group-ID).
     /// - Returns: `nil` when a directory is missing and `creating` is `false`.
     func open(creating: Bool) throws(PreferenceError) -> OpenDirectory? {
+        if !components.isEmpty, let walked = Self.walked.withLock({ $0[self] }),
+            case .success(let fd) = Syscall.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        {
+            if case .success(let st) = Syscall.fstat(fd), FileIdentity(st) == walked,
+                !Trust.everyoneMayReplaceEntries(st.st_mode), Trust.directoryOwner(st)
+            {
+                return OpenDirectory(fd: fd, status: st)
+            }
+            Syscall.close(fd)
+        }
         var fd: CInt
         switch Syscall.open(trusted, O_RDONLY | O_DIRECTORY | O_CLOEXEC) {
         case .success(let descriptor): fd = descriptor
@@ -98,6 +115,7 @@ struct DirectoryLocation: Sendable, Hashable {
                 try Self.checkWritable(st, path: path)
                 try Self.checkOwner(st, path: path)
             }
+            if !components.isEmpty { Self.walked.withLock { $0[self] = FileIdentity(st) } }
             return OpenDirectory(fd: fd, status: st)
         } catch {
             Syscall.close(fd)

@@ -81,12 +81,11 @@ final class FileBackend: SuiteBackend {
         let suiteLock = try file.lockSuiteFile(in: dir, until: deadline)
         defer { suiteLock?.unlock() }
         _Stages.mark("L")
-        removeStaleTemporaryFilesOccasionally(in: dir)
 
         let known = known
         var loaded = Loaded()
         var corrupt: PreferenceError? = nil
-        let confirmed = try known.flatMap { known throws(PreferenceError) in try file.confirm(known.version, in: dir) }
+        let confirmed = try known.flatMap { known throws(PreferenceError) in try file.confirm(known.version, in: dir, locked: suiteLock) }
         if confirmed == nil {
             switch try file.readSettled(in: dir, previous: known?.image, until: deadline) {
             case .corrupt(let error, looksLikePropertyList: true, _) where known == nil:
@@ -130,7 +129,7 @@ final class FileBackend: SuiteBackend {
             logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
         }
         let temporaryName = file.newTemporaryName()
-        let version = try file.write(bytes, in: dir, as: temporaryName)
+        let version = try file.write(bytes, in: dir, as: temporaryName, removingStale: staleScanDue())
         remember(version, image)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         var committed = Committed(wrote: true, failure: failure)
@@ -160,17 +159,15 @@ final class FileBackend: SuiteBackend {
         }
     }
 
-    /// Under the lock, at the first write of this process and then at most once a minute: a
-    /// directory listing per write would cost more than the rare crash it cleans up after.
-    private func removeStaleTemporaryFilesOccasionally(in dir: OpenDirectory) {
-        let due = lastStaleScan.withLock { last -> Bool in
+    /// Whether this write removes the temporary files dead writers left: at the first write of
+    /// this process and then at most once a minute (a directory listing per write would cost
+    /// more than the rare crash it cleans up after).
+    private func staleScanDue() -> Bool {
+        lastStaleScan.withLock { last -> Bool in
             let now = ContinuousClock.now
             guard last.map({ now - $0 > .seconds(60) }) ?? true else { return false }
             last = now
             return true
         }
-        guard due else { return }
-        let removed = file.removeStaleTemporaryFiles(in: dir)
-        if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(file.directory) by a writer that died mid-write") }
     }
 }

@@ -137,7 +137,7 @@ extension SuiteFile {
     private func needsModeSet(_ st: stat, in dir: OpenDirectory) -> Bool {
         let mode = st.st_mode & 0o777
         let wanted = lockMode(in: dir)
-        return st.st_uid == geteuid() && (dir.isGroupContainer ? mode != wanted : mode & ~wanted != 0)
+        return (dir.isGroupContainer ? mode != wanted : mode & ~wanted != 0) && st.st_uid == geteuid()
     }
 
     /// Creates the lock file with its final mode in one step: unnamed, given its mode, then linked

@@ -11,10 +11,12 @@ extension SuiteFile {
     /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
     /// is, `nil` when the file changed. One `fstatat`, plus, when the stamp alone does not prove
     /// it (see ``FileVersion``), an open and the version's ``FileVersion/Proof`` or a read.
-    func confirm(_ version: FileVersion, in dir: OpenDirectory) throws(PreferenceError) -> FileVersion? {
+    /// - Parameter locked: The suite file, open and locked (``lockSuiteFile(in:until:)``): it is
+    ///   the file at the suite's name, and is inspected and read through this descriptor.
+    func confirm(_ version: FileVersion, in dir: OpenDirectory, locked: LockFile? = nil) throws(PreferenceError) -> FileVersion? {
         let takenAt = FileVersion.now()
         let st: stat
-        switch Syscall.lstatat(dir.fd, fileName) {
+        switch locked.map({ Syscall.fstat($0.fd) }) ?? Syscall.lstatat(dir.fd, fileName) {
         case .success(let status): st = status
         case .failure(.noSuchFileOrDirectory): return version.stamp == nil ? version : nil
         case .failure(let errno): throw PreferenceError.system("fstatat", errno, path: path, doing: "inspect")
@@ -23,9 +25,15 @@ extension SuiteFile {
         guard FileStamp(st) == version.stamp else { return nil }
         if !version.isRacy { return version }
         // A racy stamp: the file must hold the bytes last read or written.
-        guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
-        defer { Syscall.close(fd) }
-        guard case .success(let opened) = Syscall.fstat(fd), FileStamp(opened) == version.stamp,
+        let fd: CInt
+        if let locked {
+            fd = locked.fd
+        } else {
+            guard case .success(let opened) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
+            fd = opened
+        }
+        defer { if locked == nil { Syscall.close(fd) } }
+        guard case .success(let opened) = locked == nil ? Syscall.fstat(fd) : .success(st), FileStamp(opened) == version.stamp,
             version.proof.holds(fd) || Syscall.holds(fd, version.content) == .success(true)
         else { return nil }
         var confirmed = version

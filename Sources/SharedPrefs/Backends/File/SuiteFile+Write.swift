@@ -21,16 +21,22 @@ extension SuiteFile {
     /// write never reports success for a file it did not write: the suite file is checked after
     /// the rename to be the one written. One that a writer killed mid-write leaves behind is
     /// removed by a later writer (``removeStaleTemporaryFiles(in:)``). Call it holding both
-    /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``).
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String) throws(PreferenceError) -> FileVersion {
+    /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``); with `removingStale`, that is
+    /// done first.
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, removingStale: Bool = false) throws(PreferenceError) -> FileVersion {
         if bytes.count > options.maximumFileSize {
             throw PreferenceError(
                 code: .fileTooLarge,
                 message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
                 path: path)
         }
-        if let writes = openWritesDirectory(in: dir) {
-            defer { Syscall.close(writes) }
+        let writes = openWritesDirectory(in: dir)
+        defer { if let writes { Syscall.close(writes) } }
+        if removingStale {
+            let removed = removeStaleTemporaryFiles(in: dir, writes: writes)
+            if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(directory) by a writer that died mid-write") }
+        }
+        if let writes {
             if let version = try publish(bytes, in: dir, through: writes, as: tempName) { return version }
         }
         return try publish(bytes, in: dir, through: nil, as: tempName)!
@@ -174,11 +180,9 @@ extension SuiteFile {
     /// directory of writes and in the suite directory. Call it only while holding the lock: every
     /// live writer creates and renames its temporary file under the lock, so any of this suite's
     /// temporary files that exists now is stale, even when the listing that named it is up to a
-    /// minute old. Lists and unlinks through the directories' descriptors. Returns how many were
-    /// removed.
-    func removeStaleTemporaryFiles(in dir: OpenDirectory) -> Int {
-        let writes = openWritesDirectory(in: dir, creating: false)
-        defer { if let writes { Syscall.close(writes) } }
+    /// minute old. Lists and unlinks through the directories' descriptors (`writes`: the
+    /// directory of writes, open). Returns how many were removed.
+    func removeStaleTemporaryFiles(in dir: OpenDirectory, writes: CInt?) -> Int {
         let now = ContinuousClock.now
         var removed = 0
         for (fd, path) in [(dir.fd, directory)] + (writes.map { [($0, directory + "/" + Self.writesDirectoryName)] } ?? []) {

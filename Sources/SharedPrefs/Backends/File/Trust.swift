@@ -43,7 +43,7 @@ enum Trust {
     static func writesDirectory(_ st: stat, of dir: OpenDirectory) -> Bool {
         guard st.st_mode & S_IFMT == S_IFDIR, st.st_dev == dir.identity.device, st.st_mode & S_IWOTH == 0 else { return false }
         if st.st_mode & S_IWGRP != 0, dir.mode & S_IWGRP == 0 || st.st_gid != dir.group { return false }
-        return st.st_uid == geteuid() || st.st_uid == dir.owner || st.st_uid == 0
+        return st.st_uid == dir.owner || st.st_uid == 0 || st.st_uid == geteuid()
     }
 
     /// Why a system layer's directory or file `st` does not count, or `nil` when it does: it is

@@ -89,13 +89,12 @@ package enum Syscall {
     /// Whether `linkat(AT_EMPTY_PATH)` has not failed yet in this process.
     private static let linksByDescriptor = Atomic(true)
 
-    /// The names in the directory `dirfd` (without `.` and `..`), read from its start through
-    /// `dirfd` itself with `getdents64`: no second descriptor to open, check and close (`fdopendir`
-    /// on a duplicate took seven system calls for a small directory, this three). `dirfd` must be
-    /// this caller's alone meanwhile: the reading position is its open file description's.
+    /// The names in the directory `dirfd` (without `.` and `..`), read through `dirfd` itself with
+    /// `getdents64`: no second descriptor to open, check and close (`fdopendir` on a duplicate took
+    /// seven system calls for a small directory, this two). `dirfd` must be just opened, and this
+    /// caller's alone meanwhile: the reading position is its open file description's.
     static func directoryEntries(_ dirfd: CInt) -> Result<[String], Errno> {
-        if Glibc.lseek(dirfd, 0, SEEK_SET) < 0 { return .failure(Errno(rawValue: errno)) }
-        return withUnsafeTemporaryAllocation(byteCount: 32_768, alignment: 8) { buffer in
+        withUnsafeTemporaryAllocation(byteCount: 32_768, alignment: 8) { buffer in
             var names: [String] = []
             while true {
                 switch valueOrErrno({ sharedprefs_getdents64(dirfd, buffer.baseAddress, UInt(buffer.count)) }) {
@@ -227,15 +226,15 @@ package enum Syscall {
         }
     }
 
-    /// Whether what is left to read of `fd` is exactly `bytes`: read a piece at a time into one
-    /// small buffer and compared, so that a file of any size costs no allocation of its size. The
-    /// corresponding C function is `read`.
+    /// Whether the file open as `fd` holds exactly `bytes`: read from its start a piece at a time
+    /// into one small buffer and compared, so that a file of any size costs no allocation of its
+    /// size. The corresponding C function is `pread`.
     static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
         withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
             bytes.withUnsafeBytes { expected in
                 var offset = 0
                 while true {
-                    switch valueOrErrno({ Glibc.read(fd, buffer.baseAddress!, buffer.count) }) {
+                    switch valueOrErrno({ Glibc.pread(fd, buffer.baseAddress!, buffer.count, off_t(offset)) }) {
                     case .failure(let error): return .failure(error)
                     case .success(0): return .success(offset == expected.count)
                     case .success(let n):

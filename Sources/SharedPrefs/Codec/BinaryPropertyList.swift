@@ -60,6 +60,20 @@ enum BinaryPropertyList {
             budget = max(BinaryPropertyList.minimumExpansionBudget, bytes.count * 2)
         }
 
+        /// A reader of `bytes` laid out as `layout` says: the same file a reader checked before.
+        init(_ bytes: UnsafeBufferPointer<UInt8>, layout: Layout) {
+            self.bytes = bytes
+            (offsetSize, refSize, objectCount, topObject, offsetTable) = (layout.offsetSize, layout.refSize, layout.objectCount, layout.topObject, layout.offsetTable)
+            budget = max(BinaryPropertyList.minimumExpansionBudget, bytes.count * 2)
+        }
+
+        /// What ``init(_:layout:)`` needs of this file.
+        var layout: Layout { Layout(offsetSize: offsetSize, refSize: refSize, objectCount: objectCount, topObject: topObject, offsetTable: offsetTable) }
+
+        struct Layout: Sendable {
+            let offsetSize, refSize, objectCount, topObject, offsetTable: Int
+        }
+
         /// The big-endian unsigned integer of `size` bytes at `at` (which the caller checked).
         static func uint(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> UInt64 {
             let raw = UnsafeRawPointer(bytes.baseAddress! + at)

@@ -32,12 +32,18 @@ struct SuiteImage: Sendable {
     /// none, else the entry's index + 1. With it the image is the suite's values in memory
     /// (``SuiteSnapshot``): a value is decoded when read, and no decoded copy is kept.
     private let slots: [UInt32]
+    /// The file's layout and where its root's references are, for ``value(at:)``.
+    private let root: (layout: BinaryPropertyList.Reader.Layout, count: Int, refs: Int)?
 
     /// - Parameter sameKeys: An image with the same keys in the same order, whose index is reused.
     init(bytes: [UInt8], keys: [PlistKey], canonical: Bool, sameKeys: SuiteImage? = nil) {
         self.bytes = bytes
         self.keys = keys
         self.canonical = canonical
+        root = bytes.withUnsafeBufferPointer { buffer in
+            guard let reader = try? BinaryPropertyList.Reader(buffer), let (count, refs) = try? reader.topDictionary() else { return nil }
+            return (reader.layout, count, refs)
+        }
         if let sameKeys {
             slots = sameKeys.slots
             return
@@ -65,11 +71,11 @@ struct SuiteImage: Sendable {
     /// The value of entry `i`. (Every value was decoded once when the image was made, or copied
     /// from one that was: a failure here would be a defect, and reads as no value.)
     func value(at i: Int) -> PlistValue? {
-        bytes.withUnsafeBufferPointer { buffer in
-            guard var reader = try? BinaryPropertyList.Reader(buffer), let (count, refs) = try? reader.topDictionary(),
-                let entry = try? reader.entry(i, of: count, at: refs)
-            else { return nil }
-            return try? reader.object(entry.value, depth: 1)
+        guard let root else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer in
+            var reader = BinaryPropertyList.Reader(buffer, layout: root.layout)
+            guard let ref = try? reader.ref(root.count + i, at: root.refs) else { return nil }
+            return try? reader.object(ref, depth: 1)
         }
     }
 

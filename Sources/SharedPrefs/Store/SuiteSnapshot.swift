@@ -21,9 +21,12 @@ struct SuiteSnapshot: Sendable {
     /// Sets `value` for `key` (`nil` removes it); returns the value it replaced.
     @discardableResult
     mutating func set(_ key: PlistKey, _ value: PlistValue?) -> PlistValue? {
-        let old = self[key]
-        differing[key] = image == nil && value == nil ? nil : .some(value)
-        return old
+        guard let image else {
+            guard let value else { return differing.removeValue(forKey: key) ?? nil }
+            return differing.updateValue(value, forKey: key) ?? nil
+        }
+        // A key not apart yet holds the image's value.
+        return differing.updateValue(value, forKey: key) ?? image.value(of: key)
     }
 
     /// Every key held.

@@ -318,14 +318,6 @@ package enum Syscall {
         valueOrErrno { sharedprefs_filesystem_type(path) }
     }
 
-    /// What the symbolic link at `path` points to. The corresponding C function is `readlink`.
-    static func readLink(_ path: String) -> Result<String, Errno> {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX)) { buffer in
-            valueOrErrno { Glibc.readlink(path, buffer.baseAddress!, buffer.count) }
-                .map { String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress!, count: $0), as: UTF8.self) }
-        }
-    }
-
     /// The `f_type` of `fstatfs` for the file system holding the open file `fd`.
     static func fileSystemType(of fd: CInt) -> Result<Int, Errno> {
         valueOrErrno { sharedprefs_filesystem_type_of(fd) }

@@ -74,7 +74,13 @@ struct SuiteImage: Sendable {
         guard let root else { return nil }
         return bytes.withUnsafeBufferPointer { buffer in
             var reader = BinaryPropertyList.Reader(buffer, layout: root.layout)
-            guard let ref = try? reader.ref(root.count + i, at: root.refs) else { return nil }
+            guard let ref = try? reader.ref(root.count + i, at: root.refs), let offset = try? reader.offset(ref) else { return nil }
+            // The usual value, an integer of up to 8 bytes, without the general decoder.
+            let marker = buffer[offset]
+            if marker >> 4 == 0x1, marker & 0x0F < 4, case let size = 1 << Int(marker & 0x0F), offset + 1 + size <= root.layout.offsetTable {
+                let raw = BinaryPropertyList.Reader.uint(buffer, offset + 1, size)
+                return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+            }
             return try? reader.object(ref, depth: 1)
         }
     }

@@ -138,6 +138,36 @@ extension Measures {
         let suite = try makeSuite("cached")
         suite.set(7, forKey: "k")
         rows.append(cachedReads(suite, id: "13.cached-read", group: "13. cached read", name: "integer(forKey:) of a 100-key suite", target: 9))
+        rows.append(try codableReads(suite))
+    }
+
+    /// A typed read of a `Codable` value (a struct of three fields) against a typed read of an
+    /// `Int`, in the same suite, in 10 alternating blocks: what keeping decoded values until the
+    /// stored value changes leaves of the decoding.
+    func codableReads(_ suite: PreferenceSuite) throws -> Row {
+        struct Window: Codable, PreferenceValue, Sendable { var x = 0, y = 0, title = "" }
+        let window = PreferenceKey<Window>("window", default: Window())
+        let number = PreferenceKey<Int>("k", default: 0)
+        suite[window] = Window(x: 10, y: 20, title: "main")
+        let count = quick ? 20_000 : 400_000
+        func time(_ count: Int, _ read: () -> Int) -> Int64 {
+            var total = 0
+            let start = now()
+            for _ in 0..<count { total &+= read() }
+            blackHole(total)
+            return now() - start
+        }
+        _ = (time(count / 20) { suite[window].x }, time(count / 20) { suite[number] })  // warm-up
+        var elapsed = [Int64](repeating: 0, count: 2)
+        interleave(arms: 2, blocks: 10) { arm in
+            elapsed[arm] += arm == 0 ? time(count / 10) { suite[window].x } : time(count / 10) { suite[number] }
+        }
+        let (codable, int) = (Double(elapsed[0]) / Double(count), Double(elapsed[1]) / Double(count))
+        return Row(
+            id: "13.codable", group: "13. cached read", name: "suite[key] of a Codable struct (3 fields) of a 100-key suite, \(count) times", n: count,
+            throughput: Quantity(value: (1e9 / codable).rounded(), unit: "reads/s"),
+            ratio: codable / int, ratioTo: "suite[key] of an Int in the same suite, interleaved",
+            note: String(format: "%.0f ns a read; an Int %.0f ns; 10 alternating blocks", codable, int), cost: codable / 1e9)
     }
 
     /// `integer(forKey: "k")` of `suite` (which holds 7 there) against the same of a Foundation

@@ -112,3 +112,11 @@ extension PreferenceKey where Value: ExpressibleByNilLiteral {
 /// string and its default is only ever copied out; a default of a mutable reference type is
 /// shared by every read, as with Defaults: give such a key a `default: { … }` closure instead.
 extension PreferenceKey: @unchecked Sendable {}
+
+extension PreferenceKey: CustomStringConvertible {
+    /// `PreferenceKey<Int>("volume")`, and the suite's name when the key has one: for logs and the
+    /// debugger (SwiftDefaults' `Value<Int>(key: "volume")`).
+    public var description: String {
+        "PreferenceKey<\(Value.self)>(\"\(name)\"" + (suite.map { ", suite: \($0.name)" } ?? "") + ")"
+    }
+}

@@ -50,8 +50,8 @@ extension PreferenceSuite {
     /// ``observe(_:options:queue:_:)`` with what ``ObservationOptions/initial`` delivers first
     /// made by `initial` from the observer's first values (``SuiteStore/State/initialChanges(_:suite:)``),
     /// under the same lock as the registration: no change slips in before it or between. With
-    /// ``ObservationOptions/synchronousLocalChanges`` too, whichever change comes before the queue
-    /// has delivered them delivers them first, on its own thread (``FirstDelivery``).
+    /// ``ObservationOptions/synchronousLocalChanges`` too, they are delivered before this returns,
+    /// unless a change on another thread delivers them first, on its own (``FirstDelivery``).
     private func observe(
         _ filter: KeyFilter, options: ObservationOptions, queue: DispatchQueue?,
         initial: ([PreferenceChange]) -> [PreferenceChange], _ handler: @escaping @Sendable (PreferenceChange) -> Void
@@ -79,7 +79,6 @@ extension PreferenceSuite {
             let current = initial(state.initialChanges(filter, suite: name))
             if let first {
                 first.post(current)
-                enqueue { first.deliver(to: handler) }
             } else if current.isEmpty {
                 return
             } else if let ordered {
@@ -90,6 +89,7 @@ extension PreferenceSuite {
             }
         }
         if options.contains(.initialOnObservingThread) { ordered?.deliverPending() }
+        first?.deliver(to: handler)
         return PreferenceObservation { store.removeObserver(id) }
     }
 
@@ -267,9 +267,10 @@ public struct ObservationOptions: OptionSet, Sendable {
     /// registered defaults; origin `.local`), before any later change, whatever the other options
     /// (Defaults' `.initial`): every key that `.key` or `.keys` names, held or not (new value
     /// `nil`), and every key held that passes `.prefix` or `.all`. They arrive on the observer's
-    /// queue; with ``synchronousLocalChanges``, a change this process makes before the queue has
-    /// delivered them delivers them first, on the setter's thread. A typed observer's first value
-    /// is the one the typed subscript reads.
+    /// queue; with ``synchronousLocalChanges``, on the thread that calls `observe`, before it
+    /// returns (as a Combine `sink` on a `CurrentValueSubject` hears its value), unless another
+    /// thread's change delivers them first, on that thread. A typed observer's first value is the
+    /// one the typed subscript reads.
     public static let initial = ObservationOptions(rawValue: 1)
 
     /// This process's own changes are delivered on the thread that made them, before `set` (or

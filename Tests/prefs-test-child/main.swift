@@ -249,6 +249,9 @@ case "set", "set-exit":
     }
     if arguments[0] == "set-exit" { exit(0) }
     mainReturned = monotonicNow()
+case "first-launch":
+    // Prints whether this process is the one that sees the suite's first launch.
+    do { say("first \(try suite.isFirstLaunch())") } catch { fail("\(error)") }
 case "hammer":
     guard arguments.count >= 4, let count = Int(arguments[3]) else { fail("usage: hammer <plist> <id> <count> [--lock-timeout-ms N]") }
     let id = arguments[2]

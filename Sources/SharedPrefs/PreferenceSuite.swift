@@ -375,9 +375,9 @@ public final class PreferenceSuite: Sendable {
     /// Whether this is the first launch: `true` for exactly one call, in one process, however many
     /// processes ask at once, until `marker` is removed (SwiftVault's `isFirstLaunch()`, for a
     /// suite that processes share). The marker is written under the suite's lock before this
-    /// returns (``update(_:)``), so no second process can see a first launch too.
+    /// returns (``update(_:)-30e7n``), so no second process can see a first launch too.
     /// - Parameter marker: The key that records the first launch; its value is when it was.
-    /// - Throws: What ``update(_:)`` throws (another process held the lock past the lock timeout).
+    /// - Throws: What ``update(_:)-30e7n`` throws (another process held the lock past the lock timeout).
     public func isFirstLaunch(marker: String = "SharedPrefs.firstLaunch") throws -> Bool {
         try update { transaction in
             guard transaction[marker] == nil else { return false }

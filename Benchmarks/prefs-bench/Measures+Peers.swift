@@ -150,6 +150,17 @@ extension Measures {
         let number = PreferenceKey<Int>("k", default: 0)
         suite[window] = Window(x: 10, y: 20, title: "main")
         let count = quick ? 20_000 : 400_000
+        let (codable, int) = interleavedReads(count, { suite[window].x }, { suite[number] })
+        return Row(
+            id: "13.codable", group: "13. cached read", name: "suite[key] of a Codable struct (3 fields) of a 100-key suite, \(count) times", n: count,
+            throughput: Quantity(value: (1e9 / codable).rounded(), unit: "reads/s"),
+            ratio: codable / int, ratioTo: "suite[key] of an Int in the same suite, interleaved",
+            note: String(format: "%.0f ns a read; an Int %.0f ns; 10 alternating blocks", codable, int), cost: codable / 1e9)
+    }
+
+    /// Nanoseconds per call of `a` and of `b`, `count` calls of each in 10 alternating blocks,
+    /// after a warm-up of a twentieth.
+    func interleavedReads(_ count: Int, _ a: () -> Int, _ b: () -> Int) -> (a: Double, b: Double) {
         func time(_ count: Int, _ read: () -> Int) -> Int64 {
             var total = 0
             let start = now()
@@ -157,17 +168,10 @@ extension Measures {
             blackHole(total)
             return now() - start
         }
-        _ = (time(count / 20) { suite[window].x }, time(count / 20) { suite[number] })  // warm-up
+        _ = (time(count / 20, a), time(count / 20, b))
         var elapsed = [Int64](repeating: 0, count: 2)
-        interleave(arms: 2, blocks: 10) { arm in
-            elapsed[arm] += arm == 0 ? time(count / 10) { suite[window].x } : time(count / 10) { suite[number] }
-        }
-        let (codable, int) = (Double(elapsed[0]) / Double(count), Double(elapsed[1]) / Double(count))
-        return Row(
-            id: "13.codable", group: "13. cached read", name: "suite[key] of a Codable struct (3 fields) of a 100-key suite, \(count) times", n: count,
-            throughput: Quantity(value: (1e9 / codable).rounded(), unit: "reads/s"),
-            ratio: codable / int, ratioTo: "suite[key] of an Int in the same suite, interleaved",
-            note: String(format: "%.0f ns a read; an Int %.0f ns; 10 alternating blocks", codable, int), cost: codable / 1e9)
+        interleave(arms: 2, blocks: 10) { arm in elapsed[arm] += time(count / 10, arm == 0 ? a : b) }
+        return (Double(elapsed[0]) / Double(count), Double(elapsed[1]) / Double(count))
     }
 
     /// `integer(forKey: "k")` of `suite` (which holds 7 there) against the same of a Foundation
@@ -178,19 +182,7 @@ extension Measures {
         defer { defaults.removePersistentDomain(forName: "prefs-bench-cached-\(getpid())") }
         for (key, value) in realisticValues(100).swiftDictionary { defaults.set(value.foundationValue, forKey: key) }
         defaults.set(7, forKey: "k")
-        func time(_ count: Int, _ read: () -> Int) -> Int64 {
-            var total = 0
-            let start = now()
-            for _ in 0..<count { total &+= read() }
-            blackHole(total)
-            return now() - start
-        }
-        _ = (time(count / 20) { suite.integer(forKey: "k") }, time(count / 20) { defaults.integer(forKey: "k") })  // warm-up
-        var elapsed = [Int64](repeating: 0, count: 2)
-        interleave(arms: 2, blocks: 10) { arm in
-            elapsed[arm] += arm == 0 ? time(count / 10) { suite.integer(forKey: "k") } : time(count / 10) { defaults.integer(forKey: "k") }
-        }
-        let (ours, theirs) = (Double(elapsed[0]) / Double(count), Double(elapsed[1]) / Double(count))
+        let (ours, theirs) = interleavedReads(count, { suite.integer(forKey: "k") }, { defaults.integer(forKey: "k") })
         return Row(
             id: id, group: group, name: "\(name), \(count) times", n: count,
             throughput: Quantity(value: (1e9 / ours).rounded(), unit: "reads/s"),

@@ -1,4 +1,8 @@
 import Dispatch
+import SharedPrefsLocking
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A property backed by a suite, for code that does not use Observation.
 ///
@@ -56,7 +60,13 @@ public struct Preference<Value: PreferenceValue & Sendable>: Sendable, AsyncSequ
 
     public var wrappedValue: Value {
         get { suite[key] }
-        nonmutating set { suite[key] = newValue }
+        nonmutating set {
+            let place = WillSet.Place(suite, key.name, as: Value.self)
+            let handlers = WillSet.handlers(at: place)
+            guard !handlers.isEmpty else { return suite[key] = newValue }
+            for handler in handlers { handler(newValue) }
+            WillSet.told(place) { suite[key] = newValue }
+        }
     }
 
     /// `$property`: the values as an async sequence, and ``reset()``.
@@ -86,15 +96,98 @@ public struct Preference<Value: PreferenceValue & Sendable>: Sendable, AsyncSequ
     /// `$name.sink { … }`. The handler runs on `queue` (a private serial queue by default), after
     /// the suite holds the value: a read of the property in it returns the value it was given.
     /// - Returns: A token; the observation ends when it is cancelled or released.
+    ///
+    /// With `order: .willSet`, a set made through a `@Preference` of the key in this process is
+    /// heard before the suite holds it, while the property still reads the old value, on the
+    /// setting thread (PDefaults' default, `@Published`'s order); ``PreferenceOrder`` says which
+    /// changes that can be.
     public func observe(
-        options: ObservationOptions = .initial, queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Value) -> Void
+        order: PreferenceOrder = .didSet, options: ObservationOptions = .initial, queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (Value) -> Void
     ) -> PreferenceObservation {
-        suite.observe(key, options: options, queue: queue) { handler($0.newValue) }
+        guard order == .willSet else { return suite.observe(key, options: options, queue: queue) { handler($0.newValue) } }
+        let place = WillSet.Place(suite, key.name, as: Value.self)
+        let id = WillSet.add(at: place) { if let value = $0 as? Value { handler(value) } }
+        // The other changes: this process's own on the setting thread, where one told already is
+        // known, and other processes' on the queue.
+        let rest = suite.observe(key, options: options.union(.synchronousLocalChanges), queue: queue) { change in
+            if !WillSet.isBeingTold(place) { handler(change.newValue) }
+        }
+        return PreferenceObservation {
+            rest.cancel()
+            WillSet.remove(id, at: place)
+        }
     }
 
     /// The current value, then the value after every change, subscribed when the iteration
     /// starts (``values(initial:)`` subscribes at once).
     public func makeAsyncIterator() -> AsyncStream<Value>.Iterator {
         values().makeAsyncIterator()
+    }
+}
+
+/// When ``Preference/observe(order:options:queue:_:)`` tells a handler of a change.
+public enum PreferenceOrder: Sendable {
+    /// Once the suite holds the value: a read of the property in the handler returns it
+    /// (PDefaults' `behavior: .didSet`, a `CurrentValueSubject`). Every observer's order.
+    case didSet
+    /// A set made through a `@Preference` of the key in this process: before the suite holds it,
+    /// while the property still reads the old value, on the setting thread (PDefaults' default,
+    /// `@Published`'s). Every other change (the suite's own setters, a transaction, another
+    /// process) is heard once the suite holds it, as with ``didSet``: another process's value is
+    /// in this one's memory before anyone here can be told of it.
+    case willSet
+}
+
+/// The `.willSet` handlers of each key of each store, and the sets being told to them now.
+enum WillSet {
+    /// A key of a store, read as one type.
+    struct Place: Hashable, Sendable {
+        let store: ObjectIdentifier
+        let key: String
+        let type: ObjectIdentifier
+        init<Value>(_ suite: PreferenceSuite, _ key: String, as type: Value.Type) {
+            (store, self.key, self.type) = (ObjectIdentifier(suite.store), key, ObjectIdentifier(type))
+        }
+    }
+
+    private static let state = Lock<(handlers: [Place: [UInt64: @Sendable (Any) -> Void]], next: UInt64, telling: Set<Telling>)>(([:], 0, []))
+
+    /// A set being told, on the thread that makes it.
+    private struct Telling: Hashable {
+        let place: Place
+        let thread: UInt
+    }
+
+    static func handlers(at place: Place) -> [@Sendable (Any) -> Void] {
+        state.withLock { $0.handlers[place].map { Array($0.values) } ?? [] }
+    }
+
+    static func add(at place: Place, _ handler: @escaping @Sendable (Any) -> Void) -> UInt64 {
+        state.withLock { s in
+            s.next += 1
+            s.handlers[place, default: [:]][s.next] = handler
+            return s.next
+        }
+    }
+
+    static func remove(_ id: UInt64, at place: Place) {
+        state.withLock { s in
+            s.handlers[place]?[id] = nil
+            if s.handlers[place]?.isEmpty == true { s.handlers[place] = nil }
+        }
+    }
+
+    /// Runs `set`, a set the handlers at `place` were told of already, so that their observers
+    /// of the suite (called on this thread while it runs) do not tell it again.
+    static func told(_ place: Place, _ set: () -> Void) {
+        let telling = Telling(place: place, thread: UInt(pthread_self()))
+        state.withLock { _ = $0.telling.insert(telling) }
+        defer { state.withLock { _ = $0.telling.remove(telling) } }
+        set()
+    }
+
+    static func isBeingTold(_ place: Place) -> Bool {
+        state.withLock { $0.telling.contains(Telling(place: place, thread: UInt(pthread_self()))) }
     }
 }

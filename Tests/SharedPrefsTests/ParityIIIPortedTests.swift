@@ -233,10 +233,33 @@ struct ParityIIIPortedTests {
         #expect(name == "Pitt")
     }
 
+    /// "`@Published` like behavior", PDefaults' default: a set through the property is published
+    /// before the property holds it. Other changes (the suite's setter, another process) are
+    /// heard once held.
+    @Test func pDefaultsPublishedOrder() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("order.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        @Preference("user.name", suite: suite) var name = "Pitt"
+        let printed = Recorder<String>()
+        let property = $name
+        let cancellable = $name.observe(order: .willSet) { printed.record("Published: \($0) - Property: \(property.wrappedValue)") }
+        name = "François"
+        name = "Hubert"
+        #expect(printed.items == ["Published: Pitt - Property: Pitt", "Published: François - Property: Pitt", "Published: Hubert - Property: François"])
+        suite.set("Ada", forKey: "user.name")
+        #expect(printed.items.last == "Published: Ada - Property: Ada")
+        try await child("set", file.path, "user.name=str:Grace")
+        #expect(try await printed.wait(for: 5).last == "Published: Grace - Property: Grace")
+        // Told once each, and no more once cancelled.
+        cancellable.cancel()
+        name = "Linus"
+        #expect(printed.items.count == 5)
+    }
+
     /// "CurrentValueSubject like behavior" (`behavior: .didSet`): the property holds the value
     /// published. With `.synchronousLocalChanges` the handler runs before the set returns, so the
-    /// property it reads is exactly the value it was given. (PDefaults' default, `@Published`'s
-    /// order, where the property still holds the old value, has no form here; see the article.)
+    /// property it reads is exactly the value it was given.
     @Test func pDefaultsDidSetOrder() throws {
         let suite = PreferenceSuite.inMemory()
         @Preference("user.name", suite: suite) var name = "Pitt"

@@ -259,7 +259,9 @@ struct HardeningTests {
         // between the setter's call and the writer's end.
         let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1", "--lock-timeout-ms", "60000"])
         do {
-            try await waitUntilWriting(file, by: setter.pid)
+            // Long: under ThreadSanitizer beside every other test, the setter once took a minute
+            // to start (a wait for an event costs nothing when it comes sooner).
+            try await waitUntilWriting(file, by: setter.pid, timeout: .seconds(300))
         } catch {
             // What the setter did instead, for the failure's message.
             try writer.closeInput()

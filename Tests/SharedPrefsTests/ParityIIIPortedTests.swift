@@ -317,6 +317,15 @@ struct ParityIIIPortedTests {
             $legacyName.reset()
         }
         #expect(name == "Legacy" && legacyName == "Pitt" && standard.storedValues.isEmpty)
+        // With a mapping: `_legacyCount.migrate(to: _index, { $0 - 1 })`.
+        standard.set(5, forKey: "count")
+        @Preference("count", suite: standard) var legacyCount = 1
+        @Preference("index", suite: appGroupSuite) var index = 0
+        for _ in 0..<2 where standard.storedValues["count"] != nil {
+            index = legacyCount - 1
+            $legacyCount.reset()
+        }
+        #expect(index == 4 && legacyCount == 1)
     }
 
     /// "How to expose the publisher through a protocol": the values as a sequence.

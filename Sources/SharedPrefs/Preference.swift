@@ -1,5 +1,6 @@
 import Dispatch
 import SharedPrefsLocking
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,7 +64,8 @@ public struct Preference<Value: PreferenceValue & Sendable>: Sendable, AsyncSequ
         nonmutating set {
             let place = WillSet.Place(suite, key.name, as: Value.self)
             let handlers = WillSet.handlers(at: place)
-            guard !handlers.isEmpty else { return suite[key] = newValue }
+            // A locked key's set is refused: nobody is told of it.
+            guard !handlers.isEmpty, suite.isWritable(key.name) else { return suite[key] = newValue }
             for handler in handlers { handler(newValue) }
             WillSet.told(place) { suite[key] = newValue }
         }
@@ -159,12 +161,17 @@ enum WillSet {
         let thread: UInt
     }
 
+    /// How many handlers there are: a set looks for them only when there are any.
+    private static let count = Atomic(0)
+
     static func handlers(at place: Place) -> [@Sendable (Any) -> Void] {
-        state.withLock { $0.handlers[place].map { Array($0.values) } ?? [] }
+        guard count.load(ordering: .acquiring) > 0 else { return [] }
+        return state.withLock { $0.handlers[place].map { Array($0.values) } ?? [] }
     }
 
     static func add(at place: Place, _ handler: @escaping @Sendable (Any) -> Void) -> UInt64 {
-        state.withLock { s in
+        count.add(1, ordering: .releasing)
+        return state.withLock { s in
             s.next += 1
             s.handlers[place, default: [:]][s.next] = handler
             return s.next
@@ -172,10 +179,12 @@ enum WillSet {
     }
 
     static func remove(_ id: UInt64, at place: Place) {
-        state.withLock { s in
-            s.handlers[place]?[id] = nil
-            if s.handlers[place]?.isEmpty == true { s.handlers[place] = nil }
+        // The handler is let go once the lock is: its captures' deinits may be the app's code.
+        let removed = state.withLock { s in
+            defer { if s.handlers[place]?.isEmpty == true { s.handlers[place] = nil } }
+            return s.handlers[place]?.removeValue(forKey: id)
         }
+        if removed != nil { count.subtract(1, ordering: .releasing) }
     }
 
     /// Runs `set`, a set the handlers at `place` were told of already, so that their observers

@@ -337,10 +337,15 @@ package enum PlistCoding {
         let key = Decoded(type: ObjectIdentifier(T.self), value: value)
         if let cached = decoded.withLock({ $0[key] })?.value as? T { return cached }
         let new = try decodeAnew(type, from: value)
-        decoded.withLock { cache in
-            if cache.count >= decodedLimit { cache.removeAll(keepingCapacity: true) }
-            cache[key] = Kept(value: new)
+        // What is evicted is let go once the lock is (a value may hold an object whose deinit
+        // is the app's code).
+        let evicted = decoded.withLock { cache -> [Decoded: Kept] in
+            var evicted: [Decoded: Kept] = [:]
+            if cache.count >= decodedLimit { swap(&cache, &evicted) }
+            if cache[key] == nil { cache[key] = Kept(value: new) }
+            return evicted
         }
+        _ = evicted
         return new
     }
 

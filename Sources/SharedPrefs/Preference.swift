@@ -20,7 +20,7 @@ import Glibc
 /// another process wrote is what the next read returns.
 ///
 /// `for await` over `$volume` subscribes when the loop starts. To hear every change made after a
-/// line of code, as a Combine `sink` does, subscribe on that line: ``observe(options:queue:_:)``
+/// line of code, as a Combine `sink` does, subscribe on that line: ``observe(order:options:queue:_:)``
 /// with a closure, or ``values(initial:)`` for a sequence to iterate later.
 ///
 /// ```swift

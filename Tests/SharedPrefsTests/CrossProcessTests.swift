@@ -234,6 +234,9 @@ struct CrossProcessTests {
                 try? await suite.flush()
             }
         }
+        // Stopped however the test ends: a writer left running after a failure would write the
+        // suite again (its directory included) once the temporary directory is gone.
+        defer { busy.cancel() }
         try await child("hammer", file.path, "x", String(updates))
         let values = try await heard.wait(until: { $0.last == updates })
         busy.cancel()

@@ -74,6 +74,13 @@ enum BinaryPropertyList {
             let offsetSize, refSize, objectCount, topObject, offsetTable: Int
         }
 
+        /// An integer object's value of `size` bytes (1, 2, 4 or 8) at `at` (which the caller
+        /// checked): the narrower ones unsigned, as every writer makes them, 8 bytes signed.
+        static func integer(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> Int64 {
+            let raw = uint(bytes, at, size)
+            return size == 8 ? Int64(bitPattern: raw) : Int64(raw)
+        }
+
         /// The big-endian unsigned integer of `size` bytes at `at` (which the caller checked).
         static func uint(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int, _ size: Int) -> UInt64 {
             let raw = UnsafeRawPointer(bytes.baseAddress! + at)
@@ -171,8 +178,7 @@ enum BinaryPropertyList {
                     }
                     return .integer(Int64(bitPattern: low))
                 }
-                let raw = Self.uint(bytes, position, size)
-                return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+                return .integer(Self.integer(bytes, position, size))
             case 0x2:
                 try charge(8)
                 switch marker & 0x0F {

@@ -78,8 +78,7 @@ struct SuiteImage: Sendable {
             // The usual value, an integer of up to 8 bytes, without the general decoder.
             let marker = buffer[offset]
             if marker >> 4 == 0x1, marker & 0x0F < 4, case let size = 1 << Int(marker & 0x0F), offset + 1 + size <= root.layout.offsetTable {
-                let raw = BinaryPropertyList.Reader.uint(buffer, offset + 1, size)
-                return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+                return .integer(BinaryPropertyList.Reader.integer(buffer, offset + 1, size))
             }
             return try? reader.object(ref, depth: 1)
         }

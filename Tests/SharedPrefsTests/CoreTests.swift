@@ -121,6 +121,16 @@ struct CoreTests {
         #expect(stored["counter"] == 100 && stored.storage.keys.count { $0.string.hasPrefix("child.") } == 100, "counter \(stored["counter"].map { "\($0)" } ?? "-"), \(stored.storage.keys.count { $0.string.hasPrefix("child.") }) children's keys")
     }
 
+    /// A child forked while a thread of its parent delivers an observer's first values (with
+    /// `.initial` and `.synchronousLocalChanges`, which make a later change wait for them) gets
+    /// its own change to that observer: it used to wait forever for a thread it does not have.
+    @Test(.enabled(if: !underThreadSanitizer, "ThreadSanitizer does not support threads started in a forked child"))
+    func aChildForkedWhileFirstValuesAreDeliveredHearsItsOwnChange() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(childExecutable, ["fork-in-first-delivery", directory.file("first.plist").path])
+        #expect(result.status == 0 && result.output.hasPrefix("child 0"), "\(result.output.prefix(3000))")
+    }
+
     /// A process that forks a helper (never exec'd) while it holds a suite's locks, inside an
     /// update here, lets the locks go when the write ends: the helper shares the locked files'
     /// descriptions, and closing them alone would leave every other writer waiting for the helper.

@@ -381,6 +381,47 @@ case "fork-busy":
     withExtendedLifetime(busy) {}
     say("failed \(failures.count)" + failures.map { "; \($0)" }.joined())
     exit(0)
+case "fork-in-first-delivery":
+    // Forks while a thread delivers an observer's first values (.initial and
+    // .synchronousLocalChanges: its handler holds them). In the child, a set of the observed key
+    // is delivered on the setting thread within 10 s: exit status 0, 3 if not. Prints "child <exit
+    // status>", or "child hung" when the child did not end in 20 s.
+    suite.set(1, forKey: "k")
+    guard suite.synchronize() else { fail("the first write failed") }
+    let (inHandler, release, heard) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+    let observing = Thread {
+        let token = suite.observe(.key("k"), options: [.initial, .synchronousLocalChanges]) { change in
+            if change.newValue == 1 {
+                inHandler.signal()
+                release.wait()
+            } else if change.newValue == 2 {
+                heard.signal()
+            }
+        }
+        withExtendedLifetime(token) { while true { pause() } }
+    }
+    observing.start()
+    inHandler.wait()
+    let pid = fork()
+    guard pid >= 0 else { fail("fork failed") }
+    if pid == 0 {
+        Thread.detachNewThread { suite.set(2, forKey: "k") }
+        exit(heard.wait(timeout: .now() + 10) == .success ? 0 : 3)
+    }
+    release.signal()
+    var status: Int32 = 0
+    let deadline = Date().addingTimeInterval(20)
+    while waitpid(pid, &status, WNOHANG) == 0 {
+        if Date() > deadline {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+            say("child hung")
+            exit(0)
+        }
+        usleep(1_000)
+    }
+    say("child \(status >> 8)")
+    exit(0)
 case "fork-in-update":
     var child: pid_t = -1
     do {

@@ -59,7 +59,9 @@ final class OrderedDelivery: Sendable {
 /// comes second waits until they are delivered, so they always come first; a handler that sets a
 /// value while it takes them gets that change at once, as any synchronous change.
 final class FirstDelivery: Sendable {
-    private let state = Lock<(changes: [PreferenceChange]?, deliverer: pthread_t?)>((nil, nil))
+    /// The first values until taken; then the thread delivering them, and the process it does so
+    /// in (``sharedprefs_fork_count()``: a child forked meanwhile has no such thread to wait for).
+    private let state = Lock<(changes: [PreferenceChange]?, deliverer: pthread_t?, process: UInt)>((nil, nil, 0))
     private let delivered = DispatchGroup()
 
     init() {
@@ -72,18 +74,19 @@ final class FirstDelivery: Sendable {
     }
 
     /// Delivers the first values on this thread, unless another thread took them: then waits
-    /// until they are delivered (at once when this thread is delivering them).
+    /// until they are delivered (at once when this thread is delivering them, or a thread of the
+    /// parent process was, in a forked child).
     func deliver(to handler: (PreferenceChange) -> Void) {
         let taken = state.withLock { s -> [PreferenceChange]? in
             guard let changes = s.changes else { return nil }
-            (s.changes, s.deliverer) = (nil, pthread_self())
+            (s.changes, s.deliverer, s.process) = (nil, pthread_self(), sharedprefs_fork_count())
             return changes
         }
         if let taken {
             taken.forEach(handler)
             state.withLock { $0.deliverer = nil }
             delivered.leave()
-        } else if !state.withLock({ s in s.deliverer.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
+        } else if !state.withLock({ s in s.deliverer.map { pthread_equal($0, pthread_self()) != 0 || s.process != sharedprefs_fork_count() } ?? false }) {
             delivered.wait()
         }
     }

@@ -87,7 +87,7 @@ final class FileBackend: SuiteBackend {
         var corrupt: PreferenceError? = nil
         let confirmed = try known.flatMap { known throws(PreferenceError) in try file.confirm(known.version, in: dir, locked: suiteLock) }
         if confirmed == nil {
-            switch try file.readSettled(in: dir, previous: known?.image, until: deadline) {
+            switch try file.readSettled(in: dir, previous: known?.image, locked: suiteLock, until: deadline) {
             case .corrupt(let error, looksLikePropertyList: true, _) where known == nil:
                 // A suite written without the keys of a file never read would lose them all.
                 throw PreferenceError(

@@ -48,14 +48,16 @@ extension SuiteFile {
     ///     only where it differs from it.
     ///   - whole: Only a file that ends as a whole property list does (``PropertyListFormat/looksWhole(_:)``)
     ///     is decoded; one still being appended to is corrupt at once (the reads of a settling read).
-    func read(in dir: OpenDirectory, previous: SuiteImage? = nil, whole: Bool = false) throws(PreferenceError) -> SuiteFileContents {
+    ///   - locked: The suite file, open and locked (``lockSuiteFile(in:until:)``), read through
+    ///     this descriptor rather than opened again.
+    func read(in dir: OpenDirectory, previous: SuiteImage? = nil, whole: Bool = false, locked: LockFile? = nil) throws(PreferenceError) -> SuiteFileContents {
         let fd: CInt
-        switch Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
+        switch locked.map({ .success($0.fd) }) ?? Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
         case .success(let descriptor): fd = descriptor
         case .failure(.noSuchFileOrDirectory): return .missing
         case .failure(let errno): throw PreferenceError.system("openat", errno, path: path, doing: "open the suite file")
         }
-        defer { Syscall.close(fd) }
+        defer { if locked == nil { Syscall.close(fd) } }
         let takenAt = FileVersion.now()
         let st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect")
         guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
@@ -105,8 +107,9 @@ extension SuiteFile {
     /// member's file), nothing tells whether a paused writer still holds it, so it is called
     /// corrupt only if it stayed unchanged until `deadline`. A good file costs one read and no pause.
     /// - Throws: ``PreferenceError/Code/corruptFile`` when a writer still holds it at `deadline`.
-    func readSettled(in dir: OpenDirectory, previous: SuiteImage?, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> SuiteFileContents {
-        var contents = try read(in: dir, previous: previous, whole: true)
+    /// - Parameter locked: The suite file, open and locked: read through it the first time.
+    func readSettled(in dir: OpenDirectory, previous: SuiteImage?, locked: LockFile?, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> SuiteFileContents {
+        var contents = try read(in: dir, previous: previous, whole: true, locked: locked)
         guard case .corrupt(let error, true, var stamp) = contents else { return contents }
         let clock = ContinuousClock()
         var pause = Duration.milliseconds(1)

@@ -202,7 +202,8 @@ package enum Syscall {
     /// Reads until end of file, or until more than `limit` bytes were read (then it returns
     /// `limit + 1` bytes, so the caller can tell). `sizeHint` (the file's size as `fstat` said) only
     /// sizes the first buffer, never beyond `limit + 1`: whatever size a file claims, no more than
-    /// the limit is ever allocated. The corresponding C function is `read`.
+    /// the limit is ever allocated. Reads from the file's start, whatever its offset. The
+    /// corresponding C function is `pread`.
     static func readAll(_ fd: CInt, sizeHint: Int, limit: Int) -> Result<[UInt8], Errno> {
         let cap = limit + 1
         var bytes = [UInt8](repeating: 0, count: min(max(sizeHint, 0) + 1, cap))
@@ -214,7 +215,7 @@ package enum Syscall {
                 bytes += [UInt8](repeating: 0, count: min(max(bytes.count, 4096), cap - count))
             }
             let result = bytes.withUnsafeMutableBytes { buffer in
-                valueOrErrno { Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count) }
+                valueOrErrno { Glibc.pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(count)) }
             }
             switch result {
             case .success(0):

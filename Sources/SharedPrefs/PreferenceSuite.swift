@@ -212,37 +212,17 @@ public final class PreferenceSuite: Sendable {
 
     /// A string; numbers are converted to their decimal text, like `UserDefaults`.
     public func string(forKey key: String) -> String? {
-        switch value(forKey: key) {
-        case .string(let v): v
-        case .integer(let v): String(v)
-        case .unsignedInteger(let v): String(v)
-        case .real(let v): String(v)
-        default: nil
-        }
+        value(forKey: key)?.userDefaultsString
     }
 
     /// An integer, converting reals (truncated), booleans and numeric strings; `0` otherwise.
     public func integer(forKey key: String) -> Int {
-        switch value(forKey: key) {
-        case .integer(let v): Int(v)
-        case .unsignedInteger(let v): Int(exactly: v) ?? 0
-        case .real(let v): Int(exactly: v.rounded(.towardZero)) ?? 0
-        case .bool(let v): v ? 1 : 0
-        case .string(let v): Int(v) ?? Double(v).flatMap { Int(exactly: $0.rounded(.towardZero)) } ?? 0
-        default: 0
-        }
+        value(forKey: key)?.userDefaultsInteger ?? 0
     }
 
     /// A double, converting integers, booleans and numeric strings; `0` otherwise.
     public func double(forKey key: String) -> Double {
-        switch value(forKey: key) {
-        case .real(let v): v
-        case .integer(let v): Double(v)
-        case .unsignedInteger(let v): Double(v)
-        case .bool(let v): v ? 1 : 0
-        case .string(let v): Double(v) ?? 0
-        default: 0
-        }
+        value(forKey: key)?.userDefaultsDouble ?? 0
     }
 
     /// A float, converted like ``double(forKey:)``.
@@ -252,14 +232,7 @@ public final class PreferenceSuite: Sendable {
 
     /// A boolean: `true` for `true`, non-zero numbers and the strings `YES`/`true`/`1`; else `false`.
     public func bool(forKey key: String) -> Bool {
-        switch value(forKey: key) {
-        case .bool(let v): v
-        case .integer(let v): v != 0
-        case .unsignedInteger(let v): v != 0
-        case .real(let v): v != 0
-        case .string(let v): ["yes", "true"].contains(v.lowercased()) || (Int(v) ?? 0) != 0
-        default: false
-        }
+        value(forKey: key)?.userDefaultsBool ?? false
     }
 
     /// Data, if the value is data.

@@ -14,9 +14,10 @@ import SharedPrefs
 /// ```
 ///
 /// A configuration key's components joined with `.` name the suite's key (`http.timeout`). A value
-/// reads as the type asked for where it converts as `UserDefaults` converts it (an integer as a
-/// string or a double, a numeric string as a number, `true`/`YES`/`1` as a boolean, data as bytes);
-/// otherwise the lookup throws.
+/// reads as the type asked for where the suite's own accessors (`integer(forKey:)` and its kin,
+/// as `UserDefaults`) convert it: a number as a string, a real as an integer (truncated), a
+/// boolean as 1 or 0, a numeric string as a number, `YES`/`true`/`NO`/`false` or a number as a
+/// boolean, data as bytes. Where they would fall back to `0`, `false` or `nil`, the lookup throws.
 public struct PreferenceSuiteProvider: ConfigProvider {
     public let suite: PreferenceSuite
 
@@ -93,44 +94,13 @@ public struct PreferenceSuiteProvider: ConfigProvider {
         return LookupResult(encodedKey: name(key), value: ConfigValue(content, isSecret: false))
     }
 
-    /// `value` as `type`, converted as `UserDefaults` converts; `nil` when it does not convert.
+    /// `value` as `type`, converted as the suite's `UserDefaults` accessors convert (the same
+    /// rule); `nil` when it does not convert.
     static func content(_ value: PlistValue, as type: ConfigType) -> ConfigContent? {
-        func string(_ value: PlistValue) -> String? {
-            switch value {
-            case .string(let v): v
-            case .integer(let v): String(v)
-            case .unsignedInteger(let v): String(v)
-            case .real(let v): String(v)
-            case .bool(let v): v ? "true" : "false"
-            default: nil
-            }
-        }
-        func int(_ value: PlistValue) -> Int? {
-            switch value {
-            case .integer(let v): Int(exactly: v)
-            case .unsignedInteger(let v): Int(exactly: v)
-            case .string(let v): Int(v)
-            default: nil
-            }
-        }
-        func double(_ value: PlistValue) -> Double? {
-            switch value {
-            case .real(let v): v
-            case .integer(let v): Double(v)
-            case .unsignedInteger(let v): Double(v)
-            case .string(let v): Double(v)
-            default: nil
-            }
-        }
-        func bool(_ value: PlistValue) -> Bool? {
-            switch value {
-            case .bool(let v): v
-            case .integer(let v) where v == 0 || v == 1: v == 1
-            case .string(let v) where ["true", "yes", "1"].contains(v.lowercased()): true
-            case .string(let v) where ["false", "no", "0"].contains(v.lowercased()): false
-            default: nil
-            }
-        }
+        func string(_ value: PlistValue) -> String? { value.userDefaultsString }
+        func int(_ value: PlistValue) -> Int? { value.userDefaultsInteger }
+        func double(_ value: PlistValue) -> Double? { value.userDefaultsDouble }
+        func bool(_ value: PlistValue) -> Bool? { value.userDefaultsBool }
         func bytes(_ value: PlistValue) -> [UInt8]? {
             if case .data(let v) = value { return Array(v) }
             return nil

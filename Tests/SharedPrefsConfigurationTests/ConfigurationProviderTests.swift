@@ -87,6 +87,24 @@ struct ConfigurationProviderTests {
         try await ProviderCompatTest(provider: PreferenceSuiteProvider(suite: suite)).runTest()
     }
 
+    /// The provider reads a value as another type by the suite's own rule (`integer(forKey:)` and
+    /// its kin, as `UserDefaults` reads): what the suite converts, the provider gives; where the
+    /// suite falls back to `0`, `false` or `nil`, the provider says the type does not match.
+    /// (Before, it had rules of its own: `true` read as a string, not as an integer.)
+    @Test func theProviderConvertsAsTheSuitesAccessorsDo() throws {
+        let values: [PlistValue] = [true, 0, 7, 3.7, -2.5, "12", "4.9", "YES", "no", "abc", "", .unsignedInteger(UInt64.max), .data(Data([1]))]
+        let suite = memorySuite(PlistDictionary(values.enumerated().map { ("k\($0.offset)", $0.element) }))
+        let config = ConfigReader(provider: PreferenceSuiteProvider(suite: suite))
+        for (index, value) in values.enumerated() {
+            let key = "k\(index)"
+            #expect(suite.integer(forKey: key) == value.userDefaultsInteger ?? 0 && config.int(forKey: ConfigKey([key])) == value.userDefaultsInteger, "\(value) as an integer")
+            #expect(suite.double(forKey: key) == value.userDefaultsDouble ?? 0 && config.double(forKey: ConfigKey([key])) == value.userDefaultsDouble, "\(value) as a double")
+            #expect(suite.bool(forKey: key) == value.userDefaultsBool ?? false && config.bool(forKey: ConfigKey([key])) == value.userDefaultsBool, "\(value) as a boolean")
+            #expect(config.string(forKey: ConfigKey([key])) == suite.string(forKey: key), "\(value) as a string")
+        }
+        #expect(config.int(forKey: "k0") == 1 && config.int(forKey: "k3") == 3 && config.int(forKey: "k4") == -2 && config.int(forKey: "k6") == 4 && config.bool(forKey: "k7") == true && config.bool(forKey: "k1") == false && config.int(forKey: "k9") == nil && config.bool(forKey: "k9") == nil && config.string(forKey: "k0") == nil)
+    }
+
     /// A watch yields the current value at once, as swift-configuration asks, also for a key only
     /// an administrator's default holds (11, as `config.int` reads) and for a key nothing holds
     /// (`nil`). (Before, neither watch yielded anything: the first value came from the file.)

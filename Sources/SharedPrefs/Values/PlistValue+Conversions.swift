@@ -97,3 +97,59 @@ extension PlistValue {
         set(value)
     }
 }
+
+extension PlistValue {
+    // The one rule for reading a value as another type, as `UserDefaults` reads it: the suite's
+    // `string(forKey:)`, `integer(forKey:)`, `double(forKey:)` and `bool(forKey:)` (where `nil`
+    // reads as `0` or `false`), and the configuration provider (where it is a type mismatch).
+
+    /// A string, or a number's decimal text.
+    package var userDefaultsString: String? {
+        switch self {
+        case .string(let v): v
+        case .integer(let v): String(v)
+        case .unsignedInteger(let v): String(v)
+        case .real(let v): String(v)
+        default: nil
+        }
+    }
+
+    /// An integer: reals truncated, booleans as 1 and 0, and numeric strings.
+    package var userDefaultsInteger: Int? {
+        switch self {
+        case .integer(let v): Int(exactly: v)
+        case .unsignedInteger(let v): Int(exactly: v)
+        case .real(let v): Int(exactly: v.rounded(.towardZero))
+        case .bool(let v): v ? 1 : 0
+        case .string(let v): Int(v) ?? Double(v).flatMap { Int(exactly: $0.rounded(.towardZero)) }
+        default: nil
+        }
+    }
+
+    /// A double: integers, booleans as 1 and 0, and numeric strings.
+    package var userDefaultsDouble: Double? {
+        switch self {
+        case .real(let v): v
+        case .integer(let v): Double(v)
+        case .unsignedInteger(let v): Double(v)
+        case .bool(let v): v ? 1 : 0
+        case .string(let v): Double(v)
+        default: nil
+        }
+    }
+
+    /// A boolean: numbers (non-zero is `true`), the strings `YES`, `true`, `NO` and `false` in any
+    /// case, and integers as strings.
+    package var userDefaultsBool: Bool? {
+        switch self {
+        case .bool(let v): v
+        case .integer(let v): v != 0
+        case .unsignedInteger(let v): v != 0
+        case .real(let v): v != 0
+        case .string(let v) where ["yes", "true"].contains(v.lowercased()): true
+        case .string(let v) where ["no", "false"].contains(v.lowercased()): false
+        case .string(let v): Int(v).map { $0 != 0 }
+        default: nil
+        }
+    }
+}

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SystemPackage
 
 // What the library needs of Foundation's string API beyond FoundationEssentials (which carries
 // no ICU data): trimming, zero-padded numbers, dates and times, and path components.
@@ -30,17 +29,23 @@ extension tm {
     package var dateAndTime: String { "\((Int(tm_year) + 1900).padded(4))-\((tm_mon + 1).padded(2))-\(tm_mday.padded(2))T" + timeOfDay }
 }
 
-/// Path components as `NSString`'s path methods give them (swift-system's `FilePath`), for
-/// absolute and relative paths.
+/// Path components as `NSString`'s path methods give them, for absolute and relative paths.
+/// (Not swift-system's `FilePath`: in a debug build its invariant checks made opening 2,000
+/// suites take 19 s under ThreadSanitizer, against 4.7 s with these.)
 package enum Path {
     /// The path without its last component: `/a/b` → `/a`, `/a` → `/`, `a` → ``.
     package static func parent(_ path: String) -> String {
-        FilePath(path).removingLastComponent().string
+        let trimmed = trailingSlashesRemoved(path)
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        let parent = trailingSlashesRemoved(String(trimmed[..<slash]))
+        return parent.isEmpty ? "/" : parent
     }
 
     /// The last component: `/a/b/` → `b`, `/` → `/`.
     package static func lastComponent(_ path: String) -> String {
-        FilePath(path).lastComponent?.string ?? FilePath(path).string
+        let trimmed = trailingSlashesRemoved(path)
+        guard trimmed != "/" else { return trimmed }
+        return trimmed.lastIndex(of: "/").map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed
     }
 
     /// `~` and `~/…` with the home directory (`$HOME`, else the password database's), `~user/…`

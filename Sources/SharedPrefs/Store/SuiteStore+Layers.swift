@@ -18,10 +18,11 @@ extension SuiteStore {
     /// running process acts on it. A file replaced in place (GNU `install` unlinks it and writes a
     /// new one; `tee` empties it and writes) is missing, empty or half written for a moment, and
     /// read then it would lift a lock and drop defaults until the next event. Only a loss waits: a
-    /// lock or default that goes away stays in force until its files were quiet for 200 ms, the
-    /// safe side (more locked, the value read a moment longer); what is added or changed counts
-    /// at once.
-    static let layerSettle = Duration.milliseconds(200)
+    /// lock or default that goes away stays in force until its files were quiet for a second,
+    /// the safe side (more locked, the value read a moment longer); what is added or changed
+    /// counts at once. (200 ms was too short for an `install` starved of CPU: under a loaded
+    /// ThreadSanitizer run, defaults flickered.)
+    static let layerSettle = Duration.seconds(1)
 
     /// Reads the system layers, adopts them (a loss once it is confirmed, see ``layerSettle``),
     /// and watches what they are read from (while the suite is watched). `confirming`: adopts

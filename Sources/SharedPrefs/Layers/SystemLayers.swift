@@ -306,7 +306,7 @@ extension SystemLayers {
                 Syscall.close(fd)
                 return nil
             }
-            if let problem = Trust.systemLayerProblem(st, directory: directory, trustsUser: trustsUser) {
+            if case .systemLayer(let problem)? = Trust.refusal(of: st, as: .systemLayer(directory: directory, trustsUser: trustsUser)) {
                 Syscall.close(fd)
                 problems.append(ignored(path, problem))
                 return nil

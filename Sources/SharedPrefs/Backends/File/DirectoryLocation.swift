@@ -81,9 +81,7 @@ struct DirectoryLocation: Sendable, Hashable {
         if !components.isEmpty, let walked = Self.walked.withLock({ $0[self] }),
             case .success(let fd) = Syscall.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         {
-            if case .success(let st) = Syscall.fstat(fd), FileIdentity(st) == walked,
-                !Trust.everyoneMayReplaceEntries(st.st_mode), Trust.directoryOwner(st)
-            {
+            if case .success(let st) = Syscall.fstat(fd), FileIdentity(st) == walked, Trust.refusal(of: st, as: .suiteDirectory) == nil {
                 return OpenDirectory(fd: fd, status: st)
             }
             Syscall.close(fd)
@@ -99,8 +97,7 @@ struct DirectoryLocation: Sendable, Hashable {
         }
         do throws(PreferenceError) {
             var st = try Syscall.fstat(fd).get("fstat", path: trusted, doing: "inspect the directory")
-            try Self.checkWritable(st, path: trusted)
-            if !components.isEmpty { try Self.checkOwner(st, path: trusted) }
+            try Self.check(st, path: trusted, as: components.isEmpty ? .trustedDirectory : .suiteDirectory)
             var path = trusted == "/" ? "" : trusted
             for (index, component) in components.enumerated() {
                 path += "/" + component
@@ -112,8 +109,7 @@ struct DirectoryLocation: Sendable, Hashable {
                 Syscall.close(fd)
                 fd = next
                 st = try Syscall.fstat(fd).get("fstat", path: path, doing: "inspect the directory")
-                try Self.checkWritable(st, path: path)
-                try Self.checkOwner(st, path: path)
+                try Self.check(st, path: path, as: .suiteDirectory)
             }
             if !components.isEmpty { Self.walked.withLock { $0[self] = FileIdentity(st) } }
             return OpenDirectory(fd: fd, status: st)
@@ -176,23 +172,19 @@ struct DirectoryLocation: Sendable, Hashable {
         }
     }
 
-    /// Refuses a directory owned by another user (not root) unless it belongs to one of this user's
-    /// groups and others may not write it: a group container is shared with its group, and with
-    /// nobody else.
-    private static func checkOwner(_ st: stat, path: String) throws(PreferenceError) {
-        if Trust.directoryOwner(st) { return }
-        throw PreferenceError(
-            code: .untrustedFile,
-            message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid) (mode \(String(st.st_mode & 0o7777, radix: 8))), neither this user nor root, and \(st.st_mode & S_IWOTH != 0 ? "others may write it" : "its group is none of this user's"), so someone else may have put it there. Remove it, or have it owned by you or by a group you share (chown, chmod o-w), if you trust its owner.",
-            path: path)
-    }
-
-    /// Refuses a directory that every user may write without the sticky bit.
-    private static func checkWritable(_ st: stat, path: String) throws(PreferenceError) {
-        if Trust.everyoneMayReplaceEntries(st.st_mode) {
+    /// Refuses a directory ``Trust/refusal(of:as:)`` refuses, saying why and what to do.
+    private static func check(_ st: stat, path: String, as use: Trust.Use) throws(PreferenceError) {
+        switch Trust.refusal(of: st, as: use) {
+        case nil: return
+        case .everyoneMayReplaceEntries?:
             throw PreferenceError(
                 code: .insecureDirectory,
                 message: "Refusing to use \(path): it is writable by every user and has no sticky bit, so anyone could replace the suites in it. Run chmod o-w \(path) (or chmod +t to keep it shared).",
+                path: path)
+        case _?:
+            throw PreferenceError(
+                code: .untrustedFile,
+                message: "Refusing to use \(path): it is owned by uid \(st.st_uid) and group \(st.st_gid) (mode \(String(st.st_mode & 0o7777, radix: 8))), neither this user nor root, and \(st.st_mode & S_IWOTH != 0 ? "others may write it" : "its group is none of this user's"), so someone else may have put it there. Remove it, or have it owned by you or by a group you share (chown, chmod o-w), if you trust its owner.",
                 path: path)
         }
     }

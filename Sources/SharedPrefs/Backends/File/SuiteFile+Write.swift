@@ -143,7 +143,7 @@ extension SuiteFile {
     /// Opens the directory of writes (made first when missing and `creating`): a temporary file
     /// is created and closed there, where no observer watches, so that the rename that publishes
     /// a write is its only event in the suite directory, and each observer wakes once per write
-    /// instead of three times. `nil` where it may not be used (``Trust/writesDirectory(_:of:)``,
+    /// instead of three times. `nil` where it may not be used (``Trust/refusal(of:as:)``,
     /// or this process stopped using it): the suite directory serves then, as it always may.
     func openWritesDirectory(in dir: OpenDirectory, creating: Bool = true) -> CInt? {
         guard Self.distrusted.withLock({ $0[directory] == nil }) else { return nil }
@@ -151,7 +151,7 @@ extension SuiteFile {
         let mode = 0o700 | (dir.mode & 0o070) | (dir.isGroupContainer ? S_ISGID : 0)
         let name = Self.writesDirectoryName
         guard let fd = try? location.openComponent(name, in: dir.fd, path: directory + "/" + name, creating: creating, mode: mode) else { return nil }
-        guard case .success(let st) = Syscall.fstat(fd), Trust.writesDirectory(st, of: dir) else {
+        guard case .success(let st) = Syscall.fstat(fd), Trust.refusal(of: st, as: .writesDirectory(of: dir)) == nil else {
             Syscall.close(fd)
             return nil
         }

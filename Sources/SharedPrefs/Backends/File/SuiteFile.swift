@@ -89,7 +89,7 @@ struct SuiteFile: Sendable {
     /// In a directory every user can write, refuses a file owned by someone other than this
     /// user or root: anyone could have planted it there, with values of their choosing.
     func checkOwner(_ st: stat, of filePath: String, in dir: OpenDirectory) throws(PreferenceError) {
-        guard !Trust.file(st, in: dir) else { return }
+        guard Trust.refusal(of: st, as: .sharedFile(in: dir)) != nil else { return }
         throw PreferenceError(
             code: .untrustedFile,
             message: "Refusing to use \(filePath): it is owned by uid \(st.st_uid), and \(directory) is writable by every user, so that user may have planted it. Remove the file if you do not trust its owner, or keep shared suites in a group container (mode 02770) instead.",

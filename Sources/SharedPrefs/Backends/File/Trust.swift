@@ -22,7 +22,7 @@ enum Trust {
     }
 
     /// Why a use is refused.
-    enum Refusal: Equatable {
+    enum Refusal {
         /// A directory every user may write without the sticky bit: anyone could replace the
         /// entries in it.
         case everyoneMayReplaceEntries

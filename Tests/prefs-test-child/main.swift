@@ -124,6 +124,22 @@ func inotifyWatches() -> Int {
 /// When `set` returned from main (CLOCK_MONOTONIC, ns); registered before any suite is opened,
 /// this exit handler runs after the library's exit flush and says how long that took.
 nonisolated(unsafe) var mainReturned: Int64 = 0
+/// The exit status of child `pid` (128 + the signal's number when a signal ended it), waited for
+/// up to `seconds`; `nil` when it did not end by then (it is killed).
+func waitForChild(_ pid: pid_t, seconds: Double) -> Int32? {
+    var status: Int32 = 0
+    let deadline = Date().addingTimeInterval(seconds)
+    while waitpid(pid, &status, WNOHANG) == 0 {
+        if Date() > deadline {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+            return nil
+        }
+        usleep(1_000)
+    }
+    return status & 0x7F != 0 ? 128 + status & 0x7F : status >> 8
+}
+
 func monotonicNow() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
@@ -365,18 +381,8 @@ case "fork-busy":
         }
         suite.set(round, forKey: "echo")
         guard suite.synchronize() else { fail("the parent's write failed") }
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(20)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                status = -1
-                break
-            }
-            usleep(1_000)
-        }
-        if status != 0 { failures.append("round \(round): \(status == -1 ? "hung" : "exit status \(status >> 8)")") }
+        let status = waitForChild(pid, seconds: 20)
+        if status != 0 { failures.append("round \(round): \(status.map { "exit status \($0)" } ?? "hung")") }
     }
     withExtendedLifetime(busy) {}
     say("failed \(failures.count)" + failures.map { "; \($0)" }.joined())
@@ -409,18 +415,7 @@ case "fork-in-first-delivery":
         exit(heard.wait(timeout: .now() + 10) == .success ? 0 : 3)
     }
     release.signal()
-    var status: Int32 = 0
-    let deadline = Date().addingTimeInterval(20)
-    while waitpid(pid, &status, WNOHANG) == 0 {
-        if Date() > deadline {
-            kill(pid, SIGKILL)
-            _ = waitpid(pid, &status, 0)
-            say("child hung")
-            exit(0)
-        }
-        usleep(1_000)
-    }
-    say("child \(status >> 8)")
+    say("child \(waitForChild(pid, seconds: 20).map(String.init) ?? "hung")")
     exit(0)
 case "fork-in-update":
     var child: pid_t = -1

@@ -124,6 +124,7 @@ func inotifyWatches() -> Int {
 /// When `set` returned from main (CLOCK_MONOTONIC, ns); registered before any suite is opened,
 /// this exit handler runs after the library's exit flush and says how long that took.
 nonisolated(unsafe) var mainReturned: Int64 = 0
+
 /// The exit status of child `pid` (128 + the signal's number when a signal ended it), waited for
 /// up to `seconds`; `nil` when it did not end by then (it is killed).
 func waitForChild(_ pid: pid_t, seconds: Double) -> Int32? {

@@ -97,10 +97,6 @@ public struct PreferenceSuiteProvider: ConfigProvider {
     /// `value` as `type`, converted as the suite's `UserDefaults` accessors convert (the same
     /// rule); `nil` when it does not convert.
     static func content(_ value: PlistValue, as type: ConfigType) -> ConfigContent? {
-        func string(_ value: PlistValue) -> String? { value.userDefaultsString }
-        func int(_ value: PlistValue) -> Int? { value.userDefaultsInteger }
-        func double(_ value: PlistValue) -> Double? { value.userDefaultsDouble }
-        func bool(_ value: PlistValue) -> Bool? { value.userDefaultsBool }
         func bytes(_ value: PlistValue) -> [UInt8]? {
             if case .data(let v) = value { return Array(v) }
             return nil
@@ -111,15 +107,15 @@ public struct PreferenceSuiteProvider: ConfigProvider {
             return converted.count == items.count ? converted : nil
         }
         switch type {
-        case .string: return string(value).map(ConfigContent.string)
-        case .int: return int(value).map(ConfigContent.int)
-        case .double: return double(value).map(ConfigContent.double)
-        case .bool: return bool(value).map(ConfigContent.bool)
+        case .string: return value.userDefaultsString.map(ConfigContent.string)
+        case .int: return value.userDefaultsInteger.map(ConfigContent.int)
+        case .double: return value.userDefaultsDouble.map(ConfigContent.double)
+        case .bool: return value.userDefaultsBool.map(ConfigContent.bool)
         case .bytes: return bytes(value).map(ConfigContent.bytes)
-        case .stringArray: return array(string).map(ConfigContent.stringArray)
-        case .intArray: return array(int).map(ConfigContent.intArray)
-        case .doubleArray: return array(double).map(ConfigContent.doubleArray)
-        case .boolArray: return array(bool).map(ConfigContent.boolArray)
+        case .stringArray: return array(\.userDefaultsString).map(ConfigContent.stringArray)
+        case .intArray: return array(\.userDefaultsInteger).map(ConfigContent.intArray)
+        case .doubleArray: return array(\.userDefaultsDouble).map(ConfigContent.doubleArray)
+        case .boolArray: return array(\.userDefaultsBool).map(ConfigContent.boolArray)
         case .byteChunkArray: return array(bytes).map(ConfigContent.byteChunkArray)
         }
     }

@@ -28,14 +28,20 @@ public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
     public let newValue: PlistValue?
     /// Who made the change.
     public let origin: Origin
+    /// The number of the write that made the change (``PreferenceSuite/sequence``): set for a
+    /// change written by this library, in another process or in an `update` of this one; `nil`
+    /// for a `set` of this process (heard at once, before it is written), a system layer's
+    /// change, and a change by a writer that does not number its writes (an editor, `plistlib`).
+    public let sequence: UInt64?
 
     /// Creates a change. Changes are made by suites; this is public for tests.
-    public init(suite: String, key: String, oldValue: PlistValue?, newValue: PlistValue?, origin: Origin) {
+    public init(suite: String, key: String, oldValue: PlistValue?, newValue: PlistValue?, origin: Origin, sequence: UInt64? = nil) {
         self.suite = suite
         self.key = key
         self.oldValue = oldValue
         self.newValue = newValue
         self.origin = origin
+        self.sequence = sequence
     }
 
     /// `true` when the key was removed.
@@ -44,7 +50,7 @@ public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
     /// Equal when every field is, the key compared by its exact Unicode scalars.
     public static func == (lhs: PreferenceChange, rhs: PreferenceChange) -> Bool {
         lhs.suite == rhs.suite && lhs.key.isExactly(rhs.key) && lhs.oldValue == rhs.oldValue
-            && lhs.newValue == rhs.newValue && lhs.origin == rhs.origin
+            && lhs.newValue == rhs.newValue && lhs.origin == rhs.origin && lhs.sequence == rhs.sequence
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -53,10 +59,11 @@ public struct PreferenceChange: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(oldValue)
         hasher.combine(newValue)
         hasher.combine(origin)
+        hasher.combine(sequence)
     }
 
     public var description: String {
-        "\(suite) \(key): \(oldValue?.description ?? "(none)") -> \(newValue?.description ?? "(removed)") [\(origin)]"
+        "\(suite) \(key): \(oldValue?.description ?? "(none)") -> \(newValue?.description ?? "(removed)") [\(origin)\(sequence.map { " #\($0)" } ?? "")]"
     }
 }
 

@@ -84,6 +84,13 @@ public final class PreferenceSuite: Sendable {
     /// What this suite's live store has done so far (shared by every object for the same file).
     public var statistics: Statistics { store.statistics }
 
+    /// The number of the last write of the suite this process has read or made: every write by
+    /// this library, in any process, gives the suite the next number, and the suite's file
+    /// carries it; ``PreferenceChange/sequence`` tells which write made a change. `0` before any
+    /// numbered write. A `set` gets its number when it is written (after ``synchronize()``, or
+    /// once the background write is done), an `update` before it returns.
+    public var sequence: UInt64 { store.sequence }
+
     /// The suite's name.
     public var name: String { store.name }
 

@@ -10,17 +10,20 @@ struct CrashTests {
     /// test hook between writing its temporary file and renaming it, the suite locked. The suite
     /// always parses, every write that `update` or `synchronize` (flush) confirmed is there, the
     /// write that was never renamed is not, the lock of a dead process never blocks the next
-    /// writer, and the next writer removes the temporary files dead writers left.
+    /// writer, and the next writer removes the temporary files dead writers left. The journal
+    /// always holds the file's number, ends with it or with the one record a killed write
+    /// appended before its rename, and no number is ever given to two writes.
     @Test func aWriterKilledAtRandomMomentsLosesNoConfirmedWrite() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("crash.plist")
         func temporaryFiles() throws -> [String] {
             // The directory of writes, and the suite directory where it cannot be used.
             try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasSuffix(".tmp") }
-                + ((try? FileManager.default.contentsOfDirectory(atPath: directory.file(SuiteFile.writesDirectoryName).path)) ?? [])
+                + ((try? FileManager.default.contentsOfDirectory(atPath: directory.file(SuiteFile.writesDirectoryName).path)) ?? []).filter { $0.hasSuffix(".tmp") }
         }
         var lastConfirmed = 0
         var flushesConfirmed = 0
+        var numbered: [UInt64: Journal.Record] = [:]
         for round in 0..<100 {
             let beforeRename = round % 10 == 9
             let writer = try Launched(childExecutable, ["crash-loop", file.path] + (beforeRename ? ["--stop-before-rename"] : []))
@@ -57,6 +60,19 @@ struct CrashTests {
             let leftovers = try temporaryFiles()
             #expect(leftovers.count <= 1, "round \(round): stale temporary files \(leftovers)")
             lastConfirmed = stored
+            let records = try journalRecords(file)
+            let number = try fileSequence(file)
+            let last = try #require(records.last, "round \(round): the journal is empty")
+            #expect(zip(records, records.dropFirst()).allSatisfy { $0.sequence < $1.sequence }, "round \(round): numbers out of order")
+            #expect(records.contains { $0.sequence == number }, "round \(round): the file's number \(number) is not in the journal")
+            #expect(last.sequence == number || (last.sequence == number + 1 && last.base == number),
+                "round \(round): the journal ends at \(last.sequence) (base \(last.base)), the file carries \(number)")
+            if beforeRename { #expect(last.sequence == number + 1, "round \(round): the record of the write stopped before its rename is missing") }
+            for record in records {
+                if let earlier = numbered.updateValue(record, forKey: record.sequence) {
+                    #expect(earlier == record, "round \(round): number \(record.sequence) was given to two writes")
+                }
+            }
         }
         #expect(flushesConfirmed >= 50, "the writers confirmed only \(flushesConfirmed) flushes")
         // The last writer died before its rename and left its temporary file; the next one removes it.

@@ -20,7 +20,7 @@ struct CrossProcessTests {
 
         try await child("set", file.path, "a=int:1")
         let changes = try await a.wait(for: 1)
-        #expect(changes == [PreferenceChange(suite: "shared", key: "a", oldValue: 0, newValue: 1, origin: .external)])
+        #expect(changes == [PreferenceChange(suite: "shared", key: "a", oldValue: 0, newValue: 1, origin: .external, sequence: 2)])
         #expect(suite.integer(forKey: "a") == 1)
 
         // A second write that also touches b and x.: each observer's first change must be from it,

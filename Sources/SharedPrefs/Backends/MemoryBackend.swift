@@ -1,6 +1,10 @@
+import Synchronization
+
 /// A suite in memory only: nothing to read, nothing to watch; a write stores what the plan says.
-struct MemoryBackend: SuiteBackend {
+final class MemoryBackend: SuiteBackend {
     var location: String? { nil }
+    /// The last write's number.
+    private let sequence = Atomic<UInt64>(0)
 
     /// Nothing to wait for but an update body running in another thread.
     var timeout: Duration { .seconds(5) }
@@ -8,7 +12,9 @@ struct MemoryBackend: SuiteBackend {
     func load() -> Loaded { Loaded() }
 
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
-        Committed(wrote: try plan(Loaded()).changesSomething)
+        var committed = Committed(wrote: try plan(Loaded()).changesSomething)
+        if committed.wrote { committed.sequence = sequence.add(1, ordering: .relaxed).newValue }
+        return committed
     }
 
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription { Subscription() }

@@ -59,6 +59,9 @@ package struct Loaded {
     package var notices: [PreferenceError] = []
     /// The binary file read, which then holds the values in memory (``SuiteSnapshot``).
     var image: SuiteImage? = nil
+    /// The number of the write that made what was read (``PreferenceSuite/sequence``); `0` when
+    /// that writer did not number it.
+    package var sequence: UInt64 = 0
 
     package init(_ values: SuiteValues? = nil, notices: [PreferenceError] = []) {
         self.values = values
@@ -77,6 +80,8 @@ package struct Committed {
     package var failure: PreferenceError? = nil
     /// The binary file written, which then holds the values in memory (``SuiteSnapshot``).
     var image: SuiteImage? = nil
+    /// The number of the write, when it wrote.
+    package var sequence: UInt64 = 0
 
     package init(wrote: Bool, notices: [PreferenceError] = [], failure: PreferenceError? = nil) {
         self.wrote = wrote
@@ -119,4 +124,6 @@ package struct WritePlan {
     /// The stored values as last read or written, before `operations`: a copy of the suite, made
     /// only when called.
     package var stored: () -> PlistDictionary
+    /// One key's stored value as last read or written, before `operations`.
+    package var storedValue: (PlistKey) -> PlistValue?
 }

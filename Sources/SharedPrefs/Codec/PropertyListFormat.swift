@@ -36,6 +36,39 @@ public enum PropertyListFormat: Sendable, Hashable {
         PropertyListDecodingError("the root is \(root.typeName == "array" ? "an" : "a") \(root.typeName), not a dictionary")
     }
 
+    // MARK: The suite's number
+
+    /// The largest number a suite file carries (48 bits: 8.9 years of 1,000,000 writes a second).
+    static let maximumSequence: UInt64 = 1 << 48 - 1
+
+    /// The number of the write that made a suite file (``PreferenceSuite/sequence``), `0` for a
+    /// file without one (another writer's). A binary file carries it in the first six bytes of its
+    /// trailer, which the format leaves unused and every reader skips (CoreFoundation's
+    /// `_unused` and `_sortVersion`, plistlib's `6x`); an XML file in a comment after its
+    /// prolog, `<!-- SharedPrefs sequence 42 -->`.
+    package static func sequence(of bytes: [UInt8]) -> UInt64 {
+        if bytes.starts(with: BinaryPropertyList.magic.prefix(6)) {
+            guard bytes.count >= 40 else { return 0 }
+            return bytes[(bytes.count - 32)..<(bytes.count - 26)].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        let head = bytes.prefix(512)
+        guard let at = head.firstRange(of: xmlSequenceMarker.utf8) else { return 0 }
+        return UInt64(String(decoding: head[at.upperBound...].prefix { (0x30...0x39).contains($0) }.prefix(20), as: UTF8.self)) ?? 0
+    }
+
+    /// `bytes`, a suite file this library encoded, made to carry `sequence`.
+    static func numbered(_ bytes: [UInt8], _ sequence: UInt64) -> [UInt8] {
+        var bytes = bytes
+        if bytes.starts(with: BinaryPropertyList.magic), bytes.count >= 40 {
+            for i in 0..<6 { bytes[bytes.count - 32 + i] = UInt8(truncatingIfNeeded: sequence >> (8 * (5 - i))) }
+        } else if let at = bytes.firstRange(of: "<plist version".utf8) {
+            bytes.insert(contentsOf: Array("\(xmlSequenceMarker)\(sequence) -->\n".utf8), at: at.lowerBound)
+        }
+        return bytes
+    }
+
+    private static let xmlSequenceMarker = "<!-- SharedPrefs sequence "
+
     /// Whether `bytes` may be a whole property list, as far as its end tells (cheaply, without
     /// decoding): a binary one's trailer points inside the file, an XML one ends with `</plist>`.
     /// A file still being appended to is not; anything else (another format) may be.

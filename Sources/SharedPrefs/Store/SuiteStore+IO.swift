@@ -190,7 +190,7 @@ extension SuiteStore {
                 let changesSomething = state.withLock { s in operations.contains { s.storedValue($0.key) != $0.value.value } }
                 return WritePlan(
                     operations: operations, changesSomething: changesSomething, reads: reads, isTransaction: transaction != nil,
-                    stored: { self.state.withLock { $0.stored } })
+                    stored: { self.state.withLock { $0.stored } }, storedValue: { key in self.state.withLock { $0.storedValue(key) } })
             }
             adoptWritten(written, transactionKeys: transactionKeys, committed: committed)
             for notice in committed.notices { reportNotice(notice) }
@@ -280,6 +280,7 @@ extension SuiteStore {
         guard let read = loaded.values else { return }
         change { s, changes in
             s.statistics.fileReads += 1
+            s.sequence = max(s.sequence, loaded.sequence)
             let delta: FileDelta
             switch read {
             case .full(let values): delta = s.delta(to: values)
@@ -289,7 +290,7 @@ extension SuiteStore {
                 if s.local[key] != nil {
                     s.local[key]!.stored = new
                 } else {
-                    see(key, new, .external, in: &s, changes: &changes)
+                    see(key, new, .external, sequence: loaded.sequence, in: &s, changes: &changes)
                 }
             }
             s.values.rebase(on: loaded.image, apart: s.local.keys)
@@ -302,13 +303,14 @@ extension SuiteStore {
     /// runs the `update`, before it returns.
     private func adoptWritten(_ operations: Operations, transactionKeys: Set<PlistKey>, committed: Committed) {
         change { s, changes in
+            s.sequence = max(s.sequence, committed.sequence)
             for (key, operation) in operations {
                 if let pending = s.local[key]?.operations.pending {
                     // A newer local change still hides what was written.
                     s.local[key] = Local(stored: operation.value, operations: .pending(pending))
                 } else {
                     s.local[key] = nil
-                    see(key, operation.value, transactionKeys.contains(key) ? .local : .external, in: &s, changes: &changes)
+                    see(key, operation.value, transactionKeys.contains(key) ? .local : .external, sequence: committed.sequence, in: &s, changes: &changes)
                 }
             }
             if committed.wrote {

@@ -110,6 +110,8 @@ package final class SuiteStore: Sendable {
         /// observer when it subscribes. A full read replaces them.
         var standingNotices: [PreferenceError] = []
         var statistics = PreferenceSuite.Statistics()
+        /// The number of the last write read or made (``PreferenceSuite/sequence``).
+        var sequence: UInt64 = 0
 
         /// The value this process reads for `key` above registered defaults: a locked key's from
         /// the system layers, any other's from the suite (its own changes applied), else from them.
@@ -246,6 +248,12 @@ package final class SuiteStore: Sendable {
 
     var statistics: PreferenceSuite.Statistics { state.withLock { $0.statistics } }
 
+    /// The number of the last write read or made.
+    var sequence: UInt64 {
+        watch()
+        return state.withLock { $0.sequence }
+    }
+
     /// The stored values, with this process's changes (no layer, no registered default).
     var storedValues: PlistDictionary {
         watch()
@@ -369,18 +377,18 @@ package final class SuiteStore: Sendable {
     /// Makes `new` the value of `key` this process sees, and notes the change for observers.
     /// With system layers, what observers hear is the value this process reads: a change under
     /// a locked key, or of a key the suite's file now holds as a layer did, is no change.
-    func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, in s: inout State, changes: inout [PreferenceChange]) {
+    func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, sequence: UInt64 = 0, in s: inout State, changes: inout [PreferenceChange]) {
         let before = s.layers == nil ? nil : s.visible(key)
         let old = s.values.set(key, new)
         guard let layers = s.layers else {
             if old != new, !s.observers.isEmpty {
-                changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin))
+                changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin, sequence: sequence == 0 ? nil : sequence))
             }
             return
         }
         let after = s.visible(key)
         if before != after, !s.observers.isEmpty {
-            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: before, newValue: after, origin: origin))
+            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: before, newValue: after, origin: origin, sequence: sequence == 0 ? nil : sequence))
         }
         if let lock = layers.lock(of: key), new != nil, s.ignoredLockedKeys.insert(key).inserted {
             s.unreported.append(PreferenceError(

@@ -1,4 +1,5 @@
 import CSharedPrefsShims
+import FoundationEssentials
 import SharedPrefsLocking
 
 /// A suite stored in a property-list file (``SuiteFile``), watched with inotify, written under the
@@ -128,12 +129,34 @@ final class FileBackend: SuiteBackend {
         if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
             logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
         }
+        // The write's number: one more than the file's or the journal's last, whichever is
+        // larger (a crash between a record and its file, a writer that does not number files).
+        // Its record is in the journal before the file is renamed in.
+        try file.checkSize(bytes.count)
+        let writes = file.openWritesDirectory(in: dir)
+        defer { if let writes { Syscall.close(writes) } }
+        let journal = Journal.open(file, in: dir, writes: writes)
+        defer { journal?.close() }
+        let (last, end, first) = journal?.tail() ?? (0, 0, 0)
+        let base = PropertyListFormat.sequence(of: self.known?.version.content ?? [])
+        let sequence = max(base, last) + 1
+        if let journal {
+            let changes = plan.operations.compactMap { key, operation -> Journal.Record.Change? in
+                let old = plan.storedValue(key)
+                return old == operation.value ? nil : .init(key: key.string, old: old, new: operation.value)
+            }
+            let record = Journal.Record(sequence: sequence, base: base, pid: getpid(), time: Date(), changes: changes)
+            try journal.append(record, at: end, first: first, file: file)
+        }
+        let numbered = PropertyListFormat.numbered(bytes, sequence)
+        image = image.map { SuiteImage(bytes: numbered, keys: $0.keys, canonical: $0.canonical, sameKeys: $0) }
         let temporaryName = file.newTemporaryName()
-        let version = try file.write(bytes, in: dir, as: temporaryName, removingStale: staleScanDue())
+        let version = try file.write(numbered, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue())
         remember(version, image)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         var committed = Committed(wrote: true, failure: failure)
         committed.image = image
+        committed.sequence = sequence
         return committed
     }
 
@@ -145,6 +168,7 @@ final class FileBackend: SuiteBackend {
             remember(version, image)
             var loaded = Loaded(values)
             loaded.image = image
+            loaded.sequence = PropertyListFormat.sequence(of: version.content)
             return loaded
         case .missing:
             remember(.missing, nil)

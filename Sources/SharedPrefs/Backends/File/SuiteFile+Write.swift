@@ -22,16 +22,8 @@ extension SuiteFile {
     /// the rename to be the one written. One that a writer killed mid-write leaves behind is
     /// removed by a later writer (``removeStaleTemporaryFiles(in:)``). Call it holding both
     /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``); with `removingStale`, that is
-    /// done first.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, as tempName: String, removingStale: Bool = false) throws(PreferenceError) -> FileVersion {
-        if bytes.count > options.maximumFileSize {
-            throw PreferenceError(
-                code: .fileTooLarge,
-                message: "Not written: the suite \(path) would be \(bytes.count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
-                path: path)
-        }
-        let writes = openWritesDirectory(in: dir)
-        defer { if let writes { Syscall.close(writes) } }
+    /// done first. `writes`: the directory of writes, open, or `nil` where it cannot be used.
+    func write(_ bytes: [UInt8], in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale: Bool = false) throws(PreferenceError) -> FileVersion {
         if removingStale {
             let removed = removeStaleTemporaryFiles(in: dir, writes: writes)
             if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(directory) by a writer that died mid-write") }
@@ -44,6 +36,15 @@ extension SuiteFile {
 
     /// ``write(_:in:as:)`` through the directory of writes `writes`, or the suite directory
     /// when `nil`; `nil` where the directory of writes failed in a way the suite directory serves.
+    /// Throws ``PreferenceError/Code/fileTooLarge`` for a suite of `count` bytes that its readers would refuse.
+    func checkSize(_ count: Int) throws(PreferenceError) {
+        guard count > options.maximumFileSize else { return }
+        throw PreferenceError(
+            code: .fileTooLarge,
+            message: "Not written: the suite \(path) would be \(count) bytes, more than PreferenceSuite.Options.maximumFileSize (\(options.maximumFileSize)), so its readers would refuse it. Remove large values, or raise the limit in every process that uses the suite.",
+            path: path)
+    }
+
     private func publish(_ bytes: [UInt8], in dir: OpenDirectory, through writes: CInt?, as tempName: String) throws(PreferenceError) -> FileVersion? {
         let tempDirectory = writes ?? dir.fd
         let tempPath = directory + (writes == nil ? "/" : "/" + Self.writesDirectoryName + "/") + tempName

@@ -31,6 +31,7 @@ struct SuiteFile: Sendable {
     var path: String { directory + "/" + fileName }
     var lockName: String { "." + fileName + ".lock" }
     var lockPath: String { directory + "/" + lockName }
+    var journalName: String { "." + fileName + ".journal" }
 
     /// The file of the suite `suiteName`: in `group`'s container; with no group, a `group.…`
     /// name's own container, any other name in `<root>/Preferences`.

@@ -185,11 +185,14 @@ package enum Syscall {
     }
 
     /// Writes all of `bytes`, retrying short writes. The corresponding C function is `write`.
-    package static func writeAll(_ fd: CInt, _ bytes: [UInt8]) -> Result<Void, Errno> {
+    package static func writeAll(_ fd: CInt, _ bytes: [UInt8], at position: Int? = nil) -> Result<Void, Errno> {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let result = valueOrErrno { Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+                let result = valueOrErrno {
+                    position.map { Glibc.pwrite(fd, buffer.baseAddress! + offset, buffer.count - offset, off_t($0 + offset)) }
+                        ?? Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                }
                 switch result {
                 case .success(let written): offset += written
                 case .failure(let error): return .failure(error)
@@ -230,6 +233,18 @@ package enum Syscall {
     /// Whether the file open as `fd` holds exactly `bytes`: read from its start a piece at a time
     /// into one small buffer and compared, so that a file of any size costs no allocation of its
     /// size. The corresponding C function is `pread`.
+    /// Up to `count` bytes at `offset` (fewer at the end of the file).
+    static func read(_ fd: CInt, at offset: Int, _ count: Int) -> Result<[UInt8], Errno> {
+        var bytes = [UInt8](repeating: 0, count: count)
+        return bytes.withUnsafeMutableBytes { buffer in
+            valueOrErrno { Glibc.pread(fd, buffer.baseAddress!, count, off_t(offset)) }
+        }.map { read in Array(bytes.prefix(read)) }
+    }
+
+    static func truncate(_ fd: CInt, _ length: Int) -> Result<Void, Errno> {
+        valueOrErrno { Glibc.ftruncate(fd, off_t(length)) }.map { _ in }
+    }
+
     static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
         withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
             bytes.withUnsafeBytes { expected in

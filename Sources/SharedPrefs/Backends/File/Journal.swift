@@ -1,0 +1,238 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import SharedPrefsLocking
+
+/// A suite's journal, `.<suite>.plist.journal` beside it: its last writes, each with its number,
+/// the number of the file it was made on (its base), and the keys it changed with their values
+/// before and after.
+///
+/// A write appends its record under the suite's lock, before it renames in the file that carries
+/// the number (``PropertyListFormat/sequence(of:)``). So after a crash at any point the journal
+/// holds every number a file was given, and perhaps one more that no file got, which the next
+/// record's base passes over. The next number is one more than the larger of the file's and the
+/// journal's last: no number is given twice, also after another writer replaced the file with
+/// one that carries none.
+///
+/// A record is `SPJ1`, the length of its payload (4 bytes), its number and base (8 bytes each),
+/// the payload (a binary property list: `pid`, `time`, `set` with the new values, `old` with the
+/// values before, `removed` with the keys removed), and the length again, so that the last record
+/// is found from the end. Past ``maximumRecords`` numbers or ``maximumBytes``, the writer rewrites
+/// the journal with its newer half.
+struct Journal {
+    /// One write.
+    struct Record: Equatable, Sendable {
+        var sequence: UInt64
+        /// The number of the file the write was made on; `0` for a file without one.
+        var base: UInt64
+        var pid: Int32
+        var time: Date
+        /// Each key the write changed, its value before and after (`nil`: absent).
+        var changes: [Change]
+
+        struct Change: Equatable, Sendable {
+            var key: String
+            var old: PlistValue?
+            var new: PlistValue?
+            /// `false` for a value larger than ``Journal/maximumValueBytes``, whose values the
+            /// record leaves out (`old` and `new` are then `nil`): read it from the suite.
+            var kept = true
+        }
+    }
+
+    /// How many numbers the journal spans at most before it is rewritten with its newer half.
+    static let maximumRecords: UInt64 = 1_000
+    /// How large the journal grows at most before it is rewritten with its newer half.
+    static let maximumBytes = 4 << 20
+    /// The largest value a record holds; a larger one is named, not copied (a 100 MB value
+    /// changed ten times would make a journal of 2 GB).
+    static let maximumValueBytes = 64 << 10
+    private static let magic = Array("SPJ1".utf8)
+    private static let header = 24
+
+    let fd: CInt
+    let path: String
+    /// The directory it is in.
+    let directory: CInt
+
+    /// Opens (or creates) the journal of `file` in the directory of writes (`writes`, where no
+    /// observer wakes for it), or where that cannot be used in the suite directory, with the
+    /// suite file's mode; `nil`, said once, when it cannot be used: the write goes on, numbered
+    /// from the file alone.
+    static func open(_ file: SuiteFile, in dir: OpenDirectory, writes: CInt?) -> Journal? {
+        let path = file.directory + (writes == nil ? "/" : "/" + SuiteFile.writesDirectoryName + "/") + file.journalName
+        let directory = writes ?? dir.fd
+        let opened = Syscall.openat(directory, file.journalName, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, file.options.filePermissions)
+        let problem: String
+        switch opened {
+        case .failure(let errno): problem = "it cannot be opened (\(errno))"
+        case .success(let fd):
+            switch Syscall.fstat(fd) {
+            case .failure(let errno): problem = "it cannot be inspected (\(errno))"
+            case .success(let st) where st.st_mode & S_IFMT != S_IFREG: problem = file.notRegular(st, path: path).message
+            case .success(let st):
+                do {
+                    try file.checkOwner(st, of: path, in: dir)
+                } catch {
+                    problem = error.message
+                    break
+                }
+                if dir.isGroupContainer, st.st_uid == geteuid(), st.st_mode & 0o777 != file.options.filePermissions & 0o777 {
+                    _ = Syscall.fchmod(fd, file.options.filePermissions & 0o777)
+                }
+                return Journal(fd: fd, path: path, directory: directory)
+            }
+            Syscall.close(fd)
+        }
+        if unusable.withLock({ $0.insert(path).inserted }) {
+            logger.warning("The journal \(path) is not used: \(problem). Writes are numbered from the suite file alone, so a number may be given again after another program replaces the file. Remove it or put it right.")
+        }
+        return nil
+    }
+
+    private static let unusable = Lock<Set<String>>([])
+
+    func close() { Syscall.close(fd) }
+
+    /// The last whole record's number (`0` for none), where it ends (a record cut short by a
+    /// crash lies beyond), and the first record's number.
+    func tail() -> (last: UInt64, end: Int, first: UInt64) {
+        guard case .success(let st) = Syscall.fstat(fd), st.st_size > 0 else { return (0, 0, 0) }
+        let size = Int(st.st_size)
+        let first = record(at: 0, size: size)?.sequence ?? 0
+        if let length = read(at: size - 4, 4).map(Self.number), size - Self.header - 4 - Int(length) >= 0,
+            let last = record(at: size - Self.header - 4 - Int(length), size: size), last.end == size {
+            return (last.sequence, size, first)
+        }
+        // Cut short: the last whole record, from the start.
+        var (offset, last) = (0, UInt64(0))
+        while let next = record(at: offset, size: min(size, 2 * Self.maximumBytes)) { (offset, last) = (next.end, next.sequence) }
+        return (last, offset, first)
+    }
+
+    /// Appends `record` where the whole records end (cutting off a record a crash left short),
+    /// and rewrites the journal with its newer half once it spans too much. Not flushed to disk:
+    /// after a power loss its last records may be missing (a consumer hears a gap), never a
+    /// number given twice, which the suite file's own number rules out.
+    func append(_ record: Record, at end: Int, first: UInt64, file: SuiteFile) throws(PreferenceError) {
+        let bytes = Self.encode(record)
+        if case .success(let st) = Syscall.fstat(fd), Int(st.st_size) != end {
+            try Syscall.truncate(fd, end).get("ftruncate", path: path, doing: "cut off a record a crash left short in")
+        }
+        try Syscall.writeAll(fd, bytes, at: end).get("write", path: path, doing: "append to")
+        guard end + bytes.count > Self.maximumBytes || record.sequence - min(first, record.sequence) >= Self.maximumRecords else { return }
+        // The newer half, by count and by size: whole records, copied as they are.
+        guard case .success(let all) = Syscall.readAll(fd, sizeHint: end + bytes.count, limit: 2 * Self.maximumBytes) else { return }
+        var starts: [Int] = []
+        var offset = 0
+        while let next = Self.frame(in: all, at: offset) {
+            starts.append(offset)
+            offset = next.end
+        }
+        guard var kept = starts.indices.first else { return }
+        while kept < starts.count - 1, offset - starts[kept] > Self.maximumBytes / 2 || starts.count - kept > Int(Self.maximumRecords / 2) { kept += 1 }
+        let temporary = file.newTemporaryName()
+        let out = try Syscall.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600).get("openat", path: path, doing: "rewrite")
+        defer { Syscall.close(out) }
+        do throws(PreferenceError) {
+            if case .success(let st) = Syscall.fstat(fd) { _ = Syscall.fchmod(out, st.st_mode & 0o777) }
+            try Syscall.writeAll(out, Array(all[starts[kept]..<offset])).get("write", path: path, doing: "rewrite")
+            try Syscall.renameat(directory, temporary, file.journalName).get("renameat", path: path, doing: "replace")
+        } catch {
+            _ = Syscall.unlinkat(directory, temporary)
+            throw error
+        }
+    }
+
+    // MARK: Encoding
+
+    static func encode(_ record: Record) -> [UInt8] {
+        var set = PlistDictionary(), old = PlistDictionary()
+        var removed: [PlistValue] = [], large: [PlistValue] = []
+        for change in record.changes {
+            guard change.kept, fits(change.old), fits(change.new) else {
+                large.append(.string(change.key))
+                continue
+            }
+            if let new = change.new { set[change.key] = new } else { removed.append(.string(change.key)) }
+            if let value = change.old { old[change.key] = value }
+        }
+        let payload = BinaryPropertyList.encode(.dictionary([
+            "pid": .integer(Int64(record.pid)), "time": .date(record.time), "set": .dictionary(set), "old": .dictionary(old), "removed": .array(removed),
+            "large": .array(large),
+        ]))
+        var bytes = magic
+        bytes.reserveCapacity(header + payload.count + 4)
+        BinaryPropertyList.appendBigEndian(UInt64(payload.count), size: 4, to: &bytes)
+        BinaryPropertyList.appendBigEndian(record.sequence, size: 8, to: &bytes)
+        BinaryPropertyList.appendBigEndian(record.base, size: 8, to: &bytes)
+        bytes += payload
+        BinaryPropertyList.appendBigEndian(UInt64(payload.count), size: 4, to: &bytes)
+        return bytes
+    }
+
+    /// Whether `value` is small enough for a record (``maximumValueBytes``), counted roughly.
+    private static func fits(_ value: PlistValue?) -> Bool {
+        var budget = maximumValueBytes
+        func take(_ value: PlistValue) -> Bool {
+            switch value {
+            case .string(let text): budget -= text.utf8.count
+            case .data(let data): budget -= data.count
+            case .array(let items): budget -= 8; return items.allSatisfy(take)
+            case .dictionary(let items): budget -= 8; return items.allSatisfy { budget -= $0.key.utf8.count; return take($0.value) }
+            default: budget -= 8
+            }
+            return budget >= 0
+        }
+        return value.map(take) ?? true
+    }
+
+    /// Where the record at `offset` of `bytes` has its number, base and payload, and where it
+    /// ends; `nil` unless a whole record starts there.
+    static func frame(in bytes: [UInt8], at offset: Int) -> (sequence: UInt64, base: UInt64, payload: Range<Int>, end: Int)? {
+        guard offset >= 0, bytes.count - offset >= header + 4, bytes[offset..<(offset + 4)].elementsEqual(magic) else { return nil }
+        let length = Int(number(bytes[(offset + 4)..<(offset + 8)]))
+        let end = offset + header + length + 4
+        guard end <= bytes.count, number(bytes[(end - 4)..<end]) == UInt64(length) else { return nil }
+        return (number(bytes[(offset + 8)..<(offset + 16)]), number(bytes[(offset + 16)..<(offset + 24)]), (offset + header)..<(end - 4), end)
+    }
+
+    /// The whole record at `offset` of `bytes`, and where it ends; `nil` for anything else.
+    static func record(in bytes: [UInt8], at offset: Int) -> (record: Record, end: Int)? {
+        guard let frame = frame(in: bytes, at: offset), case .dictionary(let payload)? = try? BinaryPropertyList.decode(Array(bytes[frame.payload])) else { return nil }
+        var changes: [Record.Change] = []
+        if case .dictionary(let set)? = payload["set"] {
+            for (key, value) in set { changes.append(.init(key: key, old: nil, new: value)) }
+        }
+        if case .array(let removed)? = payload["removed"] {
+            for case .string(let key) in removed { changes.append(.init(key: key, old: nil, new: nil)) }
+        }
+        if case .array(let large)? = payload["large"] {
+            for case .string(let key) in large { changes.append(.init(key: key, old: nil, new: nil, kept: false)) }
+        }
+        if case .dictionary(let old)? = payload["old"] {
+            for i in changes.indices { changes[i].old = old[changes[i].key] }
+        }
+        changes.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        guard case .integer(let pid)? = payload["pid"], case .date(let time)? = payload["time"] else { return nil }
+        return (Record(sequence: frame.sequence, base: frame.base, pid: Int32(truncatingIfNeeded: pid), time: time, changes: changes), frame.end)
+    }
+
+    /// The number and end of the record at `offset`, read from the file; `nil` when no whole record starts there.
+    private func record(at offset: Int, size: Int) -> (sequence: UInt64, end: Int)? {
+        guard offset >= 0, let head = read(at: offset, Self.header), head.starts(with: Self.magic) else { return nil }
+        let end = offset + Self.header + Int(Self.number(head[4..<8])) + 4
+        guard end <= size, let length = read(at: end - 4, 4), Self.number(length) == Self.number(head[4..<8]) else { return nil }
+        return (Self.number(head[8..<16]), end)
+    }
+
+    private func read(at offset: Int, _ count: Int) -> [UInt8]? {
+        guard offset >= 0, case .success(let bytes) = Syscall.read(fd, at: offset, count), bytes.count == count else { return nil }
+        return bytes
+    }
+
+    private static func number<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64 {
+        bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

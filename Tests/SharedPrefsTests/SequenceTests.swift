@@ -1,0 +1,194 @@
+import Foundation
+import SharedPrefsTestSupport
+import Testing
+
+@testable import SharedPrefs
+
+/// Where the journal of the suite at `file` is: in its directory of writes.
+func journalURL(_ file: URL) -> URL {
+    file.deletingLastPathComponent().appending(path: SuiteFile.writesDirectoryName).appending(path: "." + file.lastPathComponent + ".journal")
+}
+
+/// The journal of the suite at `file`: its whole records, in order.
+func journalRecords(_ file: URL) throws -> [Journal.Record] {
+    let journal = journalURL(file)
+    let bytes = [UInt8](try Data(contentsOf: journal))
+    var records: [Journal.Record] = []
+    var offset = 0
+    while let next = Journal.record(in: bytes, at: offset) {
+        records.append(next.record)
+        offset = next.end
+    }
+    return records
+}
+
+/// The number the suite file at `file` carries.
+func fileSequence(_ file: URL) throws -> UInt64 {
+    PropertyListFormat.sequence(of: [UInt8](try Data(contentsOf: file)))
+}
+
+@Suite("Numbered writes")
+struct SequenceTests {
+    /// Every write by this library, in this process or another, takes the next number: the file
+    /// carries it, the journal records it with the keys it changed and the number it was made
+    /// on, and observers hear it with each change.
+    @Test func everyWriteInAnyProcessTakesTheNextNumber() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("numbered.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        #expect(suite.sequence == 0)
+        suite.set(1, forKey: "a")
+        #expect(suite.synchronize())
+        #expect(suite.sequence == 1)
+        #expect(try fileSequence(file) == 1)
+
+        let (all, token) = suite.record(.all)
+        defer { _ = token }
+        try await child("set", file.path, "a=int:2")
+        #expect(try await all.wait(for: 1) == [PreferenceChange(suite: "numbered", key: "a", oldValue: 1, newValue: 2, origin: .external, sequence: 2)])
+        #expect(suite.sequence == 2)
+
+        try await suite.update { $0["a"] = 3 }
+        #expect(suite.sequence == 3)
+        #expect(try await all.wait(for: 2).last == PreferenceChange(suite: "numbered", key: "a", oldValue: 2, newValue: 3, origin: .local, sequence: 3))
+        // A write that changes nothing takes no number.
+        try await suite.update { $0["a"] = 3 }
+        #expect(suite.sequence == 3)
+
+        let records = try journalRecords(file)
+        #expect(records.map(\.sequence) == [1, 2, 3])
+        #expect(records.map(\.base) == [0, 1, 2])
+        #expect(records.map(\.changes) == [
+            [.init(key: "a", old: nil, new: 1)],
+            [.init(key: "a", old: 1, new: 2)],
+            [.init(key: "a", old: 2, new: 3)],
+        ])
+        #expect(try FileManager.default.attributesOfItem(atPath: journalURL(file).path)[.posixPermissions] as? Int
+            == (try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int))
+    }
+
+    /// A writer that does not number its files (plistlib) replaces the suite: its change is heard
+    /// without a number, and the next write continues after the journal's last number, never
+    /// reusing one. The numbered file stays readable by plistlib and Foundation.
+    @Test func aForeignRewriteIsHeardUnnumberedAndNoNumberIsGivenTwice() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("foreign.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        for i in 1...3 {
+            suite.set(i, forKey: "n")
+            #expect(suite.synchronize())
+        }
+        #expect(try fileSequence(file) == 3)
+        let decoded = try PropertyListDecoder().decode([String: Int].self, from: Data(contentsOf: file))
+        #expect(decoded == ["n": 3])
+
+        let (all, token) = suite.record(.key("foreign"))
+        defer { _ = token }
+        let result = try await python("""
+            import plistlib, sys
+            path = sys.argv[1]
+            with open(path, 'rb') as f: values = plistlib.load(f)
+            values['foreign'] = values['n'] + 1
+            with open(path + '.new', 'wb') as f: plistlib.dump(values, f, fmt=plistlib.FMT_BINARY)
+            import os; os.rename(path + '.new', path)
+            """, file.path)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(try await all.wait(for: 1) == [PreferenceChange(suite: "foreign", key: "foreign", oldValue: nil, newValue: 4, origin: .external)])
+        #expect(try fileSequence(file) == 0)
+        #expect(suite.sequence == 3)
+
+        suite.set(5, forKey: "n")
+        #expect(suite.synchronize())
+        #expect(try fileSequence(file) == 4)
+        #expect(suite.sequence == 4)
+        let records = try journalRecords(file)
+        #expect(records.map(\.sequence) == [1, 2, 3, 4])
+        // Made on the foreign file, which carried no number.
+        #expect(records.last?.base == 0)
+        #expect(records.last?.changes == [.init(key: "n", old: 3, new: 5)])
+    }
+
+    /// An XML suite carries its number in a comment, which other readers skip.
+    @Test func anXMLSuiteCarriesItsNumberInAComment() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("xml.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(format: .xml))
+        suite.set("v", forKey: "k")
+        #expect(suite.synchronize())
+        suite.set("w", forKey: "k")
+        #expect(suite.synchronize())
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.contains("<!-- SharedPrefs sequence 2 -->"), "\(text)")
+        #expect(try fileSequence(file) == 2)
+        let result = try await python("import plistlib, sys; print(plistlib.load(open(sys.argv[1], 'rb')))", file.path)
+        #expect(result.output.contains("{'k': 'w'}"), "\(result.output)")
+    }
+
+    /// Past its bounds the journal is rewritten with its newer half, keeping the suite file's mode.
+    @Test func theJournalIsBoundedAndKeepsItsNewestRecords() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("bounded.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none))
+        let writes = Int(Journal.maximumRecords) + 10
+        for i in 1...writes { try suite.update { $0["n"] = .integer(Int64(i)) } }
+        let records = try journalRecords(file)
+        #expect(records.count <= Int(Journal.maximumRecords))
+        #expect(records.count >= Int(Journal.maximumRecords) / 2)
+        #expect(records.last?.sequence == UInt64(writes))
+        #expect(zip(records, records.dropFirst()).allSatisfy { $1.sequence == $0.sequence + 1 && $1.base == $0.sequence })
+        #expect(try FileManager.default.attributesOfItem(atPath: journalURL(file).path)[.posixPermissions] as? Int
+            == (try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int))
+    }
+
+    /// A value larger than a record holds is named in it, not copied; the file has it.
+    @Test func aLargeValueIsNamedInTheJournalNotCopied() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("large.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let blob = Data(count: Journal.maximumValueBytes + 1)
+        suite.set(blob, forKey: "blob")
+        suite.set(1, forKey: "small")
+        #expect(suite.synchronize())
+        let record = try #require(try journalRecords(file).last)
+        #expect(record.changes == [.init(key: "blob", old: nil, new: nil, kept: false), .init(key: "small", old: nil, new: 1)])
+        #expect(try FileManager.default.attributesOfItem(atPath: journalURL(file).path)[.size] as? Int ?? .max < 1_000)
+        #expect(try readSuiteFile(file)["blob"] == .data(blob))
+    }
+
+    /// A journal someone made unusable (a FIFO, a symbolic link, garbage) never stops a write:
+    /// the write is numbered from the file, and garbage is cut off before the next record.
+    @Test func aHostileJournalNeverStopsAWrite() throws {
+        let directory = try TemporaryDirectory()
+        for hostile in ["fifo", "symlink", "garbage", "cut"] {
+            let file = directory.file("\(hostile).plist")
+            let journal = journalURL(file)
+            let suite = try PreferenceSuite(fileURL: file)
+            suite.set(1, forKey: "n")
+            #expect(suite.synchronize())
+            switch hostile {
+            case "fifo":
+                try FileManager.default.removeItem(at: journal)
+                #expect(mkfifo(journal.path, 0o600) == 0)
+            case "symlink":
+                try FileManager.default.removeItem(at: journal)
+                try FileManager.default.createSymbolicLink(atPath: journal.path, withDestinationPath: directory.file("elsewhere").path)
+            case "garbage":
+                try Data("not a journal at all".utf8).write(to: journal)
+            default:
+                // A record cut short, as a crash mid-append leaves it.
+                let handle = try FileHandle(forWritingTo: journal)
+                try handle.seekToEnd()
+                try handle.write(contentsOf: Data("SPJ1\u{0}\u{0}\u{1}".utf8))
+                try handle.close()
+            }
+            suite.set(2, forKey: "n")
+            #expect(suite.synchronize(), "\(hostile)")
+            #expect(try readSuiteFile(file)["n"] == 2)
+            #expect(try fileSequence(file) == 2, "\(hostile)")
+            #expect(!FileManager.default.fileExists(atPath: directory.file("elsewhere").path))
+            if hostile == "cut" {
+                #expect(try journalRecords(file).map(\.sequence) == [1, 2])
+            }
+        }
+    }
+}

@@ -146,9 +146,10 @@ struct SequenceTests {
         let file = directory.file("large.plist")
         let suite = try PreferenceSuite(fileURL: file)
         let blob = Data(count: Journal.maximumValueBytes + 1)
-        suite.set(blob, forKey: "blob")
-        suite.set(1, forKey: "small")
-        #expect(suite.synchronize())
+        try suite.update { transaction in
+            transaction["blob"] = .data(blob)
+            transaction["small"] = 1
+        }
         let record = try #require(try journalRecords(file).last)
         #expect(record.changes == [.init(key: "blob", old: nil, new: nil, kept: false), .init(key: "small", old: nil, new: 1)])
         #expect(try FileManager.default.attributesOfItem(atPath: journalURL(file).path)[.size] as? Int ?? .max < 1_000)

@@ -137,16 +137,16 @@ final class FileBackend: SuiteBackend {
         defer { if let writes { Syscall.close(writes) } }
         let journal = Journal.open(file, in: dir, writes: writes)
         defer { journal?.close() }
-        let (last, end, first) = journal?.tail() ?? (0, 0, 0)
+        let tail = journal?.tail() ?? Journal.Tail()
         let base = PropertyListFormat.sequence(of: self.known?.version.content ?? [])
-        let sequence = max(base, last) + 1
+        let sequence = max(base, tail.last) + 1
         if let journal {
             let changes = plan.operations.compactMap { key, operation -> Journal.Record.Change? in
                 let old = plan.storedValue(key)
                 return old == operation.value ? nil : .init(key: key.string, old: old, new: operation.value)
             }
             let record = Journal.Record(sequence: sequence, base: base, pid: getpid(), time: Date(), changes: changes)
-            try journal.append(record, at: end, first: first, file: file)
+            try journal.append(record, after: tail, file: file)
         }
         let numbered = PropertyListFormat.numbered(bytes, sequence)
         image = image.map { SuiteImage(bytes: numbered, keys: $0.keys, canonical: $0.canonical, sameKeys: $0) }

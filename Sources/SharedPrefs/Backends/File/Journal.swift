@@ -49,12 +49,14 @@ struct Journal {
     /// changed ten times would make a journal of 2 GB).
     static let maximumValueBytes = 64 << 10
     private static let magic = Array("SPJ1".utf8)
-    private static let header = 24
+    private static let header = 32
 
     let fd: CInt
     let path: String
     /// The directory it is in.
     let directory: CInt
+    /// Its size when opened.
+    let size: Int
 
     /// Opens (or creates) the journal of `file` in the directory of writes (`writes`, where no
     /// observer wakes for it), or where that cannot be used in the suite directory, with the
@@ -81,7 +83,7 @@ struct Journal {
                 if dir.isGroupContainer, st.st_uid == geteuid(), st.st_mode & 0o777 != file.options.filePermissions & 0o777 {
                     _ = Syscall.fchmod(fd, file.options.filePermissions & 0o777)
                 }
-                return Journal(fd: fd, path: path, directory: directory)
+                return Journal(fd: fd, path: path, directory: directory, size: Int(st.st_size))
             }
             Syscall.close(fd)
         }
@@ -95,35 +97,47 @@ struct Journal {
 
     func close() { Syscall.close(fd) }
 
-    /// The last whole record's number (`0` for none), where it ends (a record cut short by a
-    /// crash lies beyond), and the first record's number.
-    func tail() -> (last: UInt64, end: Int, first: UInt64) {
-        guard case .success(let st) = Syscall.fstat(fd), st.st_size > 0 else { return (0, 0, 0) }
-        let size = Int(st.st_size)
-        let first = record(at: 0, size: size)?.sequence ?? 0
-        if let length = read(at: size - 4, 4).map(Self.number), size - Self.header - 4 - Int(length) >= 0,
-            let last = record(at: size - Self.header - 4 - Int(length), size: size), last.end == size {
-            return (last.sequence, size, first)
+    /// Where the journal ends: its last whole record's number (`0` for none), the first number it
+    /// holds, where the whole records end (a record a crash cut short lies beyond), and its size.
+    struct Tail {
+        var last: UInt64 = 0
+        var first: UInt64 = 0
+        var end = 0
+        var size = 0
+    }
+
+    /// Reads where the journal ends: one `pread` of its last bytes, as a rule.
+    func tail() -> Tail {
+        guard size > 0 else { return Tail() }
+        if case .success(let chunk) = Syscall.read(fd, at: max(0, size - 512), min(size, 512)), chunk.count >= 4 {
+            let start = size - Self.header - 4 - Int(Self.number(chunk.suffix(4)))
+            let from = size - chunk.count
+            let head = start >= from ? Array(chunk[(start - from)...]) : (try? Syscall.read(fd, at: start, Self.header).get()) ?? []
+            if start >= 0, let frame = Self.frame(in: head, at: 0, wholeAt: size - start) {
+                return Tail(last: frame.sequence, first: frame.first, end: size, size: size)
+            }
         }
         // Cut short: the last whole record, from the start.
-        var (offset, last) = (0, UInt64(0))
-        while let next = record(at: offset, size: min(size, 2 * Self.maximumBytes)) { (offset, last) = (next.end, next.sequence) }
-        return (last, offset, first)
+        guard case .success(let all) = Syscall.readAll(fd, sizeHint: size, limit: 2 * Self.maximumBytes) else { return Tail(size: size) }
+        var tail = Tail(size: size)
+        while let frame = Self.frame(in: all, at: tail.end) { (tail.last, tail.first, tail.end) = (frame.sequence, frame.first, frame.end) }
+        return tail
     }
 
     /// Appends `record` where the whole records end (cutting off a record a crash left short),
     /// and rewrites the journal with its newer half once it spans too much. Not flushed to disk:
     /// after a power loss its last records may be missing (a consumer hears a gap), never a
     /// number given twice, which the suite file's own number rules out.
-    func append(_ record: Record, at end: Int, first: UInt64, file: SuiteFile) throws(PreferenceError) {
-        let bytes = Self.encode(record)
-        if case .success(let st) = Syscall.fstat(fd), Int(st.st_size) != end {
-            try Syscall.truncate(fd, end).get("ftruncate", path: path, doing: "cut off a record a crash left short in")
+    func append(_ record: Record, after tail: Tail, file: SuiteFile) throws(PreferenceError) {
+        let first = tail.end == 0 ? record.sequence : tail.first
+        let bytes = Self.encode(record, first: first)
+        if tail.size != tail.end {
+            try Syscall.truncate(fd, tail.end).get("ftruncate", path: path, doing: "cut off a record a crash left short in")
         }
-        try Syscall.writeAll(fd, bytes, at: end).get("write", path: path, doing: "append to")
-        guard end + bytes.count > Self.maximumBytes || record.sequence - min(first, record.sequence) >= Self.maximumRecords else { return }
+        try Syscall.writeAll(fd, bytes, at: tail.end).get("write", path: path, doing: "append to")
+        guard tail.end + bytes.count > Self.maximumBytes || record.sequence - min(first, record.sequence) >= Self.maximumRecords else { return }
         // The newer half, by count and by size: whole records, copied as they are.
-        guard case .success(let all) = Syscall.readAll(fd, sizeHint: end + bytes.count, limit: 2 * Self.maximumBytes) else { return }
+        guard case .success(let all) = Syscall.readAll(fd, sizeHint: tail.end + bytes.count, limit: 2 * Self.maximumBytes) else { return }
         var starts: [Int] = []
         var offset = 0
         while let next = Self.frame(in: all, at: offset) {
@@ -132,12 +146,16 @@ struct Journal {
         }
         guard var kept = starts.indices.first else { return }
         while kept < starts.count - 1, offset - starts[kept] > Self.maximumBytes / 2 || starts.count - kept > Int(Self.maximumRecords / 2) { kept += 1 }
+        // The last record says where the journal now begins.
+        var newer = Array(all[starts[kept]..<offset])
+        let keptFirst = Self.frame(in: all, at: starts[kept])!.sequence
+        for i in 0..<8 { newer[starts.last! - starts[kept] + 24 + i] = UInt8(truncatingIfNeeded: keptFirst >> (8 * (7 - i))) }
         let temporary = file.newTemporaryName()
         let out = try Syscall.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600).get("openat", path: path, doing: "rewrite")
         defer { Syscall.close(out) }
         do throws(PreferenceError) {
             if case .success(let st) = Syscall.fstat(fd) { _ = Syscall.fchmod(out, st.st_mode & 0o777) }
-            try Syscall.writeAll(out, Array(all[starts[kept]..<offset])).get("write", path: path, doing: "rewrite")
+            try Syscall.writeAll(out, newer).get("write", path: path, doing: "rewrite")
             try Syscall.renameat(directory, temporary, file.journalName).get("renameat", path: path, doing: "replace")
         } catch {
             _ = Syscall.unlinkat(directory, temporary)
@@ -147,7 +165,7 @@ struct Journal {
 
     // MARK: Encoding
 
-    static func encode(_ record: Record) -> [UInt8] {
+    static func encode(_ record: Record, first: UInt64) -> [UInt8] {
         var set = PlistDictionary(), old = PlistDictionary()
         var removed: [PlistValue] = [], large: [PlistValue] = []
         for change in record.changes {
@@ -167,6 +185,7 @@ struct Journal {
         BinaryPropertyList.appendBigEndian(UInt64(payload.count), size: 4, to: &bytes)
         BinaryPropertyList.appendBigEndian(record.sequence, size: 8, to: &bytes)
         BinaryPropertyList.appendBigEndian(record.base, size: 8, to: &bytes)
+        BinaryPropertyList.appendBigEndian(first, size: 8, to: &bytes)
         bytes += payload
         BinaryPropertyList.appendBigEndian(UInt64(payload.count), size: 4, to: &bytes)
         return bytes
@@ -188,14 +207,16 @@ struct Journal {
         return value.map(take) ?? true
     }
 
-    /// Where the record at `offset` of `bytes` has its number, base and payload, and where it
-    /// ends; `nil` unless a whole record starts there.
-    static func frame(in bytes: [UInt8], at offset: Int) -> (sequence: UInt64, base: UInt64, payload: Range<Int>, end: Int)? {
-        guard offset >= 0, bytes.count - offset >= header + 4, bytes[offset..<(offset + 4)].elementsEqual(magic) else { return nil }
+    /// Where the record at `offset` of `bytes` has its number, base, the journal's first number
+    /// when it was written, and its payload, and where it ends; `nil` unless a whole record
+    /// starts there. `wholeAt`: the record's length when `bytes` hold only its beginning.
+    static func frame(in bytes: [UInt8], at offset: Int, wholeAt: Int? = nil) -> (sequence: UInt64, base: UInt64, first: UInt64, payload: Range<Int>, end: Int)? {
+        guard offset >= 0, bytes.count - offset >= header + (wholeAt == nil ? 4 : 0), bytes[offset..<(offset + 4)].elementsEqual(magic) else { return nil }
         let length = Int(number(bytes[(offset + 4)..<(offset + 8)]))
         let end = offset + header + length + 4
-        guard end <= bytes.count, number(bytes[(end - 4)..<end]) == UInt64(length) else { return nil }
-        return (number(bytes[(offset + 8)..<(offset + 16)]), number(bytes[(offset + 16)..<(offset + 24)]), (offset + header)..<(end - 4), end)
+        guard wholeAt.map({ $0 == end - offset }) ?? (end <= bytes.count && number(bytes[(end - 4)..<end]) == UInt64(length)) else { return nil }
+        let field = { (at: Int) in number(bytes[(offset + at)..<(offset + at + 8)]) }
+        return (field(8), field(16), field(24), (offset + header)..<(end - 4), end)
     }
 
     /// The whole record at `offset` of `bytes`, and where it ends; `nil` for anything else.
@@ -217,19 +238,6 @@ struct Journal {
         changes.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         guard case .integer(let pid)? = payload["pid"], case .date(let time)? = payload["time"] else { return nil }
         return (Record(sequence: frame.sequence, base: frame.base, pid: Int32(truncatingIfNeeded: pid), time: time, changes: changes), frame.end)
-    }
-
-    /// The number and end of the record at `offset`, read from the file; `nil` when no whole record starts there.
-    private func record(at offset: Int, size: Int) -> (sequence: UInt64, end: Int)? {
-        guard offset >= 0, let head = read(at: offset, Self.header), head.starts(with: Self.magic) else { return nil }
-        let end = offset + Self.header + Int(Self.number(head[4..<8])) + 4
-        guard end <= size, let length = read(at: end - 4, 4), Self.number(length) == Self.number(head[4..<8]) else { return nil }
-        return (Self.number(head[8..<16]), end)
-    }
-
-    private func read(at offset: Int, _ count: Int) -> [UInt8]? {
-        guard offset >= 0, case .success(let bytes) = Syscall.read(fd, at: offset, count), bytes.count == count else { return nil }
-        return bytes
     }
 
     private static func number<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64 {

@@ -192,4 +192,117 @@ struct SequenceTests {
             }
         }
     }
+
+    // MARK: changes(since:)
+
+    /// The events of `suite.changes(since:)`, recorded as they come.
+    func follow(_ suite: PreferenceSuite, since sequence: UInt64) -> (Recorder<ChangeStreamEvent>, Task<Void, Never>) {
+        let events = Recorder<ChangeStreamEvent>()
+        let task = Task { for await event in suite.changes(since: sequence) { events.record(event) } }
+        return (events, task)
+    }
+
+    /// Every write after the number, in order, each once, from the journal; then what this and
+    /// other processes write.
+    @Test func changesSinceANumberYieldsEveryWriteAfterItThenFollows() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("stream.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        for i in 1...5 { try await suite.update { $0["k\(i)"] = .integer(Int64(i)) } }
+        let (events, task) = follow(suite, since: 2)
+        defer { task.cancel() }
+        func change(_ key: String, _ value: PlistValue, _ sequence: UInt64, _ origin: PreferenceChange.Origin = .local) -> ChangeStreamEvent {
+            .change(PreferenceChange(suite: "stream", key: key, oldValue: nil, newValue: value, origin: origin, sequence: sequence))
+        }
+        #expect(try await events.wait(for: 3) == [change("k3", 3, 3), change("k4", 4, 4), change("k5", 5, 5)])
+        try await child("set", file.path, "k6=int:6")
+        #expect(try await events.wait(for: 4).last == change("k6", 6, 6, .external))
+        suite.set(7, forKey: "k7")
+        suite.set(8, forKey: "k3")
+        #expect(suite.synchronize())
+        #expect(Array(try await events.wait(for: 6).suffix(2)) == [
+            .change(PreferenceChange(suite: "stream", key: "k3", oldValue: 3, newValue: 8, origin: .local, sequence: 7)),
+            change("k7", 7, 7),
+        ])
+    }
+
+    /// From a number older than the journal, and from 0: a gap, then the whole stored content.
+    @Test func aNumberOlderThanTheJournalGivesAGapThenTheWholeContent() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("old.plist")
+        let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none))
+        try await suite.update { $0["fixed"] = "a" }
+        let writes = Int(Journal.maximumRecords) + 9
+        for i in 2...writes { try await suite.update { $0["n"] = .integer(Int64(i)) } }
+        let end = UInt64(writes)
+        let whole: [ChangeStreamEvent] = [
+            .change(PreferenceChange(suite: "old", key: "fixed", oldValue: nil, newValue: "a", origin: .external, sequence: end)),
+            .change(PreferenceChange(suite: "old", key: "n", oldValue: nil, newValue: .integer(Int64(writes)), origin: .external, sequence: end)),
+        ]
+        for since: UInt64 in [0, 1] {
+            let (events, task) = follow(suite, since: since)
+            defer { task.cancel() }
+            #expect(try await events.wait(for: 3) == [.gap(from: since, to: end)] + whole)
+        }
+        let (recent, task) = follow(suite, since: end - 2)
+        defer { task.cancel() }
+        #expect(try await recent.wait(for: 2).map { event -> UInt64? in if case .change(let c) = event { c.sequence } else { nil } } == [end - 1, end])
+    }
+
+    /// A program that does not number its writes changes the suite: a gap, then the whole content.
+    @Test func anUnnumberedWriteArrivesAsAGap() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("gap.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        try await suite.update { $0["a"] = 1 }
+        let (events, task) = follow(suite, since: 1)
+        defer { task.cancel() }
+        let result = try await python("""
+            import plistlib, sys, os
+            path = sys.argv[1]
+            with open(path, 'rb') as f: values = plistlib.load(f)
+            values['b'] = 2
+            with open(path + '.new', 'wb') as f: plistlib.dump(values, f, fmt=plistlib.FMT_BINARY)
+            os.rename(path + '.new', path)
+            """, file.path)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(try await events.wait(for: 3) == [
+            .gap(from: 1, to: 1),
+            .change(PreferenceChange(suite: "gap", key: "a", oldValue: nil, newValue: 1, origin: .external, sequence: 1)),
+            .change(PreferenceChange(suite: "gap", key: "b", oldValue: nil, newValue: 2, origin: .external, sequence: 1)),
+        ])
+    }
+
+    /// A consumer killed with SIGKILL at random moments while another process writes, each time
+    /// restarted from the number its output ends with: every write after its first gap arrives
+    /// once, in order, none missed; a gap only where it started from nothing.
+    @Test func aConsumerKilledAtRandomResumesMissingNothingAndRepeatingNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("resume.plist")
+        let output = directory.file("consumed")
+        let count = underThreadSanitizer ? 150 : 400
+        let writer = try Launched(childExecutable, ["counter-writes", file.path, String(count)])
+        var kills = 0
+        while kills < 20 {
+            let consumer = try Launched(childExecutable, ["consume", file.path, output.path])
+            // Killed wherever it is then: starting, catching up, following.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 1...40)))
+            kill(consumer.pid, SIGKILL)
+            _ = try await consumer.status()
+            kills += 1
+        }
+        #expect(try await writer.status() == 0)
+        let last = try Launched(childExecutable, ["consume", file.path, output.path])
+        _ = try await last.records.wait { $0.contains("at \(count)") }
+        kill(last.pid, SIGKILL)
+        _ = try await last.status()
+
+        let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ") }
+        let gaps = lines.filter { $0[0] == "gap" }
+        #expect(!gaps.isEmpty && gaps.allSatisfy { $0[1] == "0" }, "gaps: \(gaps)")
+        let changes = lines.filter { $0[0] == "change" }.map { (sequence: Int($0[1])!, value: String($0[3])) }
+        let start = try #require(changes.first).sequence
+        #expect(changes.map(\.sequence) == Array(start...count), "numbers: \(changes.map(\.sequence))")
+        #expect(changes.allSatisfy { $0.value == String($0.sequence) })
+    }
 }

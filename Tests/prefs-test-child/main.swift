@@ -55,6 +55,12 @@
 //       <count> updates of "paced" (0, 1, …), each stopped before its rename: prints "renaming
 //       <temporary file>", goes on at a line of standard input, then prints "written <i>" or
 //       "failed <i> <message>".
+//   prefs-test-child counter-writes <plist> <count>
+//       <count> updates that each increment "counter".
+//   prefs-test-child consume <plist> <output>
+//       follows suite.changes(since:) from the number on the last line of <output> (0 without
+//       one), appending a line per event with one write: "change <seq> <key> <value>" or
+//       "gap <from> <to>" (resumed from <from>); prints "at <seq>" after each change.
 //   --lock-timeout-ms N (any command): the suite's lock timeout. --launch-arguments: the suite
 //       reads -key value pairs among the arguments (keys of "layers" end at the first of them).
 //
@@ -322,6 +328,34 @@ case "crash-loop":
             }
         }
     }
+case "counter-writes":
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: counter-writes <plist> <count>") }
+    let counter = PreferenceKey<Int>("counter", default: 0)
+    for _ in 0..<count {
+        do { try suite.update { $0[counter] += 1 } } catch { fail("update failed: \(error)") }
+    }
+case "consume":
+    guard arguments.count == 3 else { fail("usage: consume <plist> <output>") }
+    let output = arguments[2]
+    let lastLine = (try? String(contentsOfFile: output, encoding: .utf8))?.split(separator: "\n").last?.split(separator: " ") ?? []
+    let cursor = lastLine.count >= 2 ? UInt64(lastLine[1]) ?? 0 : 0
+    let fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { fail("cannot open \(output)") }
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        for await event in suite.changes(since: cursor) {
+            let line: String
+            switch event {
+            case .gap(let from, let to): line = "gap \(from) \(to)\n"
+            case .change(let change): line = "change \(change.sequence ?? 0) \(change.key) \(change.newValue?.description ?? "-")\n"
+            }
+            let written = line.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+            guard written == line.utf8.count else { fail("write to \(output) failed") }
+            if case .change(let change) = event { say("at \(change.sequence ?? 0)") }
+        }
+        done.signal()
+    }
+    done.wait()
 case "writes":
     guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: writes <plist> <count>") }
     func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }

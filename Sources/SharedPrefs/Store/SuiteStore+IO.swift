@@ -280,12 +280,13 @@ extension SuiteStore {
         guard let read = loaded.values else { return }
         change { s, changes in
             s.statistics.fileReads += 1
-            s.sequence = max(s.sequence, loaded.sequence)
             let delta: FileDelta
             switch read {
             case .full(let values): delta = s.delta(to: values)
             case .changes(let changes): delta = changes
             }
+            if loaded.sequence <= s.sequence, !delta.isEmpty { s.unnumbered = true }
+            s.sequence = max(s.sequence, loaded.sequence)
             for (key, new) in delta {
                 if s.local[key] != nil {
                     s.local[key]!.stored = new

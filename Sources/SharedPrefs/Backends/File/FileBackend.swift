@@ -162,6 +162,28 @@ final class FileBackend: SuiteBackend {
 
     /// Remembers the file just read (or found missing) as the last version, and returns its
     /// values. A file that does not parse leaves the last version as it was, and is a notice.
+    /// The writes after number `start` up to `end`, in order, from the suite's journal: each the
+    /// base of the next, from `start` to `end`; `nil` when the journal cannot tell them all (it no
+    /// longer reaches back, a write was not numbered, it cannot be read).
+    func history(after start: UInt64, through end: UInt64) -> [Journal.Record]? {
+        guard start > 0, let dir = try? file.openDirectory(creating: false) else { return nil }
+        defer { dir.close() }
+        let writes = file.openWritesDirectory(in: dir, creating: false)
+        defer { if let writes { Syscall.close(writes) } }
+        var records: [UInt64: Journal.Record] = [:]
+        for directory in [writes, dir.fd].compactMap({ $0 }) {
+            for record in Journal.read(file, in: dir, directory: directory) { records[record.sequence] = record }
+        }
+        var chain: [Journal.Record] = []
+        var number = end
+        while number > start {
+            guard let record = records[number] else { return nil }
+            chain.append(record)
+            number = record.base
+        }
+        return number == start ? chain.reversed() : nil
+    }
+
     private func adopt(_ contents: SuiteFileContents) -> Loaded {
         switch contents {
         case .loaded(let values, let version, let image):

@@ -95,6 +95,23 @@ struct Journal {
 
     private static let unusable = Lock<Set<String>>([])
 
+    /// Every whole record of the journal of `file` in `directory` (the directory of writes, or
+    /// the suite's), if it is a regular file that the suite's trust rule admits.
+    static func read(_ file: SuiteFile, in dir: OpenDirectory, directory: CInt) -> [Record] {
+        guard case .success(let fd) = Syscall.openat(directory, file.journalName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return [] }
+        defer { Syscall.close(fd) }
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, (try? file.checkOwner(st, of: file.journalName, in: dir)) != nil,
+            case .success(let bytes) = Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: 2 * maximumBytes)
+        else { return [] }
+        var records: [Record] = []
+        var offset = 0
+        while let next = record(in: bytes, at: offset) {
+            records.append(next.record)
+            offset = next.end
+        }
+        return records
+    }
+
     func close() { Syscall.close(fd) }
 
     /// Where the journal ends: its last whole record's number (`0` for none), the first number it

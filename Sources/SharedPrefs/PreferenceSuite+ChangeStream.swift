@@ -1,0 +1,148 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SharedPrefsLocking
+
+/// What ``PreferenceSuite/changes(since:)`` yields.
+public enum ChangeStreamEvent: Sendable, Hashable {
+    /// A change of one key by a numbered write (``PreferenceChange/sequence``), with the value
+    /// before and after. A write's changes come together, in key order, and writes in order.
+    case change(PreferenceChange)
+    /// The writes after `from` up to `to` cannot be told one by one: the journal no longer
+    /// reaches back so far, a program that does not number its writes changed the suite, or the
+    /// stream began at `0`. The ``change(_:)`` events that follow, all numbered `to`, are the
+    /// suite's whole stored content at `to`, each key's value as new value: replace what you
+    /// hold with them (a key not among them is absent).
+    case gap(from: UInt64, to: UInt64)
+}
+
+extension PreferenceSuite {
+    /// Every change after the write numbered `sequence`, in order and each once, then every
+    /// change to come; an async sequence that ends when the task iterating it is cancelled.
+    ///
+    /// The changes are read from the suite's journal (<doc:ChangeStream>), so a process that
+    /// saves the last number it handled resumes where it stopped, across restarts: nothing
+    /// missed, nothing twice. Where the journal cannot tell every write since (it keeps the last
+    /// 1,000; a program that does not number its writes changed the suite), a
+    /// ``ChangeStreamEvent/gap(from:to:)`` comes first, then the whole stored content, so what you
+    /// hold is right again. From `0`, that is how the stream begins. Only stored values: system
+    /// layers and registered defaults are not in it. Use ``observe(_:options:queue:_:)`` where
+    /// the latest value is what counts, and this where every step counts (an audit, a
+    /// migration, a cache kept in step).
+    ///
+    /// ```swift
+    /// for await event in suite.changes(since: savedNumber) {
+    ///     if case .change(let change) = event { apply(change); savedNumber = change.sequence ?? savedNumber }
+    /// }
+    /// ```
+    public func changes(since sequence: UInt64) -> some AsyncSequence<ChangeStreamEvent, Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ChangeStreamEvent.self)
+        let follower = ChangeFollower(store: store, after: sequence, continuation: continuation)
+        let store = self.store
+        let id = store.addFollower { follower.advance(to: $0, unnumbered: $1) }
+        continuation.onTermination = { _ in store.removeFollower(id) }
+        follower.advance(to: store.sequence, unnumbered: sequence == 0)
+        return stream
+    }
+}
+
+/// Brings one ``PreferenceSuite/changes(since:)`` stream from the number it delivered last to
+/// the suite's, on a thread of its own while there is something to deliver (what it reads, the
+/// journal, is never read where the suite's lock or a reader thread waits for it).
+final class ChangeFollower: Sendable {
+    private struct State {
+        var delivered: UInt64
+        var target: UInt64 = 0
+        var unnumbered = false
+        var delivering = false
+    }
+
+    private let state: Lock<State>
+    private let store: SuiteStore
+    private let continuation: AsyncStream<ChangeStreamEvent>.Continuation
+
+    init(store: SuiteStore, after sequence: UInt64, continuation: AsyncStream<ChangeStreamEvent>.Continuation) {
+        self.store = store
+        self.continuation = continuation
+        state = Lock(State(delivered: sequence))
+    }
+
+    /// The suite is at `sequence` now; `unnumbered`: a change came that no number accounts for.
+    func advance(to sequence: UInt64, unnumbered: Bool) {
+        let first = state.withLock { s -> Bool in
+            s.target = max(s.target, sequence)
+            s.unnumbered = s.unnumbered || unnumbered
+            defer { s.delivering = true }
+            return !s.delivering
+        }
+        if first { Threads.start(named: "prefs.changes") { [self] in deliverAll() } }
+    }
+
+    private func deliverAll() {
+        while let (from, to, unnumbered) = state.withLock({ s -> (UInt64, UInt64, Bool)? in
+            guard s.target > s.delivered || s.unnumbered else {
+                s.delivering = false
+                return nil
+            }
+            defer { s.unnumbered = false }
+            return (s.delivered, s.target, s.unnumbered)
+        }) {
+            let reached = deliver(after: from, through: to, unnumbered: unnumbered)
+            state.withLock { $0.delivered = max($0.delivered, reached) }
+        }
+    }
+
+    /// The writes after `from` through `to` from the journal, or a gap and the whole stored
+    /// content; returns the number delivered.
+    private func deliver(after from: UInt64, through to: UInt64, unnumbered: Bool) -> UInt64 {
+        if !unnumbered, let records = store.history(after: from, through: to) {
+            let pid = getpid()
+            for record in records {
+                for change in record.changes {
+                    let new = change.kept ? change.new : store.storedValue(PlistKey(change.key))
+                    continuation.yield(.change(PreferenceChange(
+                        suite: store.name, key: change.key, oldValue: change.old, newValue: new,
+                        origin: record.pid == pid ? .local : .external, sequence: record.sequence)))
+                }
+            }
+            return to
+        }
+        let (now, values) = store.numberedContents
+        continuation.yield(.gap(from: from, to: now))
+        for (key, value) in values.sortedByKey {
+            continuation.yield(.change(PreferenceChange(suite: store.name, key: key, oldValue: nil, newValue: value, origin: .external, sequence: now)))
+        }
+        return now
+    }
+}
+
+extension SuiteStore {
+    /// Adds a ``State/followers`` entry, and watches.
+    func addFollower(_ follower: @escaping @Sendable (UInt64, Bool) -> Void) -> UInt64 {
+        watch()
+        return state.withLock { s in
+            s.nextObserverID += 1
+            s.followers[s.nextObserverID] = follower
+            return s.nextObserverID
+        }
+    }
+
+    func removeFollower(_ id: UInt64) {
+        _ = state.withLock { $0.followers.removeValue(forKey: id) }
+    }
+
+    /// The writes after `start` through `end`, from the journal; `nil` when it cannot tell them all.
+    func history(after start: UInt64, through end: UInt64) -> [Journal.Record]? {
+        (backend as? FileBackend)?.history(after: start, through: end)
+    }
+
+    /// The number of the last write read or made, with the stored values then.
+    var numberedContents: (sequence: UInt64, values: PlistDictionary) {
+        state.withLock { ($0.sequence, $0.stored) }
+    }
+
+    /// One key's stored value as last read or written.
+    func storedValue(_ key: PlistKey) -> PlistValue? {
+        state.withLock { $0.storedValue(key) }
+    }
+}

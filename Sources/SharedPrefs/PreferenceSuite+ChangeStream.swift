@@ -39,22 +39,25 @@ extension PreferenceSuite {
         let (stream, continuation) = AsyncStream.makeStream(of: ChangeStreamEvent.self)
         let follower = ChangeFollower(store: store, after: sequence, continuation: continuation)
         let store = self.store
-        let id = store.addFollower { follower.advance(to: $0, unnumbered: $1) }
+        // Followed before the suite is read again, so that nothing read since is passed by.
+        let id = store.addFollower { follower.advance(unnumbered: $0) }
         continuation.onTermination = { _ in store.removeFollower(id) }
-        follower.advance(to: store.sequence, unnumbered: sequence == 0)
+        store.watch()
+        follower.advance(unnumbered: false)
         return stream
     }
 }
 
 /// Brings one ``PreferenceSuite/changes(since:)`` stream from the number it delivered last to
-/// the suite's, on a thread of its own while there is something to deliver (what it reads, the
-/// journal, is never read where the suite's lock or a reader thread waits for it).
+/// the stored version's, on a thread of its own while there is something to deliver (what it
+/// reads, the journal, is never read where the suite's lock or a reader thread waits for it).
 final class ChangeFollower: Sendable {
     private struct State {
         var delivered: UInt64
-        var target: UInt64 = 0
+        /// A change no number accounts for came since the last delivery.
         var unnumbered = false
         var delivering = false
+        var again = false
     }
 
     private let state: Lock<State>
@@ -64,38 +67,40 @@ final class ChangeFollower: Sendable {
     init(store: SuiteStore, after sequence: UInt64, continuation: AsyncStream<ChangeStreamEvent>.Continuation) {
         self.store = store
         self.continuation = continuation
-        state = Lock(State(delivered: sequence))
+        state = Lock(State(delivered: sequence, unnumbered: sequence == 0))
     }
 
-    /// The suite is at `sequence` now; `unnumbered`: a change came that no number accounts for.
-    func advance(to sequence: UInt64, unnumbered: Bool) {
-        let first = state.withLock { s -> Bool in
-            s.target = max(s.target, sequence)
+    /// The stored version changed; `unnumbered`: by a change no number accounts for.
+    func advance(unnumbered: Bool) {
+        let start = state.withLock { s -> Bool in
             s.unnumbered = s.unnumbered || unnumbered
+            s.again = true
             defer { s.delivering = true }
             return !s.delivering
         }
-        if first { Threads.start(named: "prefs.changes") { [self] in deliverAll() } }
+        if start { Threads.start(named: "prefs.changes") { [self] in deliverAll() } }
     }
 
     private func deliverAll() {
-        while let (from, to, unnumbered) = state.withLock({ s -> (UInt64, UInt64, Bool)? in
-            guard s.target > s.delivered || s.unnumbered else {
+        while let (from, unnumbered) = state.withLock({ s -> (UInt64, Bool)? in
+            guard s.again else {
                 s.delivering = false
                 return nil
             }
-            defer { s.unnumbered = false }
-            return (s.delivered, s.target, s.unnumbered)
+            defer { (s.again, s.unnumbered) = (false, false) }
+            return (s.delivered, s.unnumbered)
         }) {
-            let reached = deliver(after: from, through: to, unnumbered: unnumbered)
-            state.withLock { $0.delivered = max($0.delivered, reached) }
+            let reached = deliver(after: from, unnumbered: unnumbered)
+            state.withLock { $0.delivered = reached }
         }
     }
 
-    /// The writes after `from` through `to` from the journal, or a gap and the whole stored
-    /// content; returns the number delivered.
-    private func deliver(after from: UInt64, through to: UInt64, unnumbered: Bool) -> UInt64 {
-        if !unnumbered, let records = store.history(after: from, through: to) {
+    /// The writes after `from` up to the stored version from the journal, or a gap and the whole
+    /// stored content; returns the number delivered.
+    private func deliver(after from: UInt64, unnumbered: Bool) -> UInt64 {
+        let to = store.fileSequence
+        if to == from, !unnumbered { return from }
+        if !unnumbered, to > from, let records = store.history(after: from, through: to) {
             let pid = getpid()
             for record in records {
                 for change in record.changes {
@@ -108,19 +113,19 @@ final class ChangeFollower: Sendable {
             return to
         }
         let (now, values) = store.numberedContents
-        continuation.yield(.gap(from: from, to: now))
+        let reached = now == 0 ? from : now
+        continuation.yield(.gap(from: from, to: reached))
         for (key, value) in values.sortedByKey {
-            continuation.yield(.change(PreferenceChange(suite: store.name, key: key, oldValue: nil, newValue: value, origin: .external, sequence: now)))
+            continuation.yield(.change(PreferenceChange(suite: store.name, key: key, oldValue: nil, newValue: value, origin: .external, sequence: reached)))
         }
-        return now
+        return reached
     }
 }
 
 extension SuiteStore {
-    /// Adds a ``State/followers`` entry, and watches.
-    func addFollower(_ follower: @escaping @Sendable (UInt64, Bool) -> Void) -> UInt64 {
-        watch()
-        return state.withLock { s in
+    /// Adds a ``State/followers`` entry.
+    func addFollower(_ follower: @escaping @Sendable (Bool) -> Void) -> UInt64 {
+        state.withLock { s in
             s.nextObserverID += 1
             s.followers[s.nextObserverID] = follower
             return s.nextObserverID
@@ -136,9 +141,12 @@ extension SuiteStore {
         (backend as? FileBackend)?.history(after: start, through: end)
     }
 
-    /// The number of the last write read or made, with the stored values then.
+    /// The number of the stored version as last read or written (`0`: one without a number).
+    var fileSequence: UInt64 { state.withLock { $0.fileSequence } }
+
+    /// The stored version's number, with its values.
     var numberedContents: (sequence: UInt64, values: PlistDictionary) {
-        state.withLock { ($0.sequence, $0.stored) }
+        state.withLock { ($0.fileSequence, $0.stored) }
     }
 
     /// One key's stored value as last read or written.

@@ -271,6 +271,18 @@ struct SequenceTests {
             .change(PreferenceChange(suite: "gap", key: "a", oldValue: nil, newValue: 1, origin: .external, sequence: 1)),
             .change(PreferenceChange(suite: "gap", key: "b", oldValue: nil, newValue: 2, origin: .external, sequence: 1)),
         ])
+        // A stream that begins after the change, at the number before it: a gap too.
+        let (later, laterTask) = follow(suite, since: 1)
+        defer { laterTask.cancel() }
+        #expect(try await later.wait(for: 3).first == .gap(from: 1, to: 1))
+        // The next numbered write, made on a file without a number: a gap, then on.
+        try await suite.update { $0["c"] = 3 }
+        #expect(try await events.wait(for: 7).suffix(4) == [
+            .gap(from: 1, to: 2),
+            .change(PreferenceChange(suite: "gap", key: "a", oldValue: nil, newValue: 1, origin: .external, sequence: 2)),
+            .change(PreferenceChange(suite: "gap", key: "b", oldValue: nil, newValue: 2, origin: .external, sequence: 2)),
+            .change(PreferenceChange(suite: "gap", key: "c", oldValue: nil, newValue: 3, origin: .external, sequence: 2)),
+        ])
     }
 
     /// A consumer killed with SIGKILL at random moments while another process writes, each time
@@ -293,7 +305,7 @@ struct SequenceTests {
         }
         #expect(try await writer.status() == 0)
         let last = try Launched(childExecutable, ["consume", file.path, output.path])
-        _ = try await last.records.wait { $0.contains("at \(count)") }
+        _ = try await last.records.wait { $0.contains("at \(count)") || $0.contains("from \(count)") }
         kill(last.pid, SIGKILL)
         _ = try await last.status()
 

@@ -60,7 +60,8 @@
 //   prefs-test-child consume <plist> <output>
 //       follows suite.changes(since:) from the number on the last line of <output> (0 without
 //       one), appending a line per event with one write: "change <seq> <key> <value>" or
-//       "gap <from> <to>" (resumed from <from>); prints "at <seq>" after each change.
+//       "gap <from> <to>" (resumed from <from>); prints "from <number>" first, and "at <seq>"
+//       after each change.
 //   --lock-timeout-ms N (any command): the suite's lock timeout. --launch-arguments: the suite
 //       reads -key value pairs among the arguments (keys of "layers" end at the first of them).
 //
@@ -342,6 +343,7 @@ case "consume":
     let fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
     guard fd >= 0 else { fail("cannot open \(output)") }
     let done = DispatchSemaphore(value: 0)
+    say("from \(cursor)")
     Task.detached {
         for await event in suite.changes(since: cursor) {
             let line: String

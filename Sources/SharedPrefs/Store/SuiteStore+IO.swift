@@ -285,8 +285,9 @@ extension SuiteStore {
             case .full(let values): delta = s.delta(to: values)
             case .changes(let changes): delta = changes
             }
-            if loaded.sequence <= s.sequence, !delta.isEmpty { s.unnumbered = true }
+            if loaded.sequence <= s.fileSequence, !delta.isEmpty { s.unnumbered = true }
             s.sequence = max(s.sequence, loaded.sequence)
+            s.fileSequence = loaded.sequence
             for (key, new) in delta {
                 if s.local[key] != nil {
                     s.local[key]!.stored = new
@@ -315,6 +316,7 @@ extension SuiteStore {
                 }
             }
             if committed.wrote {
+                s.fileSequence = committed.sequence
                 s.statistics.fileWrites += 1
                 s.values.rebase(on: committed.image, apart: s.local.keys)
             }

@@ -112,12 +112,14 @@ package final class SuiteStore: Sendable {
         var statistics = PreferenceSuite.Statistics()
         /// The number of the last write read or made (``PreferenceSuite/sequence``).
         var sequence: UInt64 = 0
+        /// The number of the stored version as last read or written (`0`: one without a number).
+        var fileSequence: UInt64 = 0
         /// Whether a read found a change no number accounts for (a writer that does not number
         /// its writes), for ``followers``.
         var unnumbered = false
-        /// Told the number each time it grows, or that an unnumbered change came
-        /// (``PreferenceSuite/changes(since:)``).
-        var followers: [UInt64: @Sendable (_ sequence: UInt64, _ unnumbered: Bool) -> Void] = [:]
+        /// Told each time the stored version changes, and whether a change came that no number
+        /// accounts for (``PreferenceSuite/changes(since:)``).
+        var followers: [UInt64: @Sendable (_ unnumbered: Bool) -> Void] = [:]
 
         /// The value this process reads for `key` above registered defaults: a locked key's from
         /// the system layers, any other's from the suite (its own changes applied), else from them.
@@ -364,16 +366,16 @@ package final class SuiteStore: Sendable {
     func change<T>(_ body: (inout State, inout [PreferenceChange]) throws -> T) rethrows -> T {
         var synchronous: [() -> Void] = []
         var unreported: [PreferenceError] = []
-        var followers: [@Sendable (UInt64, Bool) -> Void] = []
-        var signal = (UInt64(0), false)
+        var followers: [@Sendable (Bool) -> Void] = []
+        var unnumbered = false
         let result = try state.withLock { s in
             var changes: [PreferenceChange] = []
-            let before = s.sequence
+            let before = s.fileSequence
             defer {
                 synchronous = publish(changes, in: &s)
                 if !s.unreported.isEmpty { swap(&unreported, &s.unreported) }
-                if s.sequence > before || s.unnumbered {
-                    (followers, signal) = (Array(s.followers.values), (s.sequence, s.unnumbered))
+                if s.fileSequence != before || s.unnumbered {
+                    (followers, unnumbered) = (Array(s.followers.values), s.unnumbered)
                     s.unnumbered = false
                 }
             }
@@ -384,7 +386,7 @@ package final class SuiteStore: Sendable {
             report(error)
         }
         for deliver in synchronous { deliver() }
-        for follower in followers { follower(signal.0, signal.1) }
+        for follower in followers { follower(unnumbered) }
         return result
     }
 

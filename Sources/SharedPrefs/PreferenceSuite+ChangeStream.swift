@@ -26,7 +26,7 @@ extension PreferenceSuite {
     /// 1,000; a program that does not number its writes changed the suite), a
     /// ``ChangeStreamEvent/gap(from:to:)`` comes first, then the whole stored content, so what you
     /// hold is right again. From `0`, that is how the stream begins. Only stored values: system
-    /// layers and registered defaults are not in it. Use ``observe(_:options:queue:_:)`` where
+    /// layers and registered defaults are not in it. Use `observe(_:options:queue:_:)` where
     /// the latest value is what counts, and this where every step counts (an audit, a
     /// migration, a cache kept in step).
     ///

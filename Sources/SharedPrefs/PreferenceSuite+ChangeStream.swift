@@ -40,10 +40,10 @@ extension PreferenceSuite {
         let follower = ChangeFollower(store: store, after: sequence, continuation: continuation)
         let store = self.store
         // Followed before the suite is read again, so that nothing read since is passed by.
-        let id = store.addFollower { follower.advance(unnumbered: $0) }
+        let id = store.addFollower { follower.advance() }
         continuation.onTermination = { _ in store.removeFollower(id) }
         store.watch()
-        follower.advance(unnumbered: false)
+        follower.advance()
         return stream
     }
 }
@@ -53,9 +53,10 @@ extension PreferenceSuite {
 /// reads, the journal, is never read where the suite's lock or a reader thread waits for it).
 final class ChangeFollower: Sendable {
     private struct State {
+        /// The number delivered last, and the store's ``SuiteStore/State/generation`` then (`nil`
+        /// before the first delivery).
         var delivered: UInt64
-        /// A change no number accounts for came since the last delivery.
-        var unnumbered = false
+        var generation: UInt64? = nil
         var delivering = false
         var again = false
     }
@@ -67,13 +68,12 @@ final class ChangeFollower: Sendable {
     init(store: SuiteStore, after sequence: UInt64, continuation: AsyncStream<ChangeStreamEvent>.Continuation) {
         self.store = store
         self.continuation = continuation
-        state = Lock(State(delivered: sequence, unnumbered: sequence == 0))
+        state = Lock(State(delivered: sequence))
     }
 
-    /// The stored version changed; `unnumbered`: by a change no number accounts for.
-    func advance(unnumbered: Bool) {
+    /// The stored version may have changed: delivers what is new, on a thread of its own.
+    func advance() {
         let start = state.withLock { s -> Bool in
-            s.unnumbered = s.unnumbered || unnumbered
             s.again = true
             defer { s.delivering = true }
             return !s.delivering
@@ -82,25 +82,29 @@ final class ChangeFollower: Sendable {
     }
 
     private func deliverAll() {
-        while let (from, unnumbered) = state.withLock({ s -> (UInt64, Bool)? in
+        while let (from, generation) = state.withLock({ s -> (UInt64, UInt64?)? in
             guard s.again else {
                 s.delivering = false
                 return nil
             }
-            defer { (s.again, s.unnumbered) = (false, false) }
-            return (s.delivered, s.unnumbered)
+            s.again = false
+            return (s.delivered, s.generation)
         }) {
-            let reached = deliver(after: from, unnumbered: unnumbered)
-            state.withLock { $0.delivered = reached }
+            let reached = deliver(after: from, since: generation)
+            state.withLock { s in (s.delivered, s.generation) = reached }
         }
     }
 
-    /// The writes after `from` up to the stored version from the journal, or a gap and the whole
-    /// stored content; returns the number delivered.
-    private func deliver(after from: UInt64, unnumbered: Bool) -> UInt64 {
-        let to = store.fileSequence
-        if to == from, !unnumbered { return from }
-        if !unnumbered, to > from, let records = store.history(after: from, through: to) {
+    /// What is new since `generation`: the writes after `from` up to the stored version from the
+    /// journal, or a gap and the whole stored content; returns the number and generation reached.
+    private func deliver(after from: UInt64, since generation: UInt64?) -> (UInt64, UInt64?) {
+        let now = store.version
+        if now.generation == generation { return (from, generation) }
+        // A change no number accounts for since the last delivery, or a stored version older
+        // than the number delivered (a backup restored, another program's file), or nothing yet.
+        let gap = now.unnumberedGeneration > (generation ?? now.generation) || now.sequence < from || from == 0
+        if !gap, now.sequence == from { return (from, now.generation) }
+        if !gap, let records = store.history(after: from, through: now.sequence) {
             let pid = getpid()
             for record in records {
                 for change in record.changes {
@@ -110,21 +114,21 @@ final class ChangeFollower: Sendable {
                         origin: record.pid == pid ? .local : .external, sequence: record.sequence)))
                 }
             }
-            return to
+            return (now.sequence, now.generation)
         }
-        let (now, values) = store.numberedContents
-        let reached = now == 0 ? from : now
-        continuation.yield(.gap(from: from, to: reached))
-        for (key, value) in values.sortedByKey {
-            continuation.yield(.change(PreferenceChange(suite: store.name, key: key, oldValue: nil, newValue: value, origin: .external, sequence: reached)))
+        let contents = store.numberedContents
+        let to = contents.sequence == 0 ? from : contents.sequence
+        continuation.yield(.gap(from: from, to: to))
+        for (key, value) in contents.values.sortedByKey {
+            continuation.yield(.change(PreferenceChange(suite: store.name, key: key, oldValue: nil, newValue: value, origin: .external, sequence: to)))
         }
-        return reached
+        return (to, contents.generation)
     }
 }
 
 extension SuiteStore {
     /// Adds a ``State/followers`` entry.
-    func addFollower(_ follower: @escaping @Sendable (Bool) -> Void) -> UInt64 {
+    func addFollower(_ follower: @escaping @Sendable () -> Void) -> UInt64 {
         state.withLock { s in
             s.nextObserverID += 1
             s.followers[s.nextObserverID] = follower
@@ -141,12 +145,15 @@ extension SuiteStore {
         (backend as? FileBackend)?.history(after: start, through: end)
     }
 
-    /// The number of the stored version as last read or written (`0`: one without a number).
-    var fileSequence: UInt64 { state.withLock { $0.fileSequence } }
+    /// The stored version: its number (`0`: one without a number), its generation, and the
+    /// generation of the last one no number accounts for (``State/generation``).
+    var version: (sequence: UInt64, generation: UInt64, unnumberedGeneration: UInt64) {
+        state.withLock { ($0.fileSequence, $0.generation, $0.unnumberedGeneration) }
+    }
 
-    /// The stored version's number, with its values.
-    var numberedContents: (sequence: UInt64, values: PlistDictionary) {
-        state.withLock { ($0.fileSequence, $0.stored) }
+    /// The stored version's number and generation, with its values.
+    var numberedContents: (sequence: UInt64, generation: UInt64, values: PlistDictionary) {
+        state.withLock { ($0.fileSequence, $0.generation, $0.stored) }
     }
 
     /// One key's stored value as last read or written.

@@ -285,7 +285,10 @@ extension SuiteStore {
             case .full(let values): delta = s.delta(to: values)
             case .changes(let changes): delta = changes
             }
-            if loaded.sequence <= s.fileSequence, !delta.isEmpty { s.unnumbered = true }
+            if !delta.isEmpty || loaded.sequence != s.fileSequence {
+                s.generation += 1
+                if loaded.sequence <= s.fileSequence { s.unnumberedGeneration = s.generation }
+            }
             s.sequence = max(s.sequence, loaded.sequence)
             s.fileSequence = loaded.sequence
             for (key, new) in delta {
@@ -317,6 +320,7 @@ extension SuiteStore {
             }
             if committed.wrote {
                 s.fileSequence = committed.sequence
+                s.generation += 1
                 s.statistics.fileWrites += 1
                 s.values.rebase(on: committed.image, apart: s.local.keys)
             }

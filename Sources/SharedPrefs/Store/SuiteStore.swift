@@ -114,12 +114,12 @@ package final class SuiteStore: Sendable {
         var sequence: UInt64 = 0
         /// The number of the stored version as last read or written (`0`: one without a number).
         var fileSequence: UInt64 = 0
-        /// Whether a read found a change no number accounts for (a writer that does not number
-        /// its writes), for ``followers``.
-        var unnumbered = false
-        /// Told each time the stored version changes, and whether a change came that no number
-        /// accounts for (``PreferenceSuite/changes(since:)``).
-        var followers: [UInt64: @Sendable (_ unnumbered: Bool) -> Void] = [:]
+        /// Counts the stored versions adopted, for ``followers``; and the count at the last that
+        /// no number accounts for (a writer that does not number its writes, a restored backup).
+        var generation: UInt64 = 0
+        var unnumberedGeneration: UInt64 = 0
+        /// Told each time the stored version changes (``PreferenceSuite/changes(since:)``).
+        var followers: [UInt64: @Sendable () -> Void] = [:]
 
         /// The value this process reads for `key` above registered defaults: a locked key's from
         /// the system layers, any other's from the suite (its own changes applied), else from them.
@@ -366,18 +366,14 @@ package final class SuiteStore: Sendable {
     func change<T>(_ body: (inout State, inout [PreferenceChange]) throws -> T) rethrows -> T {
         var synchronous: [() -> Void] = []
         var unreported: [PreferenceError] = []
-        var followers: [@Sendable (Bool) -> Void] = []
-        var unnumbered = false
+        var followers: [@Sendable () -> Void] = []
         let result = try state.withLock { s in
             var changes: [PreferenceChange] = []
-            let before = s.fileSequence
+            let before = s.generation
             defer {
                 synchronous = publish(changes, in: &s)
                 if !s.unreported.isEmpty { swap(&unreported, &s.unreported) }
-                if s.fileSequence != before || s.unnumbered {
-                    (followers, unnumbered) = (Array(s.followers.values), s.unnumbered)
-                    s.unnumbered = false
-                }
+                if s.generation != before { followers = Array(s.followers.values) }
             }
             return try body(&s, &changes)
         }
@@ -386,7 +382,7 @@ package final class SuiteStore: Sendable {
             report(error)
         }
         for deliver in synchronous { deliver() }
-        for follower in followers { follower(unnumbered) }
+        for follower in followers { follower() }
         return result
     }
 

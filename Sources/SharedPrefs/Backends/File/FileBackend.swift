@@ -172,7 +172,7 @@ final class FileBackend: SuiteBackend {
         defer { if let writes { Syscall.close(writes) } }
         var records: [UInt64: Journal.Record] = [:]
         for directory in [writes, dir.fd].compactMap({ $0 }) {
-            for record in Journal.read(file, in: dir, directory: directory) { records[record.sequence] = record }
+            for record in Journal.read(file, in: dir, directory: directory, after: start) { records[record.sequence] = record }
         }
         var chain: [Journal.Record] = []
         var number = end

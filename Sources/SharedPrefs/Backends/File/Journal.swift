@@ -95,19 +95,23 @@ struct Journal {
 
     private static let unusable = Lock<Set<String>>([])
 
-    /// Every whole record of the journal of `file` in `directory` (the directory of writes, or
-    /// the suite's), if it is a regular file that the suite's trust rule admits.
-    static func read(_ file: SuiteFile, in dir: OpenDirectory, directory: CInt) -> [Record] {
+    /// The records of the journal of `file` in `directory` (the directory of writes, or the
+    /// suite's) numbered above `after`, newest first, read from its end, if it is a regular file
+    /// that the suite's trust rule admits. A record cut short at its end (a writer that died
+    /// mid-append) ends the reading there, as a record that is not whole does.
+    static func read(_ file: SuiteFile, in dir: OpenDirectory, directory: CInt, after: UInt64) -> [Record] {
         guard case .success(let fd) = Syscall.openat(directory, file.journalName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return [] }
         defer { Syscall.close(fd) }
-        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, (try? file.checkOwner(st, of: file.journalName, in: dir)) != nil,
-            case .success(let bytes) = Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: 2 * maximumBytes)
-        else { return [] }
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, (try? file.checkOwner(st, of: file.journalName, in: dir)) != nil else { return [] }
         var records: [Record] = []
-        var offset = 0
-        while let next = record(in: bytes, at: offset) {
-            records.append(next.record)
-            offset = next.end
+        var end = Int(st.st_size)
+        while end >= header + 4, case .success(let footer) = Syscall.read(fd, at: end - 4, 4), footer.count == 4 {
+            let start = end - header - 4 - Int(number(footer))
+            guard start >= 0, end - start <= 2 * maximumBytes, case .success(let bytes) = Syscall.read(fd, at: start, end - start),
+                let (record, _) = record(in: bytes, at: 0), record.sequence > after
+            else { break }
+            records.append(record)
+            end = start
         }
         return records
     }

@@ -136,6 +136,11 @@ struct SequenceTests {
         #expect(records.count >= Int(Journal.maximumRecords) / 2)
         #expect(records.last?.sequence == UInt64(writes))
         #expect(zip(records, records.dropFirst()).allSatisfy { $1.sequence == $0.sequence + 1 && $1.base == $0.sequence })
+        // The last record says where the journal begins now: it is not rewritten at every write.
+        let bytes = [UInt8](try Data(contentsOf: journalURL(file)))
+        var (offset, first) = (0, UInt64(0))
+        while let frame = Journal.frame(in: bytes, at: offset) { (offset, first) = (frame.end, frame.first) }
+        #expect(first == records.first?.sequence)
         #expect(try FileManager.default.attributesOfItem(atPath: journalURL(file).path)[.posixPermissions] as? Int
             == (try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int))
     }

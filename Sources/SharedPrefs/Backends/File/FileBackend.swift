@@ -160,8 +160,6 @@ final class FileBackend: SuiteBackend {
         return committed
     }
 
-    /// Remembers the file just read (or found missing) as the last version, and returns its
-    /// values. A file that does not parse leaves the last version as it was, and is a notice.
     /// The writes after number `start` up to `end`, in order, from the suite's journal: each the
     /// base of the next, from `start` to `end`; `nil` when the journal cannot tell them all (it no
     /// longer reaches back, a write was not numbered, it cannot be read).
@@ -184,6 +182,8 @@ final class FileBackend: SuiteBackend {
         return number == start ? chain.reversed() : nil
     }
 
+    /// Remembers the file just read (or found missing) as the last version, and returns its
+    /// values. A file that does not parse leaves the last version as it was, and is a notice.
     private func adopt(_ contents: SuiteFileContents) -> Loaded {
         switch contents {
         case .loaded(let values, let version, let image):

@@ -323,4 +323,54 @@ struct SequenceTests {
         #expect(changes.map(\.sequence) == Array(start...count), "numbers: \(changes.map(\.sequence))")
         #expect(changes.allSatisfy { $0.value == String($0.sequence) })
     }
+
+    /// Two processes writing with `update` and the documented foreign writer (plistlib, under the
+    /// lock, unnumbered) interleaved, while this process follows `changes(since: 0)`: between two
+    /// gaps the numbered writes come one after another, none skipped, and what the stream gives,
+    /// applied in order, is the suite's final content.
+    @Test func interleavedForeignWritesArriveAsGapsAndNoNumberedWriteIsSkipped() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("mixed.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (events, task) = follow(suite, since: 0)
+        defer { task.cancel() }
+        let count = underThreadSanitizer ? 40 : 100
+        let example = repositoryRoot.appending(path: "docs/examples/foreign_writer.py")
+        async let first: Void = child("hammer", file.path, "a", String(count))
+        async let second: Void = child("hammer", file.path, "b", String(count))
+        async let foreign = run(URL(filePath: "/usr/bin/env"), ["python3", example.path, file.path, "foreign", String(count)])
+        _ = try await (first, second)
+        #expect(try await foreign.status == 0)
+        let final = try readSuiteFile(file)
+        func replay(_ events: [ChangeStreamEvent]) -> PlistDictionary {
+            var contents = PlistDictionary()
+            for event in events {
+                switch event {
+                case .gap: contents = PlistDictionary()
+                case .change(let change): contents[change.key] = change.newValue
+                }
+            }
+            return contents
+        }
+        let seen = try await events.wait { replay($0) == final }
+        // Numbered writes after each gap: the gap's number + 1, + 2, … (a write's keys share one).
+        var next: UInt64? = nil
+        var gapEnd: UInt64? = nil
+        var numbered = 0
+        for event in seen {
+            switch event {
+            case .gap(_, let to): (gapEnd, next) = (to, to + 1)
+            case .change(let change):
+                let number = try #require(change.sequence)
+                if number == gapEnd { continue }
+                gapEnd = nil
+                let expected = try #require(next)
+                #expect(number == expected || number == expected - 1, "write \(number) after \(expected - 1)")
+                next = number + 1
+                numbered += 1
+            }
+        }
+        // Some writes came one by one, and the foreign ones as gaps.
+        #expect(numbered > count && seen.count { if case .gap = $0 { true } else { false } } > 1, "\(numbered) numbered changes")
+    }
 }

@@ -3,36 +3,44 @@ import Glibc
 #endif
 import SharedPrefsLocking
 
-/// What ``PreferenceSuite/changes(since:)`` yields.
+/// What ``PreferenceSuite/changes(since:)`` yields: one event per numbered write, or a gap with
+/// the whole stored content, so that a consumer applies each event whole, then saves its number.
 public enum ChangeStreamEvent: Sendable, Hashable {
-    /// A change of one key by a numbered write (``PreferenceChange/sequence``), with the value
-    /// before and after. A write's changes come together, in key order, and writes in order.
-    case change(PreferenceChange)
+    /// One numbered write: its number and each key it changed, with the value before and after
+    /// (``PreferenceChange/sequence`` is `sequence`), in key order.
+    case write(sequence: UInt64, changes: [PreferenceChange])
     /// The writes after `from` up to `to` cannot be told one by one: the journal no longer
-    /// reaches back so far, a program that does not number its writes changed the suite, or the
-    /// stream began at `0`. The ``change(_:)`` events that follow, all numbered `to`, are the
-    /// suite's whole stored content at `to`, each key's value as new value: replace what you
-    /// hold with them (a key not among them is absent).
-    case gap(from: UInt64, to: UInt64)
+    /// reaches back so far, a program that does not number its writes changed the suite, a
+    /// backup was restored, or the stream began at `0`. `contents` is the suite's whole stored
+    /// content at `to`: replace what you hold with it.
+    case gap(from: UInt64, to: UInt64, contents: PlistDictionary)
+
+    /// The number of the write, or the number the gap reaches: what to save once the event is applied.
+    public var sequence: UInt64 {
+        switch self {
+        case .write(let sequence, _), .gap(_, let sequence, _): sequence
+        }
+    }
 }
 
 extension PreferenceSuite {
-    /// Every change after the write numbered `sequence`, in order and each once, then every
-    /// change to come; an async sequence that ends when the task iterating it is cancelled.
+    /// Every write after the one numbered `sequence`, in order and each once, then every write
+    /// to come; an async sequence that ends when the task iterating it is cancelled.
     ///
-    /// The changes are read from the suite's journal (<doc:ChangeStream>), so a process that
-    /// saves the last number it handled resumes where it stopped, across restarts: nothing
-    /// missed, nothing twice. Where the journal cannot tell every write since (it keeps the last
-    /// 1,000; a program that does not number its writes changed the suite), a
-    /// ``ChangeStreamEvent/gap(from:to:)`` comes first, then the whole stored content, so what you
+    /// The writes are read from the suite's journal (<doc:ChangeStream>), so a process that
+    /// saves the number of the last event it applied resumes where it stopped, across restarts:
+    /// nothing missed, nothing twice. Where the journal cannot tell every write since (it keeps
+    /// the last 1,000; a program that does not number its writes changed the suite), a
+    /// ``ChangeStreamEvent/gap(from:to:contents:)`` brings the whole stored content, so what you
     /// hold is right again. From `0`, that is how the stream begins. Only stored values: system
     /// layers and registered defaults are not in it. Use `observe(_:options:queue:_:)` where
     /// the latest value is what counts, and this where every step counts (an audit, a
     /// migration, a cache kept in step).
     ///
     /// ```swift
-    /// for await event in suite.changes(since: savedNumber) {
-    ///     if case .change(let change) = event { apply(change); savedNumber = change.sequence ?? savedNumber }
+    /// for await event in suite.changes(since: saved) {
+    ///     apply(event)            // a write's changes, or a gap's whole content
+    ///     saved = event.sequence  // then its number
     /// }
     /// ```
     public func changes(since sequence: UInt64) -> some AsyncSequence<ChangeStreamEvent, Never> {
@@ -107,21 +115,17 @@ final class ChangeFollower: Sendable {
         if !gap, let records = store.history(after: from, through: now.sequence) {
             let pid = getpid()
             for record in records {
-                for change in record.changes {
-                    let new = change.kept ? change.new : store.storedValue(PlistKey(change.key))
-                    continuation.yield(.change(PreferenceChange(
-                        suite: store.name, key: change.key, oldValue: change.old, newValue: new,
-                        origin: record.pid == pid ? .local : .external, sequence: record.sequence)))
-                }
+                continuation.yield(.write(sequence: record.sequence, changes: record.changes.map { change in
+                    PreferenceChange(
+                        suite: store.name, key: change.key, oldValue: change.old, newValue: change.kept ? change.new : store.storedValue(PlistKey(change.key)),
+                        origin: record.pid == pid ? .local : .external, sequence: record.sequence)
+                }))
             }
             return (now.sequence, now.generation)
         }
         let contents = store.numberedContents
         let to = contents.sequence == 0 ? from : contents.sequence
-        continuation.yield(.gap(from: from, to: to))
-        for (key, value) in contents.values.sortedByKey {
-            continuation.yield(.change(PreferenceChange(suite: store.name, key: key, oldValue: nil, newValue: value, origin: .external, sequence: to)))
-        }
+        continuation.yield(.gap(from: from, to: to, contents: contents.values))
         return (to, contents.generation)
     }
 }

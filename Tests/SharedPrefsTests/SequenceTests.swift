@@ -216,23 +216,22 @@ struct SequenceTests {
         for i in 1...5 { try await suite.update { $0["k\(i)"] = .integer(Int64(i)) } }
         let (events, task) = follow(suite, since: 2)
         defer { task.cancel() }
-        func change(_ key: String, _ value: PlistValue, _ sequence: UInt64, _ origin: PreferenceChange.Origin = .local) -> ChangeStreamEvent {
-            .change(PreferenceChange(suite: "stream", key: key, oldValue: nil, newValue: value, origin: origin, sequence: sequence))
+        func write(_ sequence: UInt64, _ changes: [(String, PlistValue?, PlistValue)], _ origin: PreferenceChange.Origin = .local) -> ChangeStreamEvent {
+            .write(sequence: sequence, changes: changes.map {
+                PreferenceChange(suite: "stream", key: $0.0, oldValue: $0.1, newValue: $0.2, origin: origin, sequence: sequence)
+            })
         }
-        #expect(try await events.wait(for: 3) == [change("k3", 3, 3), change("k4", 4, 4), change("k5", 5, 5)])
+        #expect(try await events.wait(for: 3) == [write(3, [("k3", nil, 3)]), write(4, [("k4", nil, 4)]), write(5, [("k5", nil, 5)])])
         try await child("set", file.path, "k6=int:6")
-        #expect(try await events.wait(for: 4).last == change("k6", 6, 6, .external))
+        #expect(try await events.wait(for: 4).last == write(6, [("k6", nil, 6)], .external))
         suite.set(7, forKey: "k7")
         suite.set(8, forKey: "k3")
         #expect(suite.synchronize())
-        #expect(Array(try await events.wait(for: 6).suffix(2)) == [
-            .change(PreferenceChange(suite: "stream", key: "k3", oldValue: 3, newValue: 8, origin: .local, sequence: 7)),
-            change("k7", 7, 7),
-        ])
+        #expect(try await events.wait(for: 5).last == write(7, [("k3", 3, 8), ("k7", nil, 7)]))
     }
 
-    /// From a number older than the journal, and from 0: a gap, then the whole stored content.
-    @Test func aNumberOlderThanTheJournalGivesAGapThenTheWholeContent() async throws {
+    /// From a number older than the journal, and from 0: a gap with the whole content.
+    @Test func aNumberOlderThanTheJournalGivesAGapWithTheWholeContent() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("old.plist")
         let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none))
@@ -240,21 +239,17 @@ struct SequenceTests {
         let writes = Int(Journal.maximumRecords) + 9
         for i in 2...writes { try await suite.update { $0["n"] = .integer(Int64(i)) } }
         let end = UInt64(writes)
-        let whole: [ChangeStreamEvent] = [
-            .change(PreferenceChange(suite: "old", key: "fixed", oldValue: nil, newValue: "a", origin: .external, sequence: end)),
-            .change(PreferenceChange(suite: "old", key: "n", oldValue: nil, newValue: .integer(Int64(writes)), origin: .external, sequence: end)),
-        ]
         for since: UInt64 in [0, 1] {
             let (events, task) = follow(suite, since: since)
             defer { task.cancel() }
-            #expect(try await events.wait(for: 3) == [.gap(from: since, to: end)] + whole)
+            #expect(try await events.wait(for: 1) == [.gap(from: since, to: end, contents: ["fixed": "a", "n": .integer(Int64(writes))])])
         }
         let (recent, task) = follow(suite, since: end - 2)
         defer { task.cancel() }
-        #expect(try await recent.wait(for: 2).map { event -> UInt64? in if case .change(let c) = event { c.sequence } else { nil } } == [end - 1, end])
+        #expect(try await recent.wait(for: 2).map(\.sequence) == [end - 1, end])
     }
 
-    /// A program that does not number its writes changes the suite: a gap, then the whole content.
+    /// A program that does not number its writes changes the suite: a gap with the whole content.
     @Test func anUnnumberedWriteArrivesAsAGap() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("gap.plist")
@@ -271,24 +266,14 @@ struct SequenceTests {
             os.rename(path + '.new', path)
             """, file.path)
         #expect(result.status == 0, "\(result.output)")
-        let first = try await events.wait(for: 3)
-        #expect(first == [
-            .gap(from: 1, to: 1),
-            .change(PreferenceChange(suite: "gap", key: "a", oldValue: nil, newValue: 1, origin: .external, sequence: 1)),
-            .change(PreferenceChange(suite: "gap", key: "b", oldValue: nil, newValue: 2, origin: .external, sequence: 1)),
-        ], "\(events.items)")
+        #expect(try await events.wait(for: 1) == [.gap(from: 1, to: 1, contents: ["a": 1, "b": 2])], "\(events.items)")
         // A stream that begins after the change, at the number before it: a gap too.
         let (later, laterTask) = follow(suite, since: 1)
         defer { laterTask.cancel() }
-        #expect(try await later.wait(for: 3).first == .gap(from: 1, to: 1))
+        #expect(try await later.wait(for: 1) == [.gap(from: 1, to: 1, contents: ["a": 1, "b": 2])])
         // The next numbered write, made on a file without a number: a gap, then on.
         try await suite.update { $0["c"] = 3 }
-        #expect(try await events.wait(for: 7).suffix(4) == [
-            .gap(from: 1, to: 2),
-            .change(PreferenceChange(suite: "gap", key: "a", oldValue: nil, newValue: 1, origin: .external, sequence: 2)),
-            .change(PreferenceChange(suite: "gap", key: "b", oldValue: nil, newValue: 2, origin: .external, sequence: 2)),
-            .change(PreferenceChange(suite: "gap", key: "c", oldValue: nil, newValue: 3, origin: .external, sequence: 2)),
-        ], "\(events.items)")
+        #expect(try await events.wait(for: 2).last == .gap(from: 1, to: 2, contents: ["a": 1, "b": 2, "c": 3]), "\(events.items)")
     }
 
     /// A consumer killed with SIGKILL at random moments while another process writes, each time
@@ -318,10 +303,10 @@ struct SequenceTests {
         let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ") }
         let gaps = lines.filter { $0[0] == "gap" }
         #expect(!gaps.isEmpty && gaps.allSatisfy { $0[1] == "0" }, "gaps: \(gaps)")
-        let changes = lines.filter { $0[0] == "change" }.map { (sequence: Int($0[1])!, value: String($0[3])) }
-        let start = try #require(changes.first).sequence
-        #expect(changes.map(\.sequence) == Array(start...count), "numbers: \(changes.map(\.sequence))")
-        #expect(changes.allSatisfy { $0.value == String($0.sequence) })
+        let writes = lines.filter { $0[0] == "write" }.map { (sequence: Int($0[1])!, value: String($0[2])) }
+        let start = try #require(gaps.last.flatMap { Int($0[2]) })
+        #expect(writes.map(\.sequence) == Array((start + 1)...count), "numbers: \(writes.map(\.sequence))")
+        #expect(writes.allSatisfy { $0.value == String($0.sequence) })
     }
 
     /// Two processes writing with `update` and the documented foreign writer (plistlib, under the
@@ -346,31 +331,27 @@ struct SequenceTests {
             var contents = PlistDictionary()
             for event in events {
                 switch event {
-                case .gap: contents = PlistDictionary()
-                case .change(let change): contents[change.key] = change.newValue
+                case .gap(_, _, let whole): contents = whole
+                case .write(_, let changes): for change in changes { contents[change.key] = change.newValue }
                 }
             }
             return contents
         }
         let seen = try await events.wait { replay($0) == final }
-        // Numbered writes after each gap: the gap's number + 1, + 2, … (a write's keys share one).
+        // After each gap the numbered writes come one after another: the gap's number + 1, + 2, …
         var next: UInt64? = nil
-        var gapEnd: UInt64? = nil
         var numbered = 0
         for event in seen {
             switch event {
-            case .gap(_, let to): (gapEnd, next) = (to, to + 1)
-            case .change(let change):
-                let number = try #require(change.sequence)
-                if number == gapEnd { continue }
-                gapEnd = nil
-                let expected = try #require(next)
-                #expect(number == expected || number == expected - 1, "write \(number) after \(expected - 1)")
+            case .gap(_, let to, _): next = to + 1
+            case .write(let number, let changes):
+                #expect(number == next, "write \(number) after \(String(describing: next))")
+                #expect(changes.allSatisfy { $0.sequence == number })
                 next = number + 1
                 numbered += 1
             }
         }
         // Some writes came one by one, and the foreign ones as gaps.
-        #expect(numbered > count && seen.count { if case .gap = $0 { true } else { false } } > 1, "\(numbered) numbered changes")
+        #expect(numbered > count && seen.count { if case .gap = $0 { true } else { false } } > 1, "\(numbered) numbered writes")
     }
 }

@@ -59,9 +59,8 @@
 //       <count> updates that each increment "counter".
 //   prefs-test-child consume <plist> <output>
 //       follows suite.changes(since:) from the number on the last line of <output> (0 without
-//       one), appending a line per event with one write: "change <seq> <key> <value>" or
-//       "gap <from> <to>" (resumed from <from>); prints "from <number>" first, and "at <seq>"
-//       after each change.
+//       one), appending a line per event with one write(2): "write <seq> <new values>" or
+//       "gap <from> <to> <counter>"; prints "from <number>" first, and "at <seq>" after each event.
 //   --lock-timeout-ms N (any command): the suite's lock timeout. --launch-arguments: the suite
 //       reads -key value pairs among the arguments (keys of "layers" end at the first of them).
 //
@@ -339,7 +338,7 @@ case "consume":
     guard arguments.count == 3 else { fail("usage: consume <plist> <output>") }
     let output = arguments[2]
     let lastLine = (try? String(contentsOfFile: output, encoding: .utf8))?.split(separator: "\n").last?.split(separator: " ") ?? []
-    let cursor = lastLine.count >= 2 ? UInt64(lastLine[1]) ?? 0 : 0
+    let cursor = lastLine.count >= 3 ? UInt64(lastLine[lastLine[0] == "gap" ? 2 : 1]) ?? 0 : 0
     let fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
     guard fd >= 0 else { fail("cannot open \(output)") }
     let done = DispatchSemaphore(value: 0)
@@ -348,12 +347,12 @@ case "consume":
         for await event in suite.changes(since: cursor) {
             let line: String
             switch event {
-            case .gap(let from, let to): line = "gap \(from) \(to)\n"
-            case .change(let change): line = "change \(change.sequence ?? 0) \(change.key) \(change.newValue?.description ?? "-")\n"
+            case .gap(let from, let to, let contents): line = "gap \(from) \(to) \(contents["counter"]?.description ?? "-")\n"
+            case .write(let sequence, let changes): line = "write \(sequence) \(changes.map { $0.newValue?.description ?? "-" }.joined(separator: ","))\n"
             }
             let written = line.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
             guard written == line.utf8.count else { fail("write to \(output) failed") }
-            if case .change(let change) = event { say("at \(change.sequence ?? 0)") }
+            say("at \(event.sequence)")
         }
         done.signal()
     }

@@ -305,26 +305,31 @@ struct SequenceTests {
         #expect(!gaps.isEmpty && gaps.allSatisfy { $0[1] == "0" }, "gaps: \(gaps)")
         let writes = lines.filter { $0[0] == "write" }.map { (sequence: Int($0[1])!, value: String($0[2])) }
         let start = try #require(gaps.last.flatMap { Int($0[2]) })
-        #expect(writes.map(\.sequence) == Array((start + 1)...count), "numbers: \(writes.map(\.sequence))")
+        #expect(writes.map(\.sequence) == Array((start + 1)..<(count + 1)), "numbers: \(writes.map(\.sequence))")
         #expect(writes.allSatisfy { $0.value == String($0.sequence) })
     }
 
-    /// Two processes writing with `update` and the documented foreign writer (plistlib, under the
-    /// lock, unnumbered) interleaved, while this process follows `changes(since: 0)`: between two
-    /// gaps the numbered writes come one after another, none skipped, and what the stream gives,
-    /// applied in order, is the suite's final content.
+    /// Two processes writing with `update`, then a third interleaved with the documented foreign
+    /// writer (plistlib, under the lock, unnumbered), while this process follows
+    /// `changes(since: 0)`: the first two processes' writes come one by one, after each gap the
+    /// numbered writes follow one another, none skipped, and what the stream gives, applied in
+    /// order, is the suite's final content.
     @Test func interleavedForeignWritesArriveAsGapsAndNoNumberedWriteIsSkipped() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("mixed.plist")
         let suite = try PreferenceSuite(fileURL: file)
         let (events, task) = follow(suite, since: 0)
         defer { task.cancel() }
+        #expect(try await events.wait(for: 1) == [.gap(from: 0, to: 0, contents: [:])])
         let count = underThreadSanitizer ? 40 : 100
-        let example = repositoryRoot.appending(path: "docs/examples/foreign_writer.py")
         async let first: Void = child("hammer", file.path, "a", String(count))
         async let second: Void = child("hammer", file.path, "b", String(count))
-        async let foreign = run(URL(filePath: "/usr/bin/env"), ["python3", example.path, file.path, "foreign", String(count)])
         _ = try await (first, second)
+        _ = try await events.wait { $0.last?.sequence == UInt64(2 * count) }
+        let example = repositoryRoot.appending(path: "docs/examples/foreign_writer.py")
+        async let third: Void = child("hammer", file.path, "c", String(count))
+        async let foreign = run(URL(filePath: "/usr/bin/env"), ["python3", example.path, file.path, "foreign", String(count)])
+        _ = try await third
         #expect(try await foreign.status == 0)
         let final = try readSuiteFile(file)
         func replay(_ events: [ChangeStreamEvent]) -> PlistDictionary {
@@ -351,7 +356,7 @@ struct SequenceTests {
                 numbered += 1
             }
         }
-        // Some writes came one by one, and the foreign ones as gaps.
-        #expect(numbered > count && seen.count { if case .gap = $0 { true } else { false } } > 1, "\(numbered) numbered writes")
+        // The first two processes' writes came one by one, and the foreign ones as gaps.
+        #expect(numbered >= 2 * count && seen.count { if case .gap = $0 { true } else { false } } > 1, "\(numbered) numbered writes")
     }
 }

@@ -109,8 +109,9 @@ final class ChangeFollower: Sendable {
         let now = store.version
         if now.generation == generation { return (from, generation) }
         // A change no number accounts for since the last delivery, or a stored version older
-        // than the number delivered (a backup restored, another program's file), or nothing yet.
-        let gap = now.unnumberedGeneration > (generation ?? now.generation) || now.sequence < from || from == 0
+        // than the number delivered (a backup restored, another program's file), or a stream
+        // from 0, which holds nothing yet.
+        let gap = now.unnumberedGeneration > (generation ?? now.generation) || now.sequence < from || (from == 0 && generation == nil)
         if !gap, now.sequence == from { return (from, now.generation) }
         if !gap, let records = store.history(after: from, through: now.sequence) {
             let pid = getpid()

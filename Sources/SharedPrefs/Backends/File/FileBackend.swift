@@ -162,9 +162,10 @@ final class FileBackend: SuiteBackend {
 
     /// The writes after number `start` up to `end`, in order, from the suite's journal: each the
     /// base of the next, from `start` to `end`; `nil` when the journal cannot tell them all (it no
-    /// longer reaches back, a write was not numbered, it cannot be read).
+    /// longer reaches back, a write was not numbered, it cannot be read). From `0`: the writes
+    /// since a file without a number, or none.
     func history(after start: UInt64, through end: UInt64) -> [Journal.Record]? {
-        guard start > 0, let dir = try? file.openDirectory(creating: false) else { return nil }
+        guard let dir = try? file.openDirectory(creating: false) else { return nil }
         defer { dir.close() }
         let writes = file.openWritesDirectory(in: dir, creating: false)
         defer { if let writes { Syscall.close(writes) } }

@@ -390,17 +390,18 @@ package final class SuiteStore: Sendable {
     /// With system layers, what observers hear is the value this process reads: a change under
     /// a locked key, or of a key the suite's file now holds as a layer did, is no change.
     func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, sequence: UInt64 = 0, in s: inout State, changes: inout [PreferenceChange]) {
+        let sequence = sequence == 0 ? nil : sequence
         let before = s.layers == nil ? nil : s.visible(key)
         let old = s.values.set(key, new)
         guard let layers = s.layers else {
             if old != new, !s.observers.isEmpty {
-                changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin, sequence: sequence == 0 ? nil : sequence))
+                changes.append(PreferenceChange(suite: name, key: key.string, oldValue: old, newValue: new, origin: origin, sequence: sequence))
             }
             return
         }
         let after = s.visible(key)
         if before != after, !s.observers.isEmpty {
-            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: before, newValue: after, origin: origin, sequence: sequence == 0 ? nil : sequence))
+            changes.append(PreferenceChange(suite: name, key: key.string, oldValue: before, newValue: after, origin: origin, sequence: sequence))
         }
         if let lock = layers.lock(of: key), new != nil, s.ignoredLockedKeys.insert(key).inserted {
             s.unreported.append(PreferenceError(

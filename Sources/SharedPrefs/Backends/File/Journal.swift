@@ -15,10 +15,11 @@ import SharedPrefsLocking
 /// journal's last: no number is given twice, also after another writer replaced the file with
 /// one that carries none.
 ///
-/// A record is `SPJ1`, the length of its payload (4 bytes), its number and base (8 bytes each),
-/// the payload (a binary property list: `pid`, `time`, `set` with the new values, `old` with the
-/// values before, `removed` with the keys removed), and the length again, so that the last record
-/// is found from the end. Past ``maximumRecords`` numbers or ``maximumBytes``, the writer rewrites
+/// A record is `SPJ1`, the length of its payload (4 bytes), its number, its base and the
+/// journal's first number when it was written (8 bytes each), the payload (a binary property
+/// list: `pid`, `time`, `set` with the new values, `old` with the values before, `removed` with
+/// the keys removed, `large` with the keys whose values were too large to copy), and the length
+/// again, so that the last record is found from the end. Past ``maximumRecords`` numbers or ``maximumBytes``, the writer rewrites
 /// the journal with its newer half.
 struct Journal {
     /// One write.

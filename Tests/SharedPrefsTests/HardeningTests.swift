@@ -256,8 +256,9 @@ struct HardeningTests {
         let writer = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path])
         try await writer.records.wait(for: 1)
         // A lock timeout that a slow machine (ThreadSanitizer beside other tests) cannot reach
-        // between the setter's call and the writer's end.
-        let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1", "--lock-timeout-ms", "60000"])
+        // between the setter's call and the writer's end: a minute was reached once in CI, where
+        // this test's own wake-up after seeing the lock waits for a thread of the cooperative pool.
+        let setter = try Launched(childExecutable, ["set", file.path, "mine=int:1", "--lock-timeout-ms", "600000"])
         do {
             // Long: under ThreadSanitizer beside every other test, the setter once took a minute
             // to start (a wait for an event costs nothing when it comes sooner).
@@ -273,7 +274,7 @@ struct HardeningTests {
         #expect(try await setter.status() == 0, "\(setter.standardError)")
         #expect(try await writer.status() == 0)
         let stored = try readSuiteFile(file)
-        #expect(stored.count == 201 && stored["mine"] == 1 && stored["foreign199"] == 199)
+        #expect(stored.count == 201 && stored["mine"] == 1 && stored["foreign199"] == 199, "the setter said: \(setter.standardError)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".corrupt-") }.isEmpty)
     }
 
@@ -336,14 +337,15 @@ struct HardeningTests {
                 time.sleep(0.7)  # longer than the 0.5 s a broken file used to be given
                 f.write(data[len(data) // 2 :])
             """
-        let suite = try PreferenceSuite(fileURL: file)
+        // Lock timeouts of ten minutes here and in the new process: the wait asked of them is the
+        // writer's and this test's, which on a loaded machine (ThreadSanitizer beside every other
+        // test) once passed a minute; start-up took most of the default 5 s.
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .seconds(600)))
         try await suite.update { $0["lib.b"] = 1 }
-        // A new process, which never read a good version of the file. Its lock timeout, counted
-        // from its call, is a minute: the wait asked of it is the writer's, not its own start-up,
-        // which under ThreadSanitizer and a loaded machine took most of the default 5 s.
+        // A new process, which never read a good version of the file.
         let first = try Launched(URL(filePath: "/usr/bin/env"), ["python3", "-c", script, file.path, "first"])
         try await first.records.wait(for: 1)
-        let cli = try Launched(childExecutable, ["set", file.path, "cli=int:1", "--lock-timeout-ms", "60000"])
+        let cli = try Launched(childExecutable, ["set", file.path, "cli=int:1", "--lock-timeout-ms", "600000"])
         try await waitUntilWriting(file, by: cli.pid)
         try first.closeInput()
         #expect(try await cli.status() == 0, "\(cli.standardError)")
@@ -357,7 +359,7 @@ struct HardeningTests {
         try await update.value
         #expect(try await second.status() == 0)
         let stored = try readSuiteFile(file)
-        #expect(stored.count == 203 && stored["lib.b"] == 1 && stored["cli"] == 1 && stored["lib.c"] == 1, "\(stored.keys.sorted())")
+        #expect(stored.count == 203 && stored["lib.b"] == 1 && stored["cli"] == 1 && stored["lib.c"] == 1, "\(stored.keys.sorted()); the process said: \(cli.standardError)")
         #expect(stored["first99"] == 99 && stored["second99"] == 99)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains(".corrupt-") }.isEmpty)
     }

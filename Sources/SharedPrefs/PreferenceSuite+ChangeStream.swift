@@ -45,14 +45,21 @@ extension PreferenceSuite {
     /// ```
     public func changes(since sequence: UInt64) -> some AsyncSequence<ChangeStreamEvent, Never> {
         let (stream, continuation) = AsyncStream.makeStream(of: ChangeStreamEvent.self)
-        let follower = ChangeFollower(store: store, after: sequence, continuation: continuation)
+        let following = followChanges(since: sequence) { continuation.yield($0) }
+        continuation.onTermination = { _ in following.cancel() }
+        return stream
+    }
+
+    /// ``changes(since:)`` as calls of `handler`, one at a time and in order, on a thread of the
+    /// library's, until the observation is cancelled (for `prefs-watch`, which runs no tasks).
+    package func followChanges(since sequence: UInt64, _ handler: @escaping @Sendable (ChangeStreamEvent) -> Void) -> PreferenceObservation {
+        let follower = ChangeFollower(store: store, after: sequence, deliver: handler)
         let store = self.store
         // Followed before the suite is read again, so that nothing read since is passed by.
         let id = store.addFollower { follower.advance() }
-        continuation.onTermination = { _ in store.removeFollower(id) }
         store.watch()
         follower.advance()
-        return stream
+        return PreferenceObservation { store.removeFollower(id) }
     }
 }
 
@@ -71,11 +78,11 @@ final class ChangeFollower: Sendable {
 
     private let state: Lock<State>
     private let store: SuiteStore
-    private let continuation: AsyncStream<ChangeStreamEvent>.Continuation
+    private let deliver: @Sendable (ChangeStreamEvent) -> Void
 
-    init(store: SuiteStore, after sequence: UInt64, continuation: AsyncStream<ChangeStreamEvent>.Continuation) {
+    init(store: SuiteStore, after sequence: UInt64, deliver: @escaping @Sendable (ChangeStreamEvent) -> Void) {
         self.store = store
-        self.continuation = continuation
+        self.deliver = deliver
         state = Lock(State(delivered: sequence))
     }
 
@@ -116,7 +123,7 @@ final class ChangeFollower: Sendable {
         if !gap, let records = store.history(after: from, through: now.sequence) {
             let pid = getpid()
             for record in records {
-                continuation.yield(.write(sequence: record.sequence, changes: record.changes.map { change in
+                deliver(.write(sequence: record.sequence, changes: record.changes.map { change in
                     PreferenceChange(
                         suite: store.name, key: change.key, oldValue: change.old, newValue: change.kept ? change.new : store.storedValue(PlistKey(change.key)),
                         origin: record.pid == pid ? .local : .external, sequence: record.sequence)
@@ -126,7 +133,7 @@ final class ChangeFollower: Sendable {
         }
         let contents = store.numberedContents
         let to = contents.sequence == 0 ? from : contents.sequence
-        continuation.yield(.gap(from: from, to: to, contents: contents.values))
+        deliver(.gap(from: from, to: to, contents: contents.values))
         return (to, contents.generation)
     }
 }

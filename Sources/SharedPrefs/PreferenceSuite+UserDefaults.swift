@@ -44,7 +44,7 @@ extension PreferenceSuite {
     public func importUserDefaults(suiteName: String, overwrite: Bool = false) throws(PreferenceError) -> UserDefaultsImport {
         try SuiteName.validate(suiteName, what: "UserDefaults suite name")
         let source = Self.userDefaultsFileURL(suiteName: suiteName)
-        guard let values = try Self.readStoredValues(fileURL: source) else {
+        guard let values = try Self.readStored(fileURL: source)?.values else {
             throw PreferenceError(
                 code: .ioFailure,
                 message: "There is no UserDefaults suite \(suiteName): Foundation keeps it in \(source.path), and there is no file there. Check the name (and XDG_CONFIG_HOME, as the program that wrote it saw it).",

@@ -153,16 +153,16 @@ public final class PreferenceSuite: Sendable {
         try self.init(name: name, layers: SystemLayerIdentity(suiteName: name, directory: file.location.path), file: file)
     }
 
-    /// The stored values of a suite, read once without opening it: nothing is created, locked or
-    /// watched. The file is found and refused as an opened suite's is (links below the container,
-    /// other owners, FIFOs, size, not a property list). `nil` when there is no file. For
-    /// `prefs-watch`'s reading verbs.
-    package static func readStoredValues(suiteName: String, in group: AppGroup?) throws(PreferenceError) -> PlistDictionary? {
+    /// The stored values of a suite and the number of the write that made them (``sequence``),
+    /// read once without opening it: nothing is created, locked or watched. The file is found
+    /// and refused as an opened suite's is (links below the container, other owners, FIFOs,
+    /// size, not a property list). `nil` when there is no file. For `prefs-watch`'s reading verbs.
+    package static func readStored(suiteName: String, in group: AppGroup?) throws(PreferenceError) -> (values: PlistDictionary, sequence: UInt64)? {
         try SuiteFile.named(suiteName, in: group, options: Options()).readOnce()
     }
 
-    /// ``readStoredValues(suiteName:in:)`` for a suite in any property-list file.
-    package static func readStoredValues(fileURL: URL) throws(PreferenceError) -> PlistDictionary? {
+    /// ``readStored(suiteName:in:)`` for a suite in any property-list file.
+    package static func readStored(fileURL: URL) throws(PreferenceError) -> (values: PlistDictionary, sequence: UInt64)? {
         try SuiteFile.at(fileURL, options: Options()).file.readOnce()
     }
 

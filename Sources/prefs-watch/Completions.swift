@@ -69,7 +69,7 @@ enum Completions {
     static func keys(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let (positional, location) = parse(words, index)
         guard let spec = positional.first, let url = try? location?.fileURL(of: spec),
-            let values = (try? PreferenceSuite.readStoredValues(fileURL: url)) ?? nil
+            let values = ((try? PreferenceSuite.readStored(fileURL: url)) ?? nil)?.values
         else { return [] }
         return values.sortedByKey.map(\.key).filter { $0.hasPrefix(prefix) }
     }

@@ -259,15 +259,16 @@ struct LocationOptions: ParsableArguments {
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,
     /// and a file that is not a property list is an error that says so.
-    func readValues(_ spec: String) throws -> (place: String, values: PlistDictionary) {
-        if let suite = try etcdSuite(spec) { return (place(spec, suite), suite.storedValues) }
+    /// The suite's stored values, where they are, and the number of the write that made them.
+    func readValues(_ spec: String) throws -> (place: String, values: PlistDictionary, sequence: UInt64) {
+        if let suite = try etcdSuite(spec) { return (place(spec, suite), suite.storedValues, suite.sequence) }
         let url = try fileURL(of: spec)
         try requireExisting(url.path, missing: missingSuite(spec, url))
         // Through the library's reader: the same path resolution and refusals as an opened suite.
-        let values = try byName(spec).map { try PreferenceSuite.readStoredValues(suiteName: $0.name, in: $0.group) }
-            ?? PreferenceSuite.readStoredValues(fileURL: url)
-        guard let values else { throw failure(missingSuite(spec, url)) }
-        return (url.path, values)
+        let stored = try byName(spec).map { try PreferenceSuite.readStored(suiteName: $0.name, in: $0.group) }
+            ?? PreferenceSuite.readStored(fileURL: url)
+        guard let stored else { throw failure(missingSuite(spec, url)) }
+        return (url.path, stored.values, stored.sequence)
     }
 
     private func missingSuite(_ spec: String, _ url: URL) -> String {

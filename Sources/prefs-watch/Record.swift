@@ -22,10 +22,21 @@ struct Record: Sendable {
         case error
         /// A file-level inotify event (`--raw`).
         case raw
+        /// `--since` or `--cursor`: the writes after one number up to another cannot be told one
+        /// by one; the suite's stored values follow as `initial` records.
+        case gap
+        /// `--cursor`, for a write none of whose changes passes the filters: not printed, it only
+        /// moves the cursor.
+        case cursor
     }
 
     var time = timespec.now
-    var seq = 0
+    /// The record's place in the output, from 1.
+    var record = 0
+    /// The number of the write that made the change (`nil`: a change no number names, such as
+    /// a system layer's or one heard before it was written; for `initial` records, the number
+    /// of the suite's stored values when the stream began at a gap).
+    var sequence: UInt64? = nil
     var suite: String
     var path: String
     var key: String?
@@ -35,6 +46,8 @@ struct Record: Sendable {
     var message: String?
     /// For a change a system layer made (an administrator's default, a lock): that layer.
     var layer: PreferenceLayer? = nil
+    /// `--cursor`: the number to save once this record is written out (on the last record of a write).
+    var cursor: UInt64? = nil
 
     /// What the record holds, roughly, in bytes: what the writer's backlog counts.
     var footprint: Int {
@@ -140,12 +153,13 @@ enum OutputStyle: Sendable {
     static let formatLetters: [Character: String] = [
         "T": "time, ISO 8601 UTC with microseconds",
         "t": "time of day, local, with microseconds",
-        "q": "sequence number",
+        "q": "number of the write (empty for a change no number names)",
+        "r": "record number in output order",
         "s": "suite name",
         "w": "suite file path",
         "k": "key",
         "f": "key (inotifywait's %f)",
-        "e": "operation: set, removed, initial, resync, overflow, error, raw",
+        "e": "operation: set, removed, initial, gap, resync, overflow, error, raw",
         "o": "old value",
         "n": "new value",
         "m": "message (resync, overflow, error, raw)",
@@ -157,7 +171,7 @@ enum OutputStyle: Sendable {
         case .text: text(record)
         case .json: json(record)
         case .csv:
-            [record.time.iso8601, String(record.seq), record.suite, record.key?.displayed ?? "", record.operation.rawValue,
+            [record.time.iso8601, record.sequence.map(String.init) ?? "", record.suite, record.key?.displayed ?? "", record.operation.rawValue,
              record.old?.bare ?? "", record.new?.bare ?? "", record.message?.displayed ?? ""].map(Self.csvField).joined(separator: ",")
         case .format(let format): Self.expand(format, record)
         }
@@ -172,15 +186,18 @@ enum OutputStyle: Sendable {
             return "\(head) \(key): \(r.old?.description ?? "(none)") -> \(r.new?.description ?? "(removed)")" + (r.layer.map { " [\($0)]" } ?? "")
         case .initial: return "\(head) \(key) = \(r.new?.description ?? "(none)")"
         case .resync: return "\(head) RESYNC \(message)"
+        case .gap: return "\(head) GAP \(message)"
         case .overflow: return "\(r.time.clock) OVERFLOW \(message)"
         case .error: return "\(head) ERROR \(message)"
         case .raw: return "\(r.time.clock) RAW \(message)"
+        case .cursor: return ""
         }
     }
 
     private func json(_ r: Record) -> String {
         var fields = [
-            "\"ts\":\(JSON.quote(r.time.iso8601))", "\"seq\":\(r.seq)", "\"suite\":\(JSON.quote(r.suite))",
+            "\"ts\":\(JSON.quote(r.time.iso8601))", "\"seq\":\(r.sequence.map(String.init) ?? "null")", "\"record\":\(r.record)",
+            "\"suite\":\(JSON.quote(r.suite))",
             "\"key\":\(r.key.map(JSON.quote) ?? "null")", "\"op\":\"\(r.operation.rawValue)\"",
             "\"old\":\(r.old?.json ?? "null")", "\"new\":\(r.new?.json ?? "null")",
         ]
@@ -206,7 +223,8 @@ enum OutputStyle: Sendable {
             switch letter {
             case "T": out += r.time.iso8601
             case "t": out += r.time.clock
-            case "q": out += String(r.seq)
+            case "q": out += r.sequence.map(String.init) ?? ""
+            case "r": out += String(r.record)
             case "s": out += r.suite
             case "w": out += r.path.displayed
             case "k", "f": out += r.key?.displayed ?? ""

@@ -21,6 +21,15 @@ struct Tail: ParsableCommand {
 
             A named suite that does not exist is an error, unless --wait asks to wait for it.
 
+            Every write to a suite has a number (seq in JSON and CSV, %q). --since N prints every \
+            write after N first, from the suite's journal, then follows; --cursor FILE resumes \
+            from the number saved in FILE and saves there the number of each write once its \
+            records are written out, so a restarted tail misses nothing (a write may be printed \
+            twice if the tail is killed in between). Where the journal cannot tell every write \
+            since (it keeps the last 1,000), a gap record comes, then the suite's stored values \
+            as initial records. Both follow one suite's own file: not changes of system layers, \
+            nor suites on etcd.
+
             A reader of the output that falls behind by more than --backlog bytes (default 16M) \
             gets each key's latest change, merged, after an overflow record that says how many \
             changes were merged (as inotify's IN_Q_OVERFLOW): nothing is lost silently, and memory \
@@ -37,6 +46,7 @@ struct Tail: ParsableCommand {
               prefs-watch --dir /srv/app/container --json
               prefs-watch group.com.example.app --prefix network. --initial
               prefs-watch settings --format '%s %k %e %o -> %n' --count 1 --timeout 10
+              prefs-watch settings --json --cursor ~/.cache/settings.cursor --initial
               prefs-watch --etcd http://10.0.0.1:2379,http://10.0.0.2:2379 apps/demo/ --json
             """
     )
@@ -52,11 +62,17 @@ struct Tail: ParsableCommand {
     @Option(name: .customLong("key"), help: ArgumentHelp("Only this key (repeatable).", valueName: "key"), completion: Completions.key)
     var keys: [String] = []
 
-    @Flag(help: "JSON Lines: ts, seq, suite, key, op, old, new (and message).")
+    @Flag(help: "JSON Lines: ts, seq (the write's number), record, suite, key, op, old, new (and message).")
     var json = false
 
     @Flag(help: "CSV: ts,seq,suite,key,op,old,new,message, quoted as inotifywait does.")
     var csv = false
+
+    @Option(help: ArgumentHelp("Print every write after this number first (from the suite's journal), then follow. One suite.", valueName: "number"))
+    var since: UInt64?
+
+    @Option(help: ArgumentHelp("Resume from the number saved in this file, and save there the number of each write once printed. One suite.", valueName: "file"))
+    var cursor: String?
 
     @Option(help: ArgumentHelp("Print each record with these % letters (see below).", valueName: "format"))
     var format: String?
@@ -64,7 +80,7 @@ struct Tail: ParsableCommand {
     @Flag(name: .customShort("0"), help: "End records with NUL instead of a newline.")
     var nulTerminated = false
 
-    @Flag(help: "Print the current values first (operation initial).")
+    @Flag(help: "Print the current values first (operation initial); with --cursor, when the file does not exist yet.")
     var initial = false
 
     @Flag(help: "Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).")
@@ -98,6 +114,13 @@ struct Tail: ParsableCommand {
         if [json, csv, format != nil].filter({ $0 }).count > 1 { throw ValidationError("Choose one of --json, --csv and --format.") }
         if let count, count < 1 { throw ValidationError("--count takes a number of records of at least 1.") }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout takes a number of seconds greater than 0.") }
+        if since != nil || cursor != nil {
+            let option = since != nil ? "--since" : "--cursor"
+            if suites.count != 1 { throw ValidationError("\(option) follows one suite's numbered writes: name exactly one suite.") }
+            if location.etcd != nil { throw ValidationError("\(option) follows a suite file's journal; suites on etcd do not have one yet.") }
+            if since != nil && initial { throw ValidationError("Choose --since or --initial: --since prints the writes after a number, --initial the current values.") }
+            if since != nil && cursor != nil { throw ValidationError("Choose --since or --cursor: the cursor file holds the number to resume from.") }
+        }
         if suites.isEmpty && location.group == nil && location.dir == nil {
             throw ValidationError(location.etcd == nil ? "Name at least one suite, or a --group or --dir to watch all of its suites." : "Name the key prefix of at least one suite on the etcd cluster.")
         }
@@ -122,7 +145,8 @@ struct Tail: ParsableCommand {
         let style: OutputStyle = json ? .json : csv ? .csv : format.map { .format($0) } ?? .text
         let filters: [KeyFilter] = prefixes.map { .prefix($0) } + keys.map { .key($0) }
         OutputWriter.endOnSignals()
-        let writer = OutputWriter(style: style, terminator: nulTerminated ? 0 : 10, count: count, backlog: backlog)
+        let cursorFile = cursor.map(CursorFile.init)
+        let writer = OutputWriter(style: style, terminator: nulTerminated ? 0 : 10, count: count, backlog: backlog, cursor: cursorFile)
         let session = TailSession(writer: writer, filters: filters, timeout: timeout)
 
         var appeared = false
@@ -159,7 +183,14 @@ struct Tail: ParsableCommand {
                     guard wait else { throw failure("The suite \(spec) does not exist (no file at \(url.path)). Pass --wait to wait for it to be created; prefs-watch list shows the suites there are.") }
                     printError("prefs-watch: \(spec) does not exist yet (\(url.path)); waiting for it.\n")
                 }
-                session.attach(try location.suite(spec, url), announce: initial ? .initial : .none)
+                let suite = try location.suite(spec, url)
+                if since != nil || cursorFile != nil {
+                    // A stream from 0 begins with a gap that brings every stored value.
+                    let start = try cursorFile?.read() ?? since ?? (initial ? 0 : suite.sequence)
+                    session.follow(suite, since: start)
+                } else {
+                    session.attach(suite, announce: initial ? .initial : .none)
+                }
             }
             #if InotifyTools
             if raw { try RawEvents.start(directories: suites.map { try location.fileURL(of: $0).deletingLastPathComponent().path }, session) }
@@ -244,14 +275,48 @@ final class TailSession: Sendable {
             guard passes(change.key) else { return }
             let layer: PreferenceLayer? = if case .layer(let layer) = change.origin { layer } else { nil }
             let operation: Record.Operation = change.origin == .local && announce == .initial ? .initial : change.isRemoval ? .removed : .set
-            emit(Record(suite: change.suite, path: path, key: change.key, operation: operation, old: change.oldValue, new: change.newValue, layer: layer))
+            emit(Record(sequence: change.sequence, suite: change.suite, path: path, key: change.key, operation: operation, old: change.oldValue, new: change.newValue, layer: layer))
         }
-        let failures = suite.observeFailures { [self] failure in
-            emit(Record(
-                suite: suite.name, path: path, operation: failure.code == .watchOverflowed ? .resync : .error,
-                message: failure.description))
+        state.withLock { $0.attached[suite.name] = (suite, changes, observeFailures(suite, path)) }
+    }
+
+    /// Prints the suite's writes after number `start`, one by one from its journal, then those to
+    /// come (`--since`, `--cursor`): a gap record and the stored values where the journal cannot
+    /// tell them; after each, a cursor record with its number.
+    func follow(_ suite: PreferenceSuite, since start: UInt64) {
+        let path = suite.fileURL?.path ?? suite.name
+        let changes = suite.followChanges(since: start) { [self] event in
+            var records: [Record] = []
+            switch event {
+            case .write(let sequence, let changes):
+                for change in changes where passes(change.key) {
+                    records.append(Record(
+                        sequence: sequence, suite: change.suite, path: path, key: change.key, operation: change.isRemoval ? .removed : .set,
+                        old: change.oldValue, new: change.newValue))
+                }
+            case .gap(let from, let to, let contents):
+                records.append(Record(
+                    sequence: to, suite: suite.name, path: path, operation: .gap,
+                    message: from == 0 ? "the stored values at \(to) follow" : "the writes after \(from) up to \(to) cannot be told one by one (the journal no longer reaches back, or a program that does not number its writes changed the suite); the stored values at \(to) follow"))
+                for (key, value) in contents.sortedByKey where passes(key) {
+                    records.append(Record(sequence: to, suite: suite.name, path: path, key: key, operation: .initial, new: value))
+                }
+            }
+            guard var last = records.popLast() else {
+                // Nothing passed the filters: the cursor moves all the same.
+                return writer.write(Record(sequence: event.sequence, suite: suite.name, path: path, operation: .cursor, cursor: event.sequence))
+            }
+            last.cursor = event.sequence
+            for record in records + [last] { emit(record) }
         }
-        state.withLock { $0.attached[suite.name] = (suite, changes, failures) }
+        state.withLock { $0.attached[suite.name] = (suite, changes, observeFailures(suite, path)) }
+    }
+
+    /// Prints the suite's failures: `resync` for an overflow, `error` for the others.
+    private func observeFailures(_ suite: PreferenceSuite, _ path: String) -> PreferenceObservation {
+        suite.observeFailures { [self] failure in
+            emit(Record(suite: suite.name, path: path, operation: failure.code == .watchOverflowed ? .resync : .error, message: failure.description))
+        }
     }
 
     /// Prints an error record for a suite that could not be opened.
@@ -326,6 +391,7 @@ final class OutputWriter: Sendable {
                 }
                 kept[index].new = record.new
                 kept[index].time = record.time
+                kept[index].sequence = record.sequence
                 kept[index].layer = record.layer
                 if kept[index].operation != .initial { kept[index].operation = record.new == nil ? .removed : .set }
                 merged += 1
@@ -340,14 +406,16 @@ final class OutputWriter: Sendable {
     private let terminator: UInt8
     private let count: Int?
     private let backlog: Int
+    private let cursor: CursorFile?
     private let queue = Lock(Queue())
     private let ready = DispatchSemaphore(value: 0)
 
-    init(style: OutputStyle, terminator: UInt8, count: Int?, backlog: Int) {
+    init(style: OutputStyle, terminator: UInt8, count: Int?, backlog: Int, cursor: CursorFile?) {
         self.style = style
         self.terminator = terminator
         self.count = count
         self.backlog = backlog
+        self.cursor = cursor
         Threads.start(named: "prefs-watch.out") { [self] in run() }
     }
 
@@ -396,11 +464,13 @@ final class OutputWriter: Sendable {
         pthread_sigmask(SIG_UNBLOCK, &ending, nil)
     }
 
-    /// Writes `bytes` whole, unless a signal came: then the process dies of it, before or after.
-    private static func writeOut(_ bytes: [UInt8]) {
+    /// Writes `bytes` whole, and then saves `number` in the cursor file, unless a signal came:
+    /// then the process dies of it, before or after both.
+    private func writeOut(_ bytes: [UInt8], saving number: UInt64?) {
         writingOut.store(true, ordering: .sequentiallyConsistent)
         if case let number = endingSignal.load(ordering: .sequentiallyConsistent), number != 0 { dyingOf(number) }
-        StandardOutput.write(bytes)
+        if !bytes.isEmpty { StandardOutput.write(bytes) }
+        if let number, let cursor { cursor.save(number) }
         writingOut.store(false, ordering: .sequentiallyConsistent)
         if case let number = endingSignal.load(ordering: .sequentiallyConsistent), number != 0 { dyingOf(number) }
     }
@@ -420,24 +490,77 @@ final class OutputWriter: Sendable {
                     break
                 }
                 var batch: [UInt8] = []
+                var saving: UInt64? = nil
                 var all = records
                 if merged > 0 {
                     all.insert(Record(suite: "", path: "", operation: .overflow, message: "\(merged) change(s) merged: the reader of this output fell more than \(backlog) bytes behind; each key's latest value follows"), at: 0)
                 }
                 for var record in all {
+                    saving = record.cursor ?? saving
+                    if record.operation == .cursor { continue }
                     written += 1
-                    record.seq = written
+                    record.record = written
                     batch += style.render(record).utf8
                     batch.append(terminator)
                     if batch.count >= 65_536 || count == written {
-                        Self.writeOut(batch)
-                        batch = []
+                        writeOut(batch, saving: saving)
+                        (batch, saving) = ([], nil)
                         if count == written { Glibc.exit(0) }
                     }
                 }
-                if !batch.isEmpty { Self.writeOut(batch) }
+                if !batch.isEmpty || saving != nil { writeOut(batch, saving: saving) }
                 queue.withLock { $0.writing = false }
             }
         }
     }
+}
+
+/// `--cursor`: the file that holds the number of the last write a tail printed, written by the
+/// writer thread alone, whole (a new file renamed over it), so that a tail killed at any moment
+/// leaves the old number or the new one.
+struct CursorFile: Sendable {
+    let path: String
+
+    /// The number saved, or `nil` when there is no file yet. Never follows a symbolic link or
+    /// blocks on a FIFO.
+    func read() throws -> UInt64? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw failure("Cannot read the cursor file \(path.displayed): \(String(cString: strerror(errno))). --cursor takes a regular file of its own (not a symbolic link); check its permissions.")
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            throw failure("The cursor file \(path.displayed) is not a regular file. --cursor takes a file of its own, which tail writes.")
+        }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let text = String(decoding: bytes.prefix(max(count, 0)), as: UTF8.self).filter { !$0.isWhitespace }
+        guard count >= 0, let number = UInt64(text) else {
+            throw failure("The cursor file \(path.displayed) does not hold a write number (it holds \(PlistValue.string(String(text.prefix(20))).description)). Remove it to start anew (with --initial for the current values), or write into it the number to resume after.")
+        }
+        return number
+    }
+
+    /// Saves `number`. A failure is said once on standard error, and the tail goes on: a restart
+    /// then prints again what was printed since the last number saved.
+    func save(_ number: UInt64) {
+        let temporary = path + ".tmp-\(getpid())"
+        var error: Int32 = 0
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            error = errno
+        } else {
+            if case .failure(let failure) = Syscall.writeAll(fd, Array("\(number)\n".utf8)) { error = failure.rawValue }
+            if close(fd) != 0, error == 0 { error = errno }
+            if error == 0, rename(temporary, path) != 0 { error = errno }
+            if error != 0 { unlink(temporary) }
+        }
+        if error != 0, !Self.failed.exchange(true, ordering: .relaxed) {
+            printError("prefs-watch: cannot save the cursor in \(path.displayed): \(String(cString: strerror(error))); a restart will print again what was printed since the number last saved.\n")
+        }
+    }
+
+    private static let failed = Atomic<Bool>(false)
 }

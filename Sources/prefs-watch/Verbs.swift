@@ -22,7 +22,7 @@ struct Read: ParsableCommand {
         discussion: """
             The suite's own file; with --explain, a key's value as programs read it, with the \
             layer and the file it comes from (a locked key, the suite, an administrator's or a \
-            package's defaults).
+            package's defaults), and the number of the suite's last write (tail --since takes it).
 
             Examples:
               prefs-watch read settings
@@ -35,7 +35,7 @@ struct Read: ParsableCommand {
     @Argument(help: "The suite: a name, group.… or a .plist path.", completion: Completions.suite) var suite: String
     @Argument(help: "The key; without it, the whole suite.", completion: Completions.key) var key: String?
     @Flag(help: "Print JSON instead.") var json = false
-    @Flag(help: "Print the key's value as programs read it, then its layer and file.") var explain = false
+    @Flag(help: "Print the key's value as programs read it, then its layer and file, and the suite's number.") var explain = false
 
     func validate() throws {
         if explain && key == nil { throw ValidationError("--explain needs a key: read --explain <suite> <key>.") }
@@ -43,7 +43,7 @@ struct Read: ParsableCommand {
 
     func run() throws {
         if explain, let key { return try explainKey(key) }
-        let (url, values) = try location.readValues(suite)
+        let (url, values, _) = try location.readValues(suite)
         guard let key else {
             let all = PlistValue.dictionary(values)
             return json ? print(all.json) : printDocument(all)
@@ -66,8 +66,8 @@ struct Read: ParsableCommand {
     /// The key's value through every layer, and where it comes from: `layer: locked (…)` on a
     /// line of its own after the value. Exits 1 when no layer holds it.
     private func explainKey(_ key: String) throws {
-        let (place, stored) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
-            ? location.readValues(suite) : (location.fileURL(of: suite).path, [:])
+        let (place, stored, sequence) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
+            ? location.readValues(suite) : (location.fileURL(of: suite).path, [:], 0)
         let identity = try location.layerIdentity(suite)
         let rule = identity.rule
         let (value, source) = location.systemLayers(identity).explain(PlistKey(key), stored: { stored.storage[$0] }, file: place)
@@ -77,6 +77,7 @@ struct Read: ParsableCommand {
         if let value { show(value) } else { print("(no system value: programs read their registered or declared default)") }
         print("layer: \(source)")
         print("system layers: \(rule)")
+        print("sequence: \(sequence)")
     }
 
     /// An XML property list, or, for values XML cannot carry (control characters), the escaped
@@ -120,7 +121,7 @@ struct ReadType: ParsableCommand {
     @Argument(help: "The key.", completion: Completions.key) var key: String
 
     func run() throws {
-        let (url, values) = try location.readValues(suite)
+        let (url, values, _) = try location.readValues(suite)
         guard let value = values[key] else { throw noKey(key, suite, url) }
         print("Type is \(value.typeName)")
     }
@@ -256,8 +257,8 @@ struct Find: ParsableCommand {
             }
             let values: PlistDictionary
             do {
-                guard let read = try PreferenceSuite.readStoredValues(fileURL: url) else { continue }
-                values = read
+                guard let read = try PreferenceSuite.readStored(fileURL: url) else { continue }
+                values = read.values
             } catch {
                 printError("prefs-watch: \(error)\n")
                 continue

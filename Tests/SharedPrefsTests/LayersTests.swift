@@ -97,7 +97,7 @@ struct LayersTests {
             if c.layer == "registered" {
                 #expect(explained.status == 1 && explained.output.contains("No layer of the suite"), "\(c.what): \(explained.output)")
             } else {
-                #expect(explained.status == 0 && lines.count == 3 && lines[1].hasPrefix("layer: \(c.layer)") && lines[2] == "system layers: those of suite \(c.name)", "\(c.what): \(explained.output)")
+                #expect(explained.status == 0 && lines.count == 4 && lines[1].hasPrefix("layer: \(c.layer)") && lines[2] == "system layers: those of suite \(c.name)" && lines[3].hasPrefix("sequence: "), "\(c.what): \(explained.output)")
                 #expect(lines.first == (c.value == 5 ? "(no system value: programs read their registered or declared default)" : "\(c.value)"), "\(c.what): \(explained.output)")
             }
         }
@@ -227,13 +227,13 @@ struct LayersTests {
         #expect(staged.status == 0, "\(staged.output)")
         #expect(try readSuiteFile(stage) == ["kiosk.mode": false])
         let explained = try await place.prefsWatch("read", "--explain", stage.path, "kiosk.mode")
-        #expect(explained.output == "0\nlayer: suite, \(stage.path)\nsystem layers: none: the file is not where suites live (the user's preferences directory or an app group's container), so no system layer applies to it, whatever its name\n", "\(explained.output)")
+        #expect(explained.output == "0\nlayer: suite, \(stage.path)\nsystem layers: none: the file is not where suites live (the user's preferences directory or an app group's container), so no system layer applies to it, whatever its name\nsequence: 1\n", "\(explained.output)")
         // The same name where suites live: by name, by its path, and in a group's container.
         for arguments in [["settings"], [place.suite("settings").path]] {
             let refused = try await place.prefsWatch(["write"] + arguments + ["kiosk.mode", "-bool", "false"])
             #expect(refused.status == 1 && refused.output.contains("is locked by"), "\(arguments): \(refused.output)")
             let read = try await place.prefsWatch(["read", "--explain"] + arguments + ["kiosk.mode"])
-            #expect(read.output.hasPrefix("1\nlayer: locked") && read.output.hasSuffix("system layers: those of suite settings\n"), "\(arguments): \(read.output)")
+            #expect(read.output.hasPrefix("1\nlayer: locked") && read.output.hasSuffix("system layers: those of suite settings\nsequence: 0\n"), "\(arguments): \(read.output)")
         }
         let group = place.admin.appending(path: "group.com.example.kiosk")
         try FileManager.default.createDirectory(at: group.appending(path: "locks"), withIntermediateDirectories: true)
@@ -242,7 +242,7 @@ struct LayersTests {
         let container = place.directory.file("root/containers/group.com.example.kiosk/Library/Preferences/settings.plist").path
         for arguments in [["--group", "group.com.example.kiosk", "settings"], [container]] {
             let read = try await place.prefsWatch(["read", "--explain"] + arguments + ["kiosk.url"])
-            #expect(read.output.hasPrefix("(no system value") && read.output.contains("locked by \(group.path)/locks/settings") && read.output.hasSuffix("system layers: those of suite settings in app group group.com.example.kiosk\n"), "\(arguments): \(read.output)")
+            #expect(read.output.hasPrefix("(no system value") && read.output.contains("locked by \(group.path)/locks/settings") && read.output.hasSuffix("system layers: those of suite settings in app group group.com.example.kiosk\nsequence: 0\n"), "\(arguments): \(read.output)")
         }
     }
 

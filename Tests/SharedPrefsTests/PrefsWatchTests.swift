@@ -37,11 +37,14 @@ struct PrefsWatchTests {
         #expect(records[0].range(of: #"^\d\d:\d\d:\d\d\.\d{6} "#, options: .regularExpression) != nil)
     }
 
+    /// `seq` is the number of the write that made the change (the suite's first write made the
+    /// theme dark); `record` counts the output.
     @Test func jsonLinesCarryTimeSequenceAndValues() async throws {
         let directory = try TemporaryDirectory()
         let records = try await tail(try await suiteWithTheme(directory), ["--json"])
         let objects = try records.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(objects.map { $0["seq"] as? Int } == [1, 2, 3])
+        #expect(objects[0]["seq"] is NSNull && objects.dropFirst().map { $0["seq"] as? Int } == [2, 3])
+        #expect(objects.map { $0["record"] as? Int } == [1, 2, 3])
         #expect(objects.map { $0["op"] as? String } == ["initial", "set", "set"])
         #expect(objects[1]["old"] as? String == "dark" && objects[1]["new"] as? String == "light")
         #expect(objects[2]["old"] is NSNull && objects[2]["new"] as? Int == 7)
@@ -56,7 +59,7 @@ struct PrefsWatchTests {
         suite.set("a, \"quoted\" value", forKey: "theme")
         try await suite.flush()
         let records = try await tail(file, ["--csv"])
-        #expect(records[0].hasSuffix(#",1,s,theme,initial,,"a, ""quoted"" value","#))
+        #expect(records[0].hasSuffix(#",,s,theme,initial,,"a, ""quoted"" value","#))
         #expect(records[1].hasSuffix(#",2,s,theme,set,"a, ""quoted"" value",light,"#))
         #expect(records[2].hasSuffix(",3,s,volume,set,,7,"))
     }
@@ -64,12 +67,75 @@ struct PrefsWatchTests {
     @Test func formatLettersAndNulTerminators() async throws {
         let directory = try TemporaryDirectory()
         let file = try await suiteWithTheme(directory)
-        let records = try await tail(file, ["--format", "%q|%s|%k|%e|%o|%n|%w|100%%", "-0"], separator: 0)
+        let records = try await tail(file, ["--format", "%r:%q|%s|%k|%e|%o|%n|%w|100%%", "-0"], separator: 0)
         #expect(records == [
-            "1|s|theme|initial||dark|\(file.path)|100%",
-            "2|s|theme|set|dark|light|\(file.path)|100%",
-            "3|s|volume|set||7|\(file.path)|100%",
+            "1:|s|theme|initial||dark|\(file.path)|100%",
+            "2:2|s|theme|set|dark|light|\(file.path)|100%",
+            "3:3|s|volume|set||7|\(file.path)|100%",
         ])
+    }
+
+    /// `--since N` prints the writes after N from the suite's journal. `--cursor` starts a tail
+    /// without a cursor file with the stored values (`--initial`), and resumes one that was
+    /// SIGKILLed after the last write it saved, none missed and none twice; a write none of whose
+    /// keys passes `--key` moves the cursor all the same.
+    @Test func sinceAndACursorResumeAKilledTailWithNothingMissed() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        func write(_ key: String, _ value: Int) async throws {
+            #expect(try await prefsWatchRun("write", file.path, key, "-int", "\(value)").status == 0)
+        }
+        func parse(_ output: String) -> [[String: Any]] {
+            output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        for i in 1...3 { try await write("k", i) }
+        let since = try await run(prefsWatch, ["tail", file.path, "--since", "1", "--json", "--count", "2"])
+        #expect(parse(since.output).map { "\($0["seq"]!)=\($0["new"]!)" } == ["2=2", "3=3"], "\(since.output)")
+
+        let cursor = directory.file("cursor").path
+        let first = try await run(prefsWatch, ["tail", file.path, "--cursor", cursor, "--initial", "--json", "--count", "2"])
+        #expect(parse(first.output).map { "\($0["op"]!) \($0["seq"]!)" } == ["gap 3", "initial 3"], "\(first.output)")
+        #expect(try String(contentsOfFile: cursor, encoding: .utf8) == "3\n")
+
+        let held = try HeldTail([file.path, "--cursor", cursor, "--key", "k", "--json"])
+        for i in 4...8 { try await write("k", i) }
+        try await write("other", 9)
+        let seen = parse(try await held.records { $0.count == 5 }.joined(separator: "\n"))
+        #expect(seen.map { $0["seq"] as? Int } == [4, 5, 6, 7, 8])
+        // The write of "other" prints nothing, and moves the cursor (no event says when: the
+        // file is looked at every 5 ms).
+        let deadline = ContinuousClock.now + defaultTimeout
+        while (try? String(contentsOfFile: cursor, encoding: .utf8)) != "9\n", ContinuousClock.now < deadline { usleep(5_000) }
+        #expect(try String(contentsOfFile: cursor, encoding: .utf8) == "9\n")
+        kill(held.pid, SIGKILL)
+        _ = try await held.status()
+        try await write("k", 10)
+        let resumed = try await run(prefsWatch, ["tail", file.path, "--cursor", cursor, "--json", "--count", "1"])
+        #expect(parse(resumed.output).map { "\($0["seq"]!)=\($0["new"]!)" } == ["10=10"], "\(resumed.output)")
+        #expect(try String(contentsOfFile: cursor, encoding: .utf8) == "10\n")
+    }
+
+    /// A cursor file that is a FIFO, a symbolic link, a directory or holds no number is an
+    /// error naming it, never a hang; `--since` and `--cursor` take exactly one suite.
+    @Test func aHostileCursorFileIsAnErrorNamingIt() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try await suiteWithTheme(directory)
+        let fifo = directory.file("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let garbage = directory.file("garbage").path
+        try Data("twelve\n".utf8).write(to: URL(filePath: garbage))
+        let link = directory.file("link").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: garbage)
+        let folder = directory.file("folder").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        for (cursor, says) in [(fifo, "is not a regular file"), (link, "not a symbolic link"), (folder, "is not a regular file"), (garbage, "does not hold a write number")] {
+            let result = try await run(prefsWatch, ["tail", file.path, "--cursor", cursor])
+            #expect(result.status == 1 && result.output.contains(cursor) && result.output.contains(says), "\(result.output)")
+        }
+        for arguments in [[file.path, file.path, "--since", "1"], ["--dir", directory.url.path, "--cursor", garbage], [file.path, "--since", "1", "--initial"]] {
+            let result = try await run(prefsWatch, ["tail"] + arguments)
+            #expect(result.status == 64, "\(arguments): \(result.output)")
+        }
     }
 
     @Test func filtersPassOnlyMatchingKeys() async throws {
@@ -190,7 +256,7 @@ struct PrefsWatchTests {
         for k in 0..<4 {
             #expect(parsed.last { $0["key"] as? String == "k\(k)" }?["new"] as? String == value(296 + k))
         }
-        #expect(parsed.map { $0["seq"] as? Int ?? 0 } == Array(2...parsed.count + 1), "numbered in output order, after the initial record")
+        #expect(parsed.map { $0["record"] as? Int ?? 0 } == Array(2...parsed.count + 1), "numbered in output order, after the initial record")
         #expect(try await tail.status() == (SIGTERM, .uncaughtSignal))
     }
 

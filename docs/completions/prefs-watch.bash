@@ -190,7 +190,7 @@ _prefs-watch_tail() {
     repeating_flags=()
     non_repeating_flags=(-q --quiet --verbose --json --csv -0 --initial --wait --version -h --help)
     repeating_options=(--prefix --key)
-    non_repeating_options=(--group --dir --lock-timeout --format -c --count -t --timeout --backlog)
+    non_repeating_options=(--group --dir --lock-timeout --since --cursor --format -c --count -t --timeout --backlog)
     __prefs-watch_offer_flags_options -1
 
     # Offer option value completions
@@ -211,6 +211,12 @@ _prefs-watch_tail() {
         ;;
     '--key')
         __prefs-watch_add_completions -W "$(__prefs-watch_custom_complete ---completion tail -- --key "${COMP_CWORD}" "$(__prefs-watch_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--since')
+        return
+        ;;
+    '--cursor')
         return
         ;;
     '--format')

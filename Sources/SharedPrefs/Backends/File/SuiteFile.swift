@@ -63,12 +63,12 @@ struct SuiteFile: Sendable {
 
     /// Reads the file once, without a store; `nil` when it (or its directory) does not exist. A
     /// file that does not parse is an error.
-    func readOnce() throws(PreferenceError) -> PlistDictionary? {
+    func readOnce() throws(PreferenceError) -> (values: PlistDictionary, sequence: UInt64)? {
         guard let dir = try openDirectory(creating: false) else { return nil }
         defer { dir.close() }
         switch try read(in: dir) {
         case .missing: return nil
-        case .loaded(.full(let values), _, _): return values
+        case .loaded(.full(let values), let version, _): return (values, PropertyListFormat.sequence(of: version.content))
         case .loaded(.changes, _, _): return nil  // only against a previous image, which there is none of
         case .corrupt(let error, _, _): throw error
         }

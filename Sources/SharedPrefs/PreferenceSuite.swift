@@ -79,6 +79,9 @@ public final class PreferenceSuite: Sendable {
         public var fileWrites = 0
         /// Suite files read because another writer changed them.
         public var fileReads = 0
+        /// Other writers' changes taken from the suite's journal instead of reading the suite
+        /// file (see <doc:ChangeStream>).
+        public var journalReads = 0
     }
 
     /// What this suite's live store has done so far (shared by every object for the same file).

@@ -49,6 +49,10 @@ extension SuiteBackend {
 package enum SuiteValues {
     case full(PlistDictionary)
     case changes(FileDelta)
+
+    var isChanges: Bool {
+        if case .changes = self { true } else { false }
+    }
 }
 
 /// What a backend read.

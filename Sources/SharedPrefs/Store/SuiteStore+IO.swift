@@ -279,11 +279,13 @@ extension SuiteStore {
         for notice in state.withLock({ $0.stand(loaded) }) { reportNotice(notice) }
         guard let read = loaded.values else { return }
         change { s, changes in
-            s.statistics.fileReads += 1
+            let fromJournal = loaded.image == nil && read.isChanges
+            if fromJournal { s.statistics.journalReads += 1 } else { s.statistics.fileReads += 1 }
             let delta: FileDelta
             switch read {
             case .full(let values): delta = s.delta(to: values)
-            case .changes(let changes): delta = changes
+            // Changes the journal brought already (``FileBackend``) are not changes again.
+            case .changes(let changes): delta = changes.filter { s.storedValue($0.key) != $0.value }
             }
             if !delta.isEmpty || loaded.sequence != s.fileSequence {
                 s.generation += 1
@@ -298,7 +300,8 @@ extension SuiteStore {
                     see(key, new, .external, sequence: loaded.sequence, in: &s, changes: &changes)
                 }
             }
-            s.values.rebase(on: loaded.image, apart: s.local.keys)
+            // Changes from the journal stay on the image of the file read last.
+            if !fromJournal { s.values.rebase(on: loaded.image, apart: s.local.keys) }
             _Stages.mark("P")
         }
     }

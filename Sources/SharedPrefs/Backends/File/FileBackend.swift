@@ -11,16 +11,18 @@ final class FileBackend: SuiteBackend {
     /// Used under the store's I/O exclusion only. Kept with the process it was read in
     /// (``sharedprefs_fork_count()``): a child forked as a thread of its parent had read a version
     /// but not yet handed its values to the store reads the whole file first (``known``).
-    private let last = Lock<(version: FileVersion, image: SuiteImage?, process: UInt)?>(nil)
+    /// `followed`: the number the journal's records brought the store to since (``follow(in:after:)``),
+    /// without reading the file.
+    private let last = Lock<(version: FileVersion, image: SuiteImage?, process: UInt, followed: UInt64?)?>(nil)
 
     /// ``last``, if this process read or wrote it.
-    private var known: (version: FileVersion, image: SuiteImage?)? {
-        last.withLock { last in last.flatMap { $0.process == sharedprefs_fork_count() ? ($0.version, $0.image) : nil } }
+    private var known: (version: FileVersion, image: SuiteImage?, followed: UInt64?)? {
+        last.withLock { last in last.flatMap { $0.process == sharedprefs_fork_count() ? ($0.version, $0.image, $0.followed) : nil } }
     }
 
     /// Makes `version` the file as last read or written.
     private func remember(_ version: FileVersion, _ image: SuiteImage?) {
-        last.withLock { $0 = (version, image, sharedprefs_fork_count()) }
+        last.withLock { $0 = (version, image, sharedprefs_fork_count(), nil) }
     }
     /// When this process last looked for temporary files a dead writer left (see `write`).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
@@ -66,7 +68,31 @@ final class FileBackend: SuiteBackend {
             last.withLock { $0?.version = same }
             return Loaded()
         }
+        if let known, let followed = follow(in: dir, after: known.followed ?? PropertyListFormat.sequence(of: known.version.content)) {
+            return followed
+        }
         return adopt(try file.read(in: dir, previous: known?.image))
+    }
+
+    /// The writes after number `start`, from the journal instead of the suite file: when the file
+    /// is a binary one numbered N (its header and trailer read, not the rest) and the journal
+    /// tells every write from `start` to N, with every value in it. `nil` otherwise (also for a
+    /// file that still carries `start`, which may have been changed in place): the file is read.
+    /// The file read or written last stays the base of the next read or write, which compare
+    /// with it, so a write always starts from the file's bytes.
+    private func follow(in dir: OpenDirectory, after start: UInt64) -> Loaded? {
+        guard let number = file.sequence(in: dir), number > start, let records = history(after: start, through: number, in: dir) else { return nil }
+        var delta: [PlistKey: PlistValue?] = [:]
+        for record in records {
+            for change in record.changes {
+                guard change.kept else { return nil }
+                delta[PlistKey(change.key)] = .some(change.new)
+            }
+        }
+        last.withLock { $0?.followed = number }
+        var loaded = Loaded(.changes(delta.map { ($0.key, $0.value) }))
+        loaded.sequence = number
+        return loaded
     }
 
     /// The write path: the directory opened from its trusted base → lock the lock file, then the
@@ -167,6 +193,10 @@ final class FileBackend: SuiteBackend {
     func history(after start: UInt64, through end: UInt64) -> [Journal.Record]? {
         guard let dir = try? file.openDirectory(creating: false) else { return nil }
         defer { dir.close() }
+        return history(after: start, through: end, in: dir)
+    }
+
+    private func history(after start: UInt64, through end: UInt64, in dir: OpenDirectory) -> [Journal.Record]? {
         let writes = file.openWritesDirectory(in: dir, creating: false)
         defer { if let writes { Syscall.close(writes) } }
         var records: [UInt64: Journal.Record] = [:]

@@ -98,23 +98,44 @@ struct Journal {
 
     /// The records of the journal of `file` in `directory` (the directory of writes, or the
     /// suite's) numbered above `after`, newest first, read from its end, if it is a regular file
-    /// that the suite's trust rule admits. A record cut short at its end (a writer that died
-    /// mid-append) ends the reading there, as a record that is not whole does.
+    /// that the suite's trust rule admits. Where the journal does not end with a whole record (a
+    /// writer is appending one, under the lock this reader does not take, or died doing so), the
+    /// whole records are read from its start. A record that is not whole anywhere else ends the
+    /// reading there.
     static func read(_ file: SuiteFile, in dir: OpenDirectory, directory: CInt, after: UInt64) -> [Record] {
         guard case .success(let fd) = Syscall.openat(directory, file.journalName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return [] }
         defer { Syscall.close(fd) }
         guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, (try? file.checkOwner(st, of: file.journalName, in: dir)) != nil else { return [] }
         var records: [Record] = []
-        var end = Int(st.st_size)
-        while end >= header + 4, case .success(let footer) = Syscall.read(fd, at: end - 4, 4), footer.count == 4 {
-            let start = end - header - 4 - Int(number(footer))
-            guard start >= 0, end - start <= 2 * maximumBytes, case .success(let bytes) = Syscall.read(fd, at: start, end - start),
-                let (record, _) = record(in: bytes, at: 0), record.sequence > after
-            else { break }
+        let size = Int(st.st_size)
+        var end = size
+        while end >= header + 4 {
+            let footer = (try? Syscall.read(fd, at: end - 4, 4).get()) ?? []
+            let start = end - header - 4 - Int(footer.count == 4 ? number(footer) : 0)
+            guard footer.count == 4, start >= 0, end - start <= 2 * maximumBytes, case .success(let bytes) = Syscall.read(fd, at: start, end - start),
+                let (record, _) = record(in: bytes, at: 0)
+            else {
+                if end == size { return fromStart(fd, size: size, after: after) }
+                break
+            }
+            guard record.sequence > after else { break }
             records.append(record)
             end = start
         }
         return records
+    }
+
+    /// ``read(_:in:directory:after:)`` from the journal's start: its whole records numbered above
+    /// `after`, newest first.
+    private static func fromStart(_ fd: CInt, size: Int, after: UInt64) -> [Record] {
+        guard case .success(let all) = Syscall.readAll(fd, sizeHint: size, limit: 2 * maximumBytes) else { return [] }
+        var records: [Record] = []
+        var offset = 0
+        while let frame = frame(in: all, at: offset) {
+            if frame.sequence > after, let (record, _) = record(in: all, at: offset) { records.append(record) }
+            offset = frame.end
+        }
+        return records.reversed()
     }
 
     func close() { Syscall.close(fd) }

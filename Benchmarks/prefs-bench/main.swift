@@ -116,6 +116,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (15, "suites per process", { try $0.suitesPerProcess() }),
     (16, "system layers", { try $0.layers() }),
     (17, "deadlines", { try $0.deadlines() }),
+    (18, "catch-up", { try $0.catchUp() }),
 ]
 #if Etcd
 var ownCluster: LocalEtcdCluster? = nil

@@ -30,7 +30,7 @@ extension PreferenceSuite {
     /// The writes are read from the suite's journal (<doc:ChangeStream>), so a process that
     /// saves the number of the last event it applied resumes where it stopped, across restarts:
     /// nothing missed, nothing twice. Where the journal cannot tell every write since (it keeps
-    /// the last 1,000; a program that does not number its writes changed the suite), a
+    /// at least the last 10,000; a program that does not number its writes changed the suite), a
     /// ``ChangeStreamEvent/gap(from:to:contents:)`` brings the whole stored content, so what you
     /// hold is right again. From `0`, that is how the stream begins. Only stored values: system
     /// layers and registered defaults are not in it. Use `observe(_:options:queue:_:)` where

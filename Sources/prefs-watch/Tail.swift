@@ -26,7 +26,7 @@ struct Tail: ParsableCommand {
             from the number saved in FILE and saves there the number of each write once its \
             records are written out, so a restarted tail misses nothing (a write may be printed \
             twice if the tail is killed in between). Where the journal cannot tell every write \
-            since (it keeps the last 1,000), a gap record comes, then the suite's stored values \
+            since (it keeps at least the last 10,000), a gap record comes, then the suite's stored values \
             as initial records. Both follow one suite's own file: not changes of system layers, \
             nor suites on etcd.
 

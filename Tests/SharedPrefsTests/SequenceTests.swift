@@ -256,7 +256,8 @@ struct SequenceTests {
         let file = directory.file("applied.plist")
         let suite = try PreferenceSuite(fileURL: file)
         try await suite.update { tx in
-            for i in 0..<1_000 { tx["key.\(i)"] = .string("value \(i)") }
+            // Large enough to be followed (FileBackend.followedSize): 60 KB.
+            for i in 0..<2_000 { tx["key.\(i)"] = .string("value \(i)") }
             tx["nested"] = ["date": .date(Date(timeIntervalSince1970: 1_700_000_000.5)), "data": .data(Data([0, 1, 2]))]
         }
         let changes = Recorder<PreferenceChange>()
@@ -272,7 +273,7 @@ struct SequenceTests {
         #expect(suite.storedValues == (try readSuiteFile(file)))
         try await suite.update { $0["mine"] = 1 }
         #expect(suite.storedValues == (try readSuiteFile(file)))
-        #expect(try readSuiteFile(file).storage.count == 1_003)
+        #expect(try readSuiteFile(file).storage.count == 2_003)
     }
 
     /// From a number older than the journal, and from 0: a gap with the whole content.

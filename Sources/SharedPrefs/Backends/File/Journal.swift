@@ -42,8 +42,10 @@ struct Journal {
         }
     }
 
-    /// How many numbers the journal spans at most before it is rewritten with its newer half.
-    static let maximumRecords: UInt64 = 1_000
+    /// How many numbers the journal spans at most before it is rewritten with its newer half: it
+    /// keeps the last 10,000 writes at least (unless ``maximumBytes`` comes first), so that a
+    /// consumer away for 10,000 writes catches up without a gap.
+    static let maximumRecords: UInt64 = 20_000
     /// How large the journal grows at most before it is rewritten with its newer half.
     static let maximumBytes = 4 << 20
     /// The largest value a record holds; a larger one is named, not copied (a 100 MB value

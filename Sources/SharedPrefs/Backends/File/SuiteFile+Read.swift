@@ -42,11 +42,11 @@ extension SuiteFile {
     }
 
     /// The suite file's number, from its header and trailer alone, when it is a binary property
-    /// list that the trust rule admits; `nil` otherwise.
-    func sequence(in dir: OpenDirectory) -> UInt64? {
+    /// list of at least `minimumSize` bytes that the trust rule admits; `nil` otherwise.
+    func sequence(in dir: OpenDirectory, minimumSize: Int) -> UInt64? {
         guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
         defer { Syscall.close(fd) }
-        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_size >= 40,
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_size >= max(40, minimumSize),
             (try? checkOwner(st, of: path, in: dir)) != nil,
             case .success(let head) = Syscall.read(fd, at: 0, 8), head == BinaryPropertyList.magic,
             case .success(let trailer) = Syscall.read(fd, at: Int(st.st_size) - 32, 32), trailer.count == 32

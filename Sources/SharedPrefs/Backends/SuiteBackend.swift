@@ -49,10 +49,6 @@ extension SuiteBackend {
 package enum SuiteValues {
     case full(PlistDictionary)
     case changes(FileDelta)
-
-    var isChanges: Bool {
-        if case .changes = self { true } else { false }
-    }
 }
 
 /// What a backend read.
@@ -66,6 +62,8 @@ package struct Loaded {
     /// The number of the write that made what was read (``PreferenceSuite/sequence``); `0` when
     /// that writer did not number it.
     package var sequence: UInt64 = 0
+    /// Whether the changes come from the suite's journal, the file unread (``FileBackend``).
+    var fromJournal = false
 
     package init(_ values: SuiteValues? = nil, notices: [PreferenceError] = []) {
         self.values = values

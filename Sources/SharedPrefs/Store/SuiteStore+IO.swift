@@ -279,8 +279,7 @@ extension SuiteStore {
         for notice in state.withLock({ $0.stand(loaded) }) { reportNotice(notice) }
         guard let read = loaded.values else { return }
         change { s, changes in
-            let fromJournal = loaded.image == nil && read.isChanges
-            if fromJournal { s.statistics.journalReads += 1 } else { s.statistics.fileReads += 1 }
+            if loaded.fromJournal { s.statistics.journalReads += 1 } else { s.statistics.fileReads += 1 }
             let delta: FileDelta
             switch read {
             case .full(let values): delta = s.delta(to: values)
@@ -301,7 +300,7 @@ extension SuiteStore {
                 }
             }
             // Changes from the journal stay on the image of the file read last.
-            if !fromJournal { s.values.rebase(on: loaded.image, apart: s.local.keys) }
+            if !loaded.fromJournal { s.values.rebase(on: loaded.image, apart: s.local.keys) }
             _Stages.mark("P")
         }
     }

@@ -96,6 +96,7 @@ final class FileBackend: SuiteBackend {
         last.withLock { $0?.followed = number }
         var loaded = Loaded(.changes(delta.map { ($0.key, $0.value) }))
         loaded.sequence = number
+        loaded.fromJournal = true
         return loaded
     }
 

@@ -86,15 +86,22 @@ final class FileBackend: SuiteBackend {
     /// next read or write, which compare with it, so a write always starts from the file's bytes.
     private func follow(in dir: OpenDirectory, after start: UInt64) -> Loaded? {
         guard let number = file.sequence(in: dir, minimumSize: Self.followedSize), number > start, let records = history(after: start, through: number, in: dir) else { return nil }
-        var delta: [PlistKey: PlistValue?] = [:]
+        // Each key once, with its last value, in the order of the records (each in key order).
+        var (delta, index): (FileDelta, [PlistKey: Int]) = ([], [:])
         for record in records {
             for change in record.changes {
                 guard change.kept else { return nil }
-                delta[PlistKey(change.key)] = .some(change.new)
+                let key = PlistKey(change.key)
+                if let at = index[key] {
+                    delta[at].value = change.new
+                } else {
+                    index[key] = delta.count
+                    delta.append((key, change.new))
+                }
             }
         }
         last.withLock { $0?.followed = number }
-        var loaded = Loaded(.changes(delta.map { ($0.key, $0.value) }))
+        var loaded = Loaded(.changes(delta))
         loaded.sequence = number
         loaded.fromJournal = true
         return loaded

@@ -173,8 +173,9 @@ extension SuiteFile {
         return middle.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
     }
 
-    /// Names in each suite directory, listed at most once a minute per process and shared by its
-    /// suites: ten thousand suites in one directory must not list it ten thousand times.
+    /// The names of temporary files in each suite directory, listed at most once a minute per
+    /// process and shared by its suites: ten thousand suites in one directory (and their lock
+    /// files and journals) must not list it, nor look through its names, ten thousand times.
     private static let listings = Lock<[String: (taken: ContinuousClock.Instant, names: [String])]>([:])
 
     /// Deletes temporary files a writer left when it died between writing and renaming, in the
@@ -189,7 +190,7 @@ extension SuiteFile {
         for (fd, path) in [(dir.fd, directory)] + (writes.map { [($0, directory + "/" + Self.writesDirectoryName)] } ?? []) {
             var names = Self.listings.withLock { $0[path].flatMap { now - $0.taken < .seconds(60) ? $0.names : nil } }
             if names == nil {
-                names = (try? Syscall.directoryEntries(fd).get()) ?? []
+                names = ((try? Syscall.directoryEntries(fd).get()) ?? []).filter { $0.hasSuffix(".tmp") }
                 Self.listings.withLock { $0[path] = (now, names!) }
             }
             removed += names!.filter(isTemporaryFile).filter { if case .success = Syscall.unlinkat(fd, $0) { true } else { false } }.count

@@ -282,7 +282,8 @@ final class TailSession: Sendable {
 
     /// Prints the suite's writes after number `start`, one by one from its journal, then those to
     /// come (`--since`, `--cursor`): a gap record and the stored values where the journal cannot
-    /// tell them; after each, a cursor record with its number.
+    /// tell them. The last record of each carries its number for the cursor (a record of its own,
+    /// not printed, where none passes the filters).
     func follow(_ suite: PreferenceSuite, since start: UInt64) {
         let path = suite.fileURL?.path ?? suite.name
         let changes = suite.followChanges(since: start) { [self] event in

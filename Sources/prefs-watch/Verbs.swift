@@ -64,7 +64,8 @@ struct Read: ParsableCommand {
     }
 
     /// The key's value through every layer, and where it comes from: `layer: locked (…)` on a
-    /// line of its own after the value. Exits 1 when no layer holds it.
+    /// line of its own after the value, then the system layers' rule and the suite's number
+    /// (`sequence: N`). Exits 1 when no layer holds it.
     private func explainKey(_ key: String) throws {
         let (place, stored, sequence) = try location.etcd != nil || FileManager.default.fileExists(atPath: location.fileURL(of: suite).path)
             ? location.readValues(suite) : (location.fileURL(of: suite).path, [:], 0)

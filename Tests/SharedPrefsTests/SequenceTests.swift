@@ -276,6 +276,21 @@ struct SequenceTests {
         #expect(try readSuiteFile(file).storage.count == 2_003)
     }
 
+    /// A consumer ahead of the suite (its number saved from a suite since restored or replaced):
+    /// a gap back to the stored number with the whole content, then every write from there.
+    @Test func aNumberAheadOfTheSuiteGivesAGapBackToIt() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("ahead.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        for i in 1...3 { try await suite.update { $0["k"] = .integer(Int64(i)) } }
+        let (events, task) = follow(suite, since: 100)
+        defer { task.cancel() }
+        #expect(try await events.wait(for: 1) == [.gap(from: 100, to: 3, contents: ["k": 3])])
+        try await suite.update { $0["k"] = 4 }
+        let all = try await events.wait(for: 2)
+        #expect(all.last == .write(sequence: 4, changes: [PreferenceChange(suite: "ahead", key: "k", oldValue: 3, newValue: 4, origin: .local, sequence: 4)]), "\(all)")
+    }
+
     /// From a number older than the journal, and from 0: a gap with the whole content.
     @Test func aNumberOlderThanTheJournalGivesAGapWithTheWholeContent() async throws {
         let directory = try TemporaryDirectory()

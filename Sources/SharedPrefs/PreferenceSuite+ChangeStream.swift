@@ -153,8 +153,8 @@ extension SuiteStore {
     }
 
     /// The writes after `start` through `end`, from the journal; `nil` when it cannot tell them all.
-    func history(after start: UInt64, through end: UInt64) -> [Journal.Record]? {
-        (backend as? FileBackend)?.history(after: start, through: end)
+    func history(after start: UInt64, through end: UInt64) -> [NumberedWrite]? {
+        backend.history(after: start, through: end)
     }
 
     /// The stored version: its number (`0`: one without a number), its generation, and the

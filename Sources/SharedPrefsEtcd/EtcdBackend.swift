@@ -33,6 +33,10 @@ final class EtcdBackend: SuiteBackend {
         var events: [(revision: Int64, events: [WatchResponse.Result.Event])] = []
         /// A full re-read is due: first load, or the watch fell below the compaction point.
         var mustResync = true
+        /// The suite's number (``PreferenceSuite/sequence``): the highest revision read or written.
+        var numbered: Int64 = 0
+        /// The revisions of this process's latest writes, to tell its own in ``history(after:through:)``.
+        var written: [Int64] = []
     }
     private let known = Lock(Known())
     /// The last known state and the writes not yet accepted, in a local file; `nil`: none.
@@ -61,7 +65,7 @@ final class EtcdBackend: SuiteBackend {
                 k.modRevisions = cached.revisions
                 k.mustResync = false
             }
-            return (Loaded(.full(cached.values)), cached.queued)
+            return (numbered(Loaded(.full(cached.values))), cached.queued)
         }
     }
 
@@ -189,7 +193,21 @@ final class EtcdBackend: SuiteBackend {
             return (before, k.revision)
         }
         if after > before { cacheRecord(changes, at: after, notices: &notices) }
-        return Loaded(changes.isEmpty ? nil : .changes(changes.map { ($0.key, $0.value) }), notices: notices)
+        return numbered(Loaded(changes.isEmpty ? nil : .changes(changes.map { ($0.key, $0.value) }), notices: notices))
+    }
+
+    /// Every change is numbered by its revision: none is a gap in ``PreferenceSuite/changes(since:)``.
+    var numbersEveryChange: Bool { true }
+
+    /// `loaded` with the suite's number: the highest revision read or written, so that it never
+    /// goes back when the watch brings another client's write older than this process's last.
+    private func numbered(_ loaded: Loaded) -> Loaded {
+        var loaded = loaded
+        loaded.sequence = known.withLock { k in
+            k.numbered = max(k.numbered, k.revision)
+            return UInt64(max(0, k.numbered))
+        }
+        return loaded
     }
 
     /// Reads the whole prefix, for the store to diff.
@@ -222,7 +240,7 @@ final class EtcdBackend: SuiteBackend {
             return k.revision
         }
         cacheRecord(revisions.map { ($0.key, values.storage[$0.key], $0.value) }, at: revision, complete: true, notices: &notices)
-        return Loaded(.full(values), notices: notices)
+        return numbered(Loaded(.full(values), notices: notices))
     }
 
     // MARK: Writing
@@ -241,9 +259,9 @@ final class EtcdBackend: SuiteBackend {
             guard plan.changesSomething || plan.isTransaction else { return Committed(wrote: false) }
             if !plan.isTransaction {
                 try putPlain(plan.operations, notices: &notices)
-                return Committed(wrote: true, notices: notices)
+                return committed(notices)
             }
-            guard let reread = try attemptTransaction(plan, attempt: attempts, notices: &notices) else { return Committed(wrote: true, notices: notices) }
+            guard let reread = try attemptTransaction(plan, attempt: attempts, notices: &notices) else { return committed(notices) }
             loaded = reread
             attempts += 1
             let waited = ContinuousClock.now - start
@@ -253,6 +271,13 @@ final class EtcdBackend: SuiteBackend {
             }
             if attempts > 8 { Thread.sleep(forTimeInterval: .random(in: 0...min(0.001 * Double(1 << min(attempts - 8, 6)), 0.05))) }
         }
+    }
+
+    /// A write made, with the suite's number after it.
+    private func committed(_ notices: [PreferenceError]) -> Committed {
+        var committed = Committed(wrote: true, notices: notices)
+        committed.sequence = known.withLock { UInt64(max(0, $0.numbered)) }
+        return committed
     }
 
     /// Plain writes: the last writer wins per key, so no comparison; at most 128 operations per
@@ -346,6 +371,9 @@ final class EtcdBackend: SuiteBackend {
         known.withLock { k in
             for key in operations.keys { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) }
             if transaction { k.tokenRevision = max(k.tokenRevision, revision) }
+            k.numbered = max(k.numbered, revision)
+            k.written.append(revision)
+            if k.written.count > 1024 { k.written.removeFirst(512) }
         }
         cacheRecord(operations.map { ($0.key, $0.value.value, revision) }, at: nil, notices: &notices)
     }
@@ -380,37 +408,76 @@ final class EtcdBackend: SuiteBackend {
     /// The first write of `key` after `revision` (a watch from `revision + 1`, read to its first
     /// event), within one request timeout; `nil` when the watch ended with nothing.
     private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
-        let result = Lock<Result<(value: Data, revision: Int64)?, any Error>?>(nil)
+        let first = Lock<(value: Data, revision: Int64)?>(nil)
+        let outcome = watchOnce(.init(key: key, start_revision: Int64String(revision + 1))) { message in
+            guard let event = message.events?.first else { return message.canceled != true }
+            first.withLock { $0 = (event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0) }
+            return false
+        }
+        switch outcome {
+        case .success: return first.withLock { $0 }
+        case .failure(let error): throw failed("find out whether an update was applied", error)
+        case nil: throw PreferenceError(code: .clusterUnreachable, message: "Could not find out whether an update of \(address) was applied: no member answered a watch of its transaction key in \(timeout * 3). It is not retried, so that it is never applied twice; read the suite when the cluster answers.", path: address)
+        }
+    }
+
+    /// The writes under the prefix after revision `start` through `end`, one per revision, from a
+    /// watch of every key from `start + 1`: every revision is some key's write, so the watch
+    /// reaches `end` whether or not a suite key changed there. `nil` when etcd compacted them
+    /// away, the cluster did not answer in three request timeouts, or this client may not watch
+    /// every key (a role limited to the prefix): the stream then gives a gap.
+    func history(after start: UInt64, through end: UInt64) -> [NumberedWrite]? {
+        guard start < end else { return start == end ? [] : nil }
+        guard let first = Int64(exactly: start + 1), let end = Int64(exactly: end) else { return nil }
+        let writes = Lock((list: [NumberedWrite](), reached: false))
+        let mine = known.withLock { Set($0.written) }
+        let outcome = watchOnce(.init(key: Data([0]), range_end: Data([0]), start_revision: Int64String(first), prev_kv: true)) { [self] message in
+            var ignored: [PreferenceError] = []
+            return writes.withLock { w in
+                for event in message.events ?? [] {
+                    let revision = event.kv.mod_revision?.value ?? 0
+                    guard revision <= end else { break }
+                    w.reached = revision == end
+                    guard let key = suiteKey(event.kv.key, notices: &ignored) else { continue }
+                    let change = NumberedWrite.Change(
+                        key: key.string, old: event.prev_kv.flatMap { decode($0, notices: &ignored) },
+                        new: event.type == "DELETE" ? nil : decode(event.kv, notices: &ignored))
+                    if w.list.last?.sequence == UInt64(revision) {
+                        w.list[w.list.count - 1].changes.append(change)
+                    } else {
+                        w.list.append(NumberedWrite(sequence: UInt64(revision), base: w.list.last?.sequence ?? start, pid: mine.contains(revision) ? getpid() : 0, time: Date(), changes: [change]))
+                    }
+                }
+                // All of a revision's events come in one message: past `end`, nothing more is due.
+                if let last = message.events?.last?.kv.mod_revision?.value, last >= end { w.reached = true }
+                return !w.reached && message.canceled != true
+            }
+        }
+        guard case .success = outcome else { return nil }
+        return writes.withLock { $0.reached ? $0.list : nil }
+    }
+
+    /// Runs a watch until `body` returns `false` or the stream ends, waiting on this thread (one
+    /// of the library's, never the cooperative pool's) for three request timeouts at most: the
+    /// watch's own checks end it within about two. `nil` when it did not end in time.
+    private func watchOnce(_ create: WatchRequest.Create, _ body: @escaping @Sendable (WatchResponse.Result) -> Bool) -> Result<Void, any Error>? {
+        let result = Lock<Result<Void, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let client = self.client
         let watch = Task.detached {
             defer { done.signal() }
             do {
-                try await client.watch(.init(key: key, start_revision: Int64String(revision + 1)), timeout: client.timeout) { message, _ in
-                    if let event = message.events?.first {
-                        result.withLock { $0 = .success((event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0)) }
-                        return false
-                    }
-                    if message.canceled == true {
-                        result.withLock { $0 = .success(nil) }
-                        return false
-                    }
-                    return true
-                }
+                try await client.watch(create, timeout: client.timeout) { message, _ in body(message) }
+                result.withLock { $0 = .success(()) }
             } catch {
                 result.withLock { $0 = .failure(error) }
             }
         }
-        // The watch's own checks end it within about two timeouts; this wait, within three.
         if done.wait(timeout: .now() + .nanoseconds(Int(client.timeout.nanoseconds * 3))) == .timedOut {
             watch.cancel()
-            throw PreferenceError(code: .clusterUnreachable, message: "Could not find out whether an update of \(address) was applied: no member answered a watch of its transaction key in \(timeout * 3). It is not retried, so that it is never applied twice; read the suite when the cluster answers.", path: address)
+            return nil
         }
-        switch result.withLock({ $0 }) {
-        case .success(let first): return first
-        case .failure(let error): throw failed("find out whether an update was applied", error)
-        case nil: return nil
-        }
+        return result.withLock { $0 }
     }
 
     // MARK: Errors

@@ -351,6 +351,8 @@ struct WatchResponse: Decodable, Sendable {
         struct Event: Codable, Sendable {
             var type: String?
             var kv: KeyValue
+            /// The key's value before the event, for a watch created with `prev_kv`.
+            var prev_kv: KeyValue?
         }
         var header: ResponseHeader?
         var created: Bool?

@@ -557,6 +557,83 @@ struct EtcdSuiteTests {
         #expect(Set(check.storedValues.keys) == expected, "missing \(expected.subtracting(check.storedValues.keys).sorted()), extra \(Set(check.storedValues.keys).subtracting(expected).sorted())")
     }
 
+    /// `changes(since:)` in another process, numbered by etcd's revisions: from 0 a gap with the
+    /// whole content, then each write once and in order, across a kill of the member it reads
+    /// from and across its own SIGKILL, resuming from the number it printed last; 30 writes, 30
+    /// events, no second gap; the last number is the key's modification revision in etcd.
+    @Test func changesSinceANumberCrossAMemberKillAndARestartMissingNothing() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: Array(cluster.clientURLs.dropFirst()), prefix: prefix, options: noCache)
+        suite.set(0, forKey: "n")
+        try await suite.flush()
+        // The consumer reads from member 0 first.
+        var consumer = try Child(["changes", cluster.endpoints, prefix, "0"], cacheHome: cluster.cacheHome)
+        let start = try #require(await consumer.nextLine())
+        #expect(start.hasPrefix("gap 0 ") && start.hasSuffix(" n=0"), "\(start)")
+        var cursor = try #require(UInt64(start.split(separator: " ")[2]))
+        var seen: [Int] = []
+        func consume(through last: Int) async throws {
+            while seen.last != last {
+                let line = try #require(await consumer.nextLine(), "the consumer ended after \(seen)")
+                let fields = line.split(separator: " ")
+                #expect(fields.count == 3 && fields[0] == "write", "\(line)")
+                let sequence = try #require(UInt64(fields[1]))
+                #expect(sequence > cursor, "\(line) after \(cursor)")
+                cursor = sequence
+                seen.append(try #require(Int(fields[2].dropFirst("n=".count))))
+            }
+        }
+        func write(_ values: ClosedRange<Int>) async throws {
+            for value in values {
+                suite.set(value, forKey: "n")
+                try await suite.flush()
+            }
+        }
+        try await write(1...10)
+        try await consume(through: 10)
+        cluster.kill(0)
+        try await write(11...20)
+        try await consume(through: 20)
+        kill(consumer.process.processIdentifier, SIGKILL)
+        _ = await consumer.exitStatus()
+        try await write(21...30)
+        consumer = try Child(["changes", cluster.endpoints, prefix, String(cursor)], cacheHome: cluster.cacheHome)
+        try await consume(through: 30)
+        kill(consumer.process.processIdentifier, SIGKILL)
+        #expect(seen == Array(1...30))
+        let stored = try cluster.etcdctl(["--endpoints", cluster.clientURLs[1], "get", prefix + "n", "-w", "json"]).output
+        #expect(stored.contains("\"mod_revision\":\(cursor),"), "\(stored)")
+    }
+
+    /// A consumer away while etcd compacts past its number: on return, one gap from its number to
+    /// the suite's, with the exact content (a key removed while away is not in it), then writes.
+    @Test func changesSinceACompactedNumberGiveAGapWithTheExactContent() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        suite.set(1, forKey: "a")
+        suite.set(1, forKey: "b")
+        try await suite.flush()
+        let away = try cluster.revision()
+        suite.set(2, forKey: "a")
+        suite.removeObject(forKey: "b")
+        suite.set(3, forKey: "c")
+        try await suite.flush()
+        suite.set(4, forKey: "c")
+        try await suite.flush()
+        let compacted = try cluster.revision()
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "compact", "\(compacted)"]).status == 0)
+        let consumer = try Child(["changes", cluster.endpoints, prefix, String(away)], cacheHome: cluster.cacheHome)
+        defer { kill(consumer.process.processIdentifier, SIGKILL) }
+        let gap = try #require(await consumer.nextLine())
+        #expect(gap == "gap \(away) \(compacted) a=2,c=4", "\(gap)")
+        suite.set(5, forKey: "a")
+        try await suite.flush()
+        let written = try cluster.revision()
+        #expect(await consumer.nextLine() == "write \(written) a=5")
+    }
+
     /// A member whose peers stopped loses its leader and ends the watch with an error whose
     /// gRPC code is a number: the failure says what etcd said, not that its JSON did not decode.
     @Test func aWatchEndedByEtcdSaysWhatEtcdSaid() async throws {
@@ -719,7 +796,9 @@ struct EtcdSuiteTests {
         #expect(await write.finish().status == 1)
         #expect(write.errorOutput.contains("is locked by \(admin.appending(path: "locks/apps.\(id)").path)"), "\(write.errorOutput)")
         let explained = await (try Child(["read", "--explain", "--etcd", cluster.endpoints, prefix, "theme"], cacheHome: cluster.cacheHome, product: "prefs-watch", environment: environment)).finish()
-        #expect(explained.status == 0 && explained.lines == ["admin", "layer: administrator, \(admin.appending(path: "apps.\(id).plist").path)", "system layers: those of suite apps.\(id)"], "\(explained.lines)")
+        // The suite's number is the cluster's revision when it was read.
+        let revision = try cluster.revision()
+        #expect(explained.status == 0 && explained.lines == ["admin", "layer: administrator, \(admin.appending(path: "apps.\(id).plist").path)", "system layers: those of suite apps.\(id)", "sequence: \(revision)"], "\(explained.lines)")
         let keys = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only"])
         #expect(keys.output.split(separator: "\n").filter { !$0.isEmpty }.isEmpty, "\(keys.output)")
     }

@@ -337,23 +337,25 @@ struct SequenceTests {
         #expect(try await events.wait(for: 2).last == .gap(from: 1, to: 2, contents: ["a": 1, "b": 2, "c": 3]), "\(events.items)")
     }
 
-    /// A consumer killed with SIGKILL at random moments while another process writes, each time
-    /// restarted from the number its output ends with: every write after its first gap arrives
-    /// once, in order, none missed; a gap only where it started from nothing.
-    @Test func aConsumerKilledAtRandomResumesMissingNothingAndRepeatingNothing() async throws {
+    /// A consumer killed with SIGKILL 500 times at random moments while another process makes
+    /// 10,000 writes, each time restarted from the number its output ends with: every write after
+    /// its first gap arrives once, in order, none missed; a gap only where it started from nothing.
+    @Test(.timeLimit(.minutes(15)))
+    func aConsumerKilledAtRandomResumesMissingNothingAndRepeatingNothing() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("resume.plist")
         let output = directory.file("consumed")
-        let count = underThreadSanitizer ? 150 : 400
-        let writer = try Launched(childExecutable, ["counter-writes", file.path, String(count)])
-        var kills = 0
-        while kills < 20 {
+        let (count, kills) = underThreadSanitizer ? (150, 20) : (10_000, 500)
+        // Spread over about the time the kills take (a consumer starts in some 30 ms).
+        let writer = try Launched(childExecutable, ["counter-writes", file.path, String(count), underThreadSanitizer ? "0" : "3000"])
+        var killed = 0
+        while killed < kills {
             let consumer = try Launched(childExecutable, ["consume", file.path, output.path])
             // Killed wherever it is then: starting, catching up, following.
             try await Task.sleep(for: .milliseconds(Int.random(in: 1...40)))
             kill(consumer.pid, SIGKILL)
             _ = try await consumer.status()
-            kills += 1
+            killed += 1
         }
         #expect(try await writer.status() == 0)
         let last = try Launched(childExecutable, ["consume", file.path, output.path])

@@ -30,6 +30,10 @@
 //                                                         standard input until its end: "set <key>=<value>...",
 //                                                         "get <key>...", "flush" (prints "flushed" or
 //                                                         "flush failed <code>")
+//   prefs-etcd-child changes <endpoints> <prefix> <since> follows suite.changes(since:): prints "write
+//                                                         <seq> <key>=<new>,..." per write and "gap
+//                                                         <from> <to> <key>=<value>,..." per gap (keys
+//                                                         in order), until it is killed
 #if Etcd
 import Foundation
 import SharedPrefs
@@ -156,6 +160,20 @@ do {
         }
         say("longest \(longest.components.seconds).\(String(format: "%03d", longest.components.attoseconds / 1_000_000_000_000_000))")
         say(flushOnce() ? "done" : "last flush failed")
+    case "changes":
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            for await event in suite.changes(since: UInt64(rest.first ?? "") ?? 0) {
+                switch event {
+                case .write(let sequence, let changes):
+                    say("write \(sequence) " + changes.map { "\($0.key)=\(text($0.newValue))" }.joined(separator: ","))
+                case .gap(let from, let to, let contents):
+                    say("gap \(from) \(to) " + contents.keys.sorted().map { "\($0)=\(text(contents[$0]))" }.joined(separator: ","))
+                }
+            }
+            done.signal()
+        }
+        done.wait()
     case "session":
         let token = suite.observe(.all) { change in say("change \(change.key) \(text(change.oldValue)) \(text(change.newValue))") }
         let failures = suite.failures()

@@ -55,8 +55,9 @@
 //       <count> updates of "paced" (0, 1, …), each stopped before its rename: prints "renaming
 //       <temporary file>", goes on at a line of standard input, then prints "written <i>" or
 //       "failed <i> <message>".
-//   prefs-test-child counter-writes <plist> <count>
-//       <count> updates that each increment "counter".
+//   prefs-test-child counter-writes <plist> <count> [<pause-µs>]
+//       <count> updates that each increment "counter", with a pause after each (to spread them
+//       over the time a test needs).
 //   prefs-test-child consume <plist> <output>
 //       follows suite.changes(since:) from the number on the last line of <output> (0 without
 //       one), appending a line per event with one write(2): "write <seq> <new values>" or
@@ -329,10 +330,12 @@ case "crash-loop":
         }
     }
 case "counter-writes":
-    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: counter-writes <plist> <count>") }
+    guard arguments.count >= 3, let count = Int(arguments[2]) else { fail("usage: counter-writes <plist> <count> [<pause-µs>]") }
+    let pause = arguments.count > 3 ? useconds_t(arguments[3]) ?? 0 : 0
     let counter = PreferenceKey<Int>("counter", default: 0)
     for _ in 0..<count {
         do { try suite.update { $0[counter] += 1 } } catch { fail("update failed: \(error)") }
+        if pause > 0 { usleep(pause) }
     }
 case "consume":
     guard arguments.count == 3 else { fail("usage: consume <plist> <output>") }

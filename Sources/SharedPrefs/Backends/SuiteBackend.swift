@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Where a store's values live: in memory (``MemoryBackend``), a suite file (``FileBackend``), a
 /// key prefix in an etcd cluster in `SharedPrefsEtcd`. The seam runs one way: a backend reads,
 /// writes and watches, and returns what it read and wrote; the snapshot, the pending operations,
@@ -38,11 +40,55 @@ package protocol SuiteBackend: Sendable {
     /// lock still held, a cluster that does not answer), or `nil` not to (the values stay pending
     /// for the next write, flush or exit: never a loop against a full disk).
     func retryDelay(after error: PreferenceError) -> Duration?
+
+    /// The writes after the one numbered `start` through `end`, in order, for
+    /// ``PreferenceSuite/changes(since:)``; `nil` when the backend cannot tell them all (they are
+    /// no longer kept, or another program wrote without a number).
+    func history(after start: UInt64, through end: UInt64) -> [NumberedWrite]?
+
+    /// Whether every change the backend reads carries its write's number (etcd's revision), so
+    /// that none is a gap; a file can be changed by a program that does not number its writes.
+    var numbersEveryChange: Bool { get }
 }
 
 extension SuiteBackend {
     /// Nothing to tell of (a backend without a lock).
     package var holder: String? { nil }
+
+    /// No history (a backend that keeps none).
+    package func history(after start: UInt64, through end: UInt64) -> [NumberedWrite]? { nil }
+
+    package var numbersEveryChange: Bool { false }
+}
+
+/// One numbered write: what ``PreferenceSuite/changes(since:)`` delivers, from a suite's journal
+/// or an etcd watch.
+package struct NumberedWrite: Equatable, Sendable {
+    package var sequence: UInt64
+    /// The number of the version the write was made on; `0` for a file without one.
+    package var base: UInt64
+    /// The writer's process id; `0` when unknown (another host).
+    package var pid: Int32
+    package var time: Date
+    /// Each key the write changed, its value before and after (`nil`: absent).
+    package var changes: [Change]
+
+    package struct Change: Equatable, Sendable {
+        package var key: String
+        package var old: PlistValue?
+        package var new: PlistValue?
+        /// `false` for a value larger than ``Journal/maximumValueBytes``, whose values the
+        /// record leaves out (`old` and `new` are then `nil`): read it from the suite.
+        package var kept = true
+
+        package init(key: String, old: PlistValue?, new: PlistValue?, kept: Bool = true) {
+            (self.key, self.old, self.new, self.kept) = (key, old, new, kept)
+        }
+    }
+
+    package init(sequence: UInt64, base: UInt64, pid: Int32, time: Date, changes: [Change]) {
+        (self.sequence, self.base, self.pid, self.time, self.changes) = (sequence, base, pid, time, changes)
+    }
 }
 
 /// The values of a suite as read: in full, or what changed since the last read or write.

@@ -288,7 +288,7 @@ extension SuiteStore {
             }
             if !delta.isEmpty || loaded.sequence != s.fileSequence {
                 s.generation += 1
-                if loaded.sequence <= s.fileSequence { s.unnumberedGeneration = s.generation }
+                if loaded.sequence <= s.fileSequence, !backend.numbersEveryChange { s.unnumberedGeneration = s.generation }
             }
             s.sequence = max(s.sequence, loaded.sequence)
             s.fileSequence = loaded.sequence

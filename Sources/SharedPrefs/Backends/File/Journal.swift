@@ -22,25 +22,7 @@ import SharedPrefsLocking
 /// again, so that the last record is found from the end. Past ``maximumRecords`` numbers or ``maximumBytes``, the writer rewrites
 /// the journal with its newer half.
 struct Journal {
-    /// One write.
-    struct Record: Equatable, Sendable {
-        var sequence: UInt64
-        /// The number of the file the write was made on; `0` for a file without one.
-        var base: UInt64
-        var pid: Int32
-        var time: Date
-        /// Each key the write changed, its value before and after (`nil`: absent).
-        var changes: [Change]
-
-        struct Change: Equatable, Sendable {
-            var key: String
-            var old: PlistValue?
-            var new: PlistValue?
-            /// `false` for a value larger than ``Journal/maximumValueBytes``, whose values the
-            /// record leaves out (`old` and `new` are then `nil`): read it from the suite.
-            var kept = true
-        }
-    }
+    typealias Record = NumberedWrite
 
     /// How many numbers the journal spans at most before it is rewritten with its newer half: it
     /// keeps the last 10,000 writes at least (unless ``maximumBytes`` comes first), so that a

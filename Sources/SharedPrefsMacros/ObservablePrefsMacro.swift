@@ -6,7 +6,7 @@ import SwiftSyntaxMacros
 /// `@ObservablePrefs` and `@ObservableDefaults`: the class-level macro.
 ///
 /// - member: the observation registrar with `access`/`withMutation` (as `@Observable`), the suite
-///   binding `_$prefs`, `_$prefsDidChange` mapping a changed key to its property's mutation,
+///   binding `_$prefs`, `prefsSequence` (the suite's number), `_$prefsDidChange` mapping a changed key to its property's mutation,
 ///   `startObservingPrefs(…)`, and (with `autoInit`) an `init` labelled as the spelling used (see `initializer`).
 /// - member attributes: `@_PrefsProperty("key")` on persisted properties, `@ObservableOnly` on
 ///   observe-first ones.
@@ -77,6 +77,13 @@ public struct ObservablePrefsMacro: MemberMacro, MemberAttributeMacro, Extension
             """,
             """
             private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: \(raw: options.suiteName), prefix: \(literal: options.prefix), ignoreExternalChanges: \(raw: options.ignoreExternalChanges)\(raw: options.inMemory ? ", inMemory: true" : ""))
+            """,
+            """
+            /// The number of the last write of the suite that the properties read
+            /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+            var prefsSequence: UInt64 {
+                _$prefs.sequence
+            }
             """,
             """
             private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {

@@ -45,6 +45,10 @@
 /// `willSet`/`didSet` on a persisted property run around this instance's own sets; by default
 /// not when another process changes the key. An optional without a default defaults to `nil`.
 ///
+/// `prefsSequence` is the suite's number (``PreferenceSuite/sequence``) as the properties read
+/// it: a model that keeps something derived from them saves it, and after a restart catches up
+/// with `suite.changes(since: saved)` (<doc:ChangeStream>).
+///
 /// Every persisted property needs a default value, which is captured once: reads fall back
 /// stored → registered → declared default, so a key removed by another process reverts the
 /// property to its default (with one mutation). A `@MainActor` class receives external changes on
@@ -54,7 +58,7 @@
 /// is needed for either.
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(prefsSequence), named(_$prefsDidChange),
     named(startObservingPrefs), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
@@ -69,7 +73,7 @@ public macro ObservablePrefs(
 /// here, and an instance hears only its own keys (never a mere prefix convention).
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(prefsSequence), named(_$prefsDidChange),
     named(startObservingPrefs), named(observerStarter), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)
@@ -89,7 +93,7 @@ public macro ObservableDefaults(
 /// `_developmentMode_`, `_prefix` and `_cloudObserver` (see ``CloudObservation``).
 @attached(
     member,
-    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(_$prefsDidChange),
+    names: named(_$observationRegistrar), named(access), named(withMutation), named(_$prefs), named(prefsSequence), named(_$prefsDidChange),
     named(startObservingPrefs), named(_developmentMode_), named(_prefix), named(_cloudObserver), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Observable)

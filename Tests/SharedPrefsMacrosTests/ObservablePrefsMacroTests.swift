@@ -123,6 +123,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "app.", ignoreExternalChanges: false)
 
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
+
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "volume":
@@ -224,6 +230,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.com.example.app", prefix: "ui.", ignoreExternalChanges: false)
+
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
 
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
@@ -337,6 +349,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: "group.x", prefix: "p.", ignoreExternalChanges: false)
+
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
 
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
@@ -453,6 +471,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
 
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
@@ -573,6 +597,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
+
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
@@ -672,6 +702,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "bad prefix!", ignoreExternalChanges: false)
+
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
 
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
@@ -775,6 +811,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
+
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
@@ -873,6 +915,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
+
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
                     case "a":
@@ -949,6 +997,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
 
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
@@ -1032,6 +1086,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
 
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
+
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {
 
@@ -1105,6 +1165,12 @@ final class ObservablePrefsMacroTests: XCTestCase {
                 }
 
                 private let _$prefs = SharedPrefsObservation._PrefsStorage(suiteName: nil, prefix: "", ignoreExternalChanges: false)
+
+                /// The number of the last write of the suite that the properties read
+                /// (`PreferenceSuite.sequence`): save it, and resume from it with the suite's `changes(since:)`.
+                var prefsSequence: UInt64 {
+                    _$prefs.sequence
+                }
 
                 private func _$prefsDidChange(_ name: String, _ change: SharedPrefs.PreferenceChange) {
                     switch name {

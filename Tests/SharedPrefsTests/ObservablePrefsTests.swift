@@ -112,6 +112,30 @@ struct ObservablePrefsCrossProcessTests {
         #expect(settings.volume == 9)
     }
 
+    /// `prefsSequence` is the number of the write the properties read: after another process's
+    /// write is heard, the file's number; a model that saved it resumes with `changes(since:)`
+    /// at the next write, with nothing before it and no gap.
+    @Test func aModelOffersTheNumberItReadsToResumeFrom() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("resume.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let settings = AppSettings(suite: suite)
+        #expect(settings.prefsSequence == 0)
+        let volume = Tracker("volume") { _ = settings.volume }
+        try await child("set", file.path, "app.volume=int:7")
+        try await volume.fired.wait(for: 1)
+        let saved = settings.prefsSequence
+        let stored = try fileSequence(file)
+        #expect(saved > 0 && saved == stored)
+        try await child("set", file.path, "app.volume=int:8")
+        var next: ChangeStreamEvent? = nil
+        for await event in suite.changes(since: saved) {
+            next = event
+            break
+        }
+        #expect(next == .write(sequence: saved + 1, changes: [PreferenceChange(suite: suite.name, key: "app.volume", oldValue: 7, newValue: 8, origin: .external, sequence: saved + 1)]), "\(String(describing: next))")
+    }
+
     @Test func aKeyRemovedByAnotherProcessRevertsToTheDeclaredDefault() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("revert.plist")

@@ -15,10 +15,6 @@ int sharedprefs_allocate(int fd, long length) {
     return fallocate(fd, 0, 0, length);
 }
 
-void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *needle, long needleLength) {
-    return memmem(haystack, haystackLength, needle, needleLength);
-}
-
 static unsigned long sharedprefs_forks = 0;
 static unsigned long sharedprefs_forker = 0;
 __thread unsigned sharedprefs_gate_depth = 0;

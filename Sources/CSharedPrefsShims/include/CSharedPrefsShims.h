@@ -89,9 +89,6 @@ int sharedprefs_link_descriptor(int fd, int dirfd, const char *name);
 /// grows to `length`). Returns 0, or -1 with errno set.
 int sharedprefs_allocate(int fd, long length);
 
-/// memmem(3): where `needle` first occurs in `haystack`, or NULL.
-void *sharedprefs_memmem(const void *haystack, long haystackLength, const void *needle, long needleLength);
-
 /// The file-system type (`f_type` of statfs(2), a *_SUPER_MAGIC number) of the file system
 /// holding `path`, or -1 with errno set.
 static inline long sharedprefs_filesystem_type(const char *path) {

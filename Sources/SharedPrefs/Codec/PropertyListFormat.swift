@@ -56,15 +56,19 @@ public enum PropertyListFormat: Sendable, Hashable {
         return UInt64(String(decoding: head[at.upperBound...].prefix { (0x30...0x39).contains($0) }.prefix(20), as: UTF8.self)) ?? 0
     }
 
-    /// `bytes`, a suite file this library encoded, made to carry `sequence`.
-    static func numbered(_ bytes: [UInt8], _ sequence: UInt64) -> [UInt8] {
-        var bytes = bytes
+    /// Makes `bytes`, a suite file this library encoded, carry `sequence`: in place in a binary
+    /// one's trailer (no copy when `bytes` is not shared), in a comment before an XML one's root.
+    static func number(_ bytes: inout [UInt8], _ sequence: UInt64) {
         if bytes.starts(with: BinaryPropertyList.magic), bytes.count >= 40 {
-            for i in 0..<6 { bytes[bytes.count - 32 + i] = UInt8(truncatingIfNeeded: sequence >> (8 * (5 - i))) }
+            numberTrailer(&bytes, sequence)
         } else if let at = bytes.firstRange(of: "<plist version".utf8) {
             bytes.insert(contentsOf: Array("\(xmlSequenceMarker)\(sequence) -->\n".utf8), at: at.lowerBound)
         }
-        return bytes
+    }
+
+    /// Puts `sequence` in the 6 unused bytes that begin the binary trailer `bytes` ends with.
+    static func numberTrailer(_ bytes: inout [UInt8], _ sequence: UInt64) {
+        for i in 0..<6 { bytes[bytes.count - 32 + i] = UInt8(truncatingIfNeeded: sequence >> (8 * (5 - i))) }
     }
 
     private static let xmlSequenceMarker = "<!-- SharedPrefs sequence "

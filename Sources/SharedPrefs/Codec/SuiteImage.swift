@@ -59,10 +59,15 @@ struct SuiteImage: Sendable {
 
     /// The value of `key`, decoded from the file's bytes; `nil` when the file does not hold it.
     func value(of key: PlistKey) -> PlistValue? {
+        index(of: key).flatMap(value(at:))
+    }
+
+    /// The index of `key`'s entry; `nil` when the file does not hold it.
+    func index(of key: PlistKey) -> Int? {
         var slot = key.hashValue & (slots.count - 1)
         while slots[slot] != 0 {
             let i = Int(slots[slot]) - 1
-            if keys[i] == key { return value(at: i) }
+            if keys[i] == key { return i }
             slot = (slot + 1) & (slots.count - 1)
         }
         return nil
@@ -240,11 +245,20 @@ struct SuiteImage: Sendable {
     /// bytes between them are copied, and the offsets after each are shifted; the file keeps its
     /// layout. `nil` for any other write.
     func splicing(_ operations: Operations) -> (bytes: [UInt8], image: SuiteImage)? {
+        splice(operations).map { file in
+            let bytes = file.joined()
+            return (bytes, SuiteImage(bytes: bytes, keys: keys, canonical: true, sameKeys: self))
+        }
+    }
+
+    /// ``splicing(_:)``'s new file as pieces of this one's bytes and the new bytes between them,
+    /// written as they are: joined only once the file is in place, off the path to its readers.
+    func splice(_ operations: Operations) -> FileBytes? {
         guard canonical, !keys.isEmpty, !operations.isEmpty, operations.count <= 8 else { return nil }
         // Each key as this library encodes it, and the new value's bytes.
         // (Capacities reserved, so that the allocations are the same on every run: the benchmark's
         // thresholds count them.)
-        var needles: [(key: Range<Int>, value: Range<Int>, object: Int)] = []
+        var needles: [(name: PlistKey, key: Range<Int>, value: Range<Int>, object: Int)] = []
         needles.reserveCapacity(operations.count)
         var encoded: [UInt8] = []
         encoded.reserveCapacity(256)
@@ -256,7 +270,7 @@ struct SuiteImage: Sendable {
                 BinaryPropertyList.appendScalar(.string(key.string), to: &encoded)
                 let valueStart = encoded.count
                 BinaryPropertyList.appendScalar(value, to: &encoded)
-                needles.append((keyStart..<valueStart, valueStart..<encoded.count, -1))
+                needles.append((key, keyStart..<valueStart, valueStart..<encoded.count, -1))
             }
         }
         return bytes.withUnsafeBufferPointer { buffer in
@@ -265,67 +279,69 @@ struct SuiteImage: Sendable {
                 guard let reader = try? BinaryPropertyList.Reader(buffer), let keysStart = try? reader.offset(1), let keysEnd = try? reader.offset(n + 1),
                     keysStart <= keysEnd
                 else { return nil }
-                // Each key's bytes searched for among the key objects (1...n, one after another):
-                // the first place that is where a key object starts, object j, is the entry's key,
-                // and its value is object n + j. A key written otherwise (UTF-16 where it could be
-                // ASCII) or not there: in full.
+                // Entry i's key is object i + 1 (``canonical``), its value object n + i + 1, where
+                // the key must be encoded as this library encodes it. A key written otherwise
+                // (UTF-16 where it could be ASCII) or not there: in full.
                 for k in needles.indices {
-                    let needle = encoded.baseAddress! + needles[k].key.lowerBound
-                    var from = keysStart
-                    while needles[k].object < 0 {
-                        guard let hit = sharedprefs_memmem(buffer.baseAddress! + from, keysEnd - from, needle, needles[k].key.count) else { return nil }
-                        let position = buffer.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                        let j = reader.lastObject(startingAtOrBefore: position, in: 1...n)
-                        if (try? reader.offset(j)) == position, (try? reader.scalar(at: position))?.count == needles[k].key.count {
-                            needles[k].object = n + j
-                        }
-                        from = position + 1
-                    }
+                    guard let i = index(of: needles[k].name), let position = try? reader.offset(i + 1), position + needles[k].key.count <= keysEnd,
+                        memcmp(buffer.baseAddress! + position, encoded.baseAddress! + needles[k].key.lowerBound, needles[k].key.count) == 0,
+                        (try? reader.scalar(at: position))?.count == needles[k].key.count
+                    else { return nil }
+                    needles[k].object = n + i + 1
                 }
                 needles.sort { $0.object < $1.object }
-                // The bytes, with the new values in place of the old ones.
-                var out: [UInt8] = []
-                out.reserveCapacity(buffer.count + encoded.count + 64)
-                var copied = 0
+                // The bytes up to each old value, and the new value after them.
+                var pieces: [(old: Range<Int>, new: [UInt8])] = []
+                pieces.reserveCapacity(needles.count + 1)
+                var (copied, length) = (0, 0)  // of the old file, and the new file's length so far
                 var shifts: [Int] = []  // how far the objects after each new value moved
                 shifts.reserveCapacity(needles.count)
                 for needle in needles {
                     guard let start = try? reader.offset(needle.object), let old = try? reader.scalar(at: start) else { return nil }
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[copied..<start]))
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: encoded[needle.value]))
+                    pieces.append((copied..<start, Array(encoded[needle.value])))
+                    length += start - copied + needle.value.count
                     copied = old.upperBound
-                    shifts.append(out.count - copied)
+                    shifts.append(length - copied)
                 }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[copied..<reader.offsetTable]))
                 // The offset table: up to the first new value as it was (when its width stays),
-                // the rest shifted.
-                let tableOffset = out.count
+                // the rest shifted, in runs: each new value's object moves as the objects before
+                // it, those after it by its shift.
+                let tableOffset = length + reader.offsetTable - copied
                 let (count, oldSize, size) = (reader.objectCount, reader.offsetSize, BinaryPropertyList.byteWidth(UInt64(tableOffset)))
                 let same = size == oldSize ? needles[0].object + 1 : 0
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[reader.offsetTable..<(reader.offsetTable + same * size)]))
-                // (Not when the last object changed: an empty `Array(unsafeUninitializedCapacity:)`
-                // writes to the shared empty-array singleton, a race ThreadSanitizer reports.)
+                var table = [UInt8](repeating: 0, count: (count - same) * size)
+                table.reserveCapacity(table.count + 32)
                 if count > same {
-                    out += [UInt8](unsafeUninitializedCapacity: (count - same) * size) { table, initialized in
-                        var (shift, next) = (0, 0)
+                    table.withUnsafeMutableBufferPointer { table in
+                        var (shift, next, start) = (0, 0, same)
                         while next < needles.count, needles[next].object < same {
                             shift = shifts[next]
                             next += 1
                         }
-                        for i in same..<count {
-                            let offset = Int(BinaryPropertyList.Reader.uint(buffer, reader.offsetTable + i * oldSize, oldSize)) + shift
-                            for byte in 0..<size { table[initialized + byte] = UInt8(truncatingIfNeeded: offset &>> (8 * (size - 1 - byte))) }
-                            initialized += size
-                            if next < needles.count, needles[next].object == i {
-                                shift = shifts[next]
-                                next += 1
-                            }
+                        while start < count {
+                            let end = next < needles.count ? needles[next].object + 1 : count
+                            Self.shift(buffer.baseAddress! + reader.offsetTable + start * oldSize, oldSize, into: table.baseAddress! + (start - same) * size, size, count: end - start, by: shift)
+                            start = end
+                            if next < needles.count { shift = shifts[next] }
+                            next += 1
                         }
                     }
                 }
-                BinaryPropertyList.appendTrailer(offsetSize: size, refSize: reader.refSize, objects: count, table: tableOffset, to: &out)
-                return (out, SuiteImage(bytes: out, keys: keys, canonical: true, sameKeys: self))
+                BinaryPropertyList.appendTrailer(offsetSize: size, refSize: reader.refSize, objects: count, table: tableOffset, to: &table)
+                pieces.append((copied..<(reader.offsetTable + same * size), table))
+                return FileBytes(base: bytes, pieces: pieces)
             }
+        }
+    }
+
+    /// Copies `count` big-endian offsets of `oldSize` bytes from `source` to `target`, as
+    /// `size` bytes each, each moved by `shift`.
+    private static func shift(_ source: UnsafePointer<UInt8>, _ oldSize: Int, into target: UnsafeMutablePointer<UInt8>, _ size: Int, count: Int, by shift: Int) {
+        for k in 0..<count {
+            var offset = 0
+            for byte in 0..<oldSize { offset = offset << 8 | Int(source[k * oldSize + byte]) }
+            offset &+= shift
+            for byte in 0..<size { target[k * size + byte] = UInt8(truncatingIfNeeded: offset >> (8 * (size - 1 - byte))) }
         }
     }
 

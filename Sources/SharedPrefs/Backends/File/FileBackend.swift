@@ -153,24 +153,30 @@ final class FileBackend: SuiteBackend {
                 path: file.path)
         }
         guard plan.changesSomething || failure != nil else { return Committed(wrote: false) }
-        var image = self.known?.image
-        let bytes: [UInt8]
-        if file.options.format == .binary, let current = image, let (encoded, next) = try? current.applying(plan.operations) {
-            bytes = encoded
-            image = next
+        // The new file, and how its image is made of its bytes once it is in place.
+        var newFile: FileBytes
+        let image: ([UInt8]) -> SuiteImage?
+        if file.options.format == .binary, let current = self.known?.image, let spliced = current.splice(plan.operations) {
+            newFile = spliced
+            image = { SuiteImage(bytes: $0, keys: current.keys, canonical: true, sameKeys: current) }
+        } else if file.options.format == .binary, let current = self.known?.image, let (bytes, next) = try? current.applying(plan.operations) {
+            newFile = FileBytes(bytes)
+            image = { SuiteImage(bytes: $0, keys: next.keys, canonical: next.canonical, sameKeys: next) }
         } else {
             var disk = plan.stored()
             disk.apply(plan.operations)
-            bytes = file.options.format.encode(.dictionary(disk))
-            image = bytes.starts(with: BinaryPropertyList.magic) ? SuiteImage(bytes: bytes, keys: Array(disk.storage.keys), canonical: true) : nil
-        }
-        if file.options.format == .xml, bytes.starts(with: BinaryPropertyList.magic) {
-            logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
+            let bytes = file.options.format.encode(.dictionary(disk))
+            let binary = bytes.starts(with: BinaryPropertyList.magic)
+            if file.options.format == .xml, binary {
+                logger.warning("\(file.path) is written as a binary property list: a string in it holds a character XML cannot carry (a control character such as ESC or NUL, U+FFFE or U+FFFF).")
+            }
+            newFile = FileBytes(bytes)
+            image = { [keys = Array(disk.storage.keys)] in binary ? SuiteImage(bytes: $0, keys: keys, canonical: true) : nil }
         }
         // The write's number: one more than the file's or the journal's last, whichever is
         // larger (a crash between a record and its file, a writer that does not number files).
         // Its record is in the journal before the file is renamed in.
-        try file.checkSize(bytes.count)
+        try file.checkSize(newFile.count)
         let writes = file.openWritesDirectory(in: dir)
         defer { if let writes { Syscall.close(writes) } }
         let journal = Journal.open(file, in: dir, writes: writes)
@@ -186,14 +192,14 @@ final class FileBackend: SuiteBackend {
             let record = Journal.Record(sequence: sequence, base: base, pid: getpid(), time: Date(), changes: changes)
             try journal.append(record, after: tail, file: file)
         }
-        let numbered = PropertyListFormat.numbered(bytes, sequence)
-        image = image.map { SuiteImage(bytes: numbered, keys: $0.keys, canonical: $0.canonical, sameKeys: $0) }
+        newFile.number(sequence)
         let temporaryName = file.newTemporaryName()
-        let version = try file.write(numbered, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue())
-        remember(version, image)
+        let version = try file.write(newFile, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue())
+        let written = image(version.content)
+        remember(version, written)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.
         var committed = Committed(wrote: true, failure: failure)
-        committed.image = image
+        committed.image = written
         committed.sequence = sequence
         return committed
     }

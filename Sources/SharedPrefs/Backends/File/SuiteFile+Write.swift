@@ -23,7 +23,7 @@ extension SuiteFile {
     /// removed by a later writer (``removeStaleTemporaryFiles(in:)``). Call it holding both
     /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``); with `removingStale`, that is
     /// done first. `writes`: the directory of writes, open, or `nil` where it cannot be used.
-    func write(_ bytes: [UInt8], in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale: Bool = false) throws(PreferenceError) -> FileVersion {
+    func write(_ bytes: FileBytes, in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale: Bool = false) throws(PreferenceError) -> FileVersion {
         if removingStale {
             let removed = removeStaleTemporaryFiles(in: dir, writes: writes)
             if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(directory) by a writer that died mid-write") }
@@ -45,7 +45,7 @@ extension SuiteFile {
             path: path)
     }
 
-    private func publish(_ bytes: [UInt8], in dir: OpenDirectory, through writes: CInt?, as tempName: String) throws(PreferenceError) -> FileVersion? {
+    private func publish(_ bytes: FileBytes, in dir: OpenDirectory, through writes: CInt?, as tempName: String) throws(PreferenceError) -> FileVersion? {
         let tempDirectory = writes ?? dir.fd
         let tempPath = directory + (writes == nil ? "/" : "/" + Self.writesDirectoryName + "/") + tempName
         let fd: CInt
@@ -68,7 +68,7 @@ extension SuiteFile {
             // them, and start writing them back, inside the rename that replaces a file
             // (`auto_da_alloc`). (Elsewhere this would only cost: tmpfs would zero the pages.)
             if fileSystem == FileVersion.Proof.ext4 { _ = sharedprefs_allocate(fd, bytes.count) }
-            try Syscall.writeAll(fd, bytes).get("write", path: tempPath, doing: "write")
+            try bytes.write(to: fd).get("write", path: tempPath, doing: "write")
             _Stages.mark("w")
             if options.durability == .full {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
@@ -105,7 +105,8 @@ extension SuiteFile {
                     message: "Not written as this process wrote it: the file renamed over \(path) is not the one written (its temporary file \(tempName) was replaced, or the suite file right after it, by someone who writes \(directory) without its lock). The suite holds what that writer put there. Check which programs write \(directory), and write again.",
                     path: path)
             }
-            version = FileVersion(stamp: FileStamp(st), content: bytes, takenAt: takenAt, proof: proof)
+            // The pieces joined now that readers can have the file.
+            version = FileVersion(stamp: FileStamp(st), content: bytes.joined(), takenAt: takenAt, proof: proof)
         } catch {
             _ = Syscall.unlinkat(tempDirectory, tempName)
             if let open { Syscall.close(open) }

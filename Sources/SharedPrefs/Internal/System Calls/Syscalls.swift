@@ -202,6 +202,25 @@ package enum Syscall {
         }
     }
 
+    /// Writes all of `vectors` (at most 1,024, `IOV_MAX`) in order, retrying short writes. The
+    /// corresponding C function is `writev`.
+    static func writeAll(_ fd: CInt, _ vectors: [iovec]) -> Result<Void, Errno> {
+        var vectors = vectors[...]
+        while !vectors.isEmpty {
+            let result = vectors.withUnsafeBufferPointer { v in valueOrErrno { Glibc.writev(fd, v.baseAddress, CInt(v.count)) } }
+            guard case .success(var written) = result else { return result.map { _ in } }
+            // Past what was written: whole vectors, then into the one it stopped in.
+            while let vector = vectors.first, written >= vector.iov_len {
+                written -= vector.iov_len
+                vectors = vectors.dropFirst()
+            }
+            if written > 0, let vector = vectors.first {
+                vectors[vectors.startIndex] = iovec(iov_base: vector.iov_base! + written, iov_len: vector.iov_len - written)
+            }
+        }
+        return .success(())
+    }
+
     /// Reads until end of file, or until more than `limit` bytes were read (then it returns
     /// `limit + 1` bytes, so the caller can tell). `sizeHint` (the file's size as `fstat` said) only
     /// sizes the first buffer, never beyond `limit + 1`: whatever size a file claims, no more than

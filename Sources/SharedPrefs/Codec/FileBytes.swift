@@ -11,19 +11,18 @@ import SystemPackage
 struct FileBytes {
     /// What the ranges of ``pieces`` are of, or the whole file when there are none.
     private(set) var base: [UInt8]
-    private(set) var pieces: [(old: Range<Int>, new: [UInt8])]
+    /// The new bytes the pieces add, in one buffer; the last piece's end with the binary trailer.
+    private(set) var added: [UInt8]
+    /// In order: a range of `base`, then one of `added`.
+    let pieces: [(old: Range<Int>, new: Range<Int>)]
 
     /// A whole file.
     init(_ bytes: [UInt8]) {
-        base = bytes
-        pieces = []
+        (base, added, pieces) = (bytes, [], [])
     }
 
-    /// The ranges of `base` in order, each followed by its new bytes; the last new bytes end with
-    /// the binary trailer.
-    init(base: [UInt8], pieces: [(old: Range<Int>, new: [UInt8])]) {
-        self.base = base
-        self.pieces = pieces
+    init(base: [UInt8], added: [UInt8], pieces: [(old: Range<Int>, new: Range<Int>)]) {
+        (self.base, self.added, self.pieces) = (base, added, pieces)
     }
 
     var count: Int {
@@ -32,8 +31,7 @@ struct FileBytes {
 
     /// Makes the file carry `sequence` (``PropertyListFormat/number(_:_:)``), without a copy.
     mutating func number(_ sequence: UInt64) {
-        guard !pieces.isEmpty else { return PropertyListFormat.number(&base, sequence) }
-        PropertyListFormat.numberTrailer(&pieces[pieces.count - 1].new, sequence)
+        if pieces.isEmpty { PropertyListFormat.number(&base, sequence) } else { PropertyListFormat.numberTrailer(&added, sequence) }
     }
 
     /// The file in one array (`base` itself for a whole file).
@@ -41,11 +39,9 @@ struct FileBytes {
         guard !pieces.isEmpty else { return base }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count)
-        base.withUnsafeBufferPointer { base in
-            for piece in pieces {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: base[piece.old]))
-                bytes.append(contentsOf: piece.new)
-            }
+        for piece in pieces {
+            bytes += base[piece.old]
+            bytes += added[piece.new]
         }
         return bytes
     }
@@ -54,18 +50,12 @@ struct FileBytes {
     func write(to fd: CInt) -> Result<Void, Errno> {
         guard !pieces.isEmpty else { return Syscall.writeAll(fd, base) }
         return base.withUnsafeBytes { base in
-            // The new bytes' buffers stay valid while the closures they were lent to run.
-            func write(from index: Int, _ vectors: [iovec]) -> Result<Void, Errno> {
-                guard index < pieces.count else { return Syscall.writeAll(fd, vectors) }
-                let old = pieces[index].old
-                return pieces[index].new.withUnsafeBytes { new in
-                    write(from: index + 1, vectors + [
-                        iovec(iov_base: UnsafeMutableRawPointer(mutating: base.baseAddress! + old.lowerBound), iov_len: old.count),
-                        iovec(iov_base: UnsafeMutableRawPointer(mutating: new.baseAddress), iov_len: new.count),
-                    ])
-                }
+            added.withUnsafeBytes { added in
+                Syscall.writeAll(fd, pieces.flatMap { piece in
+                    [iovec(iov_base: UnsafeMutableRawPointer(mutating: base.baseAddress! + piece.old.lowerBound), iov_len: piece.old.count),
+                     iovec(iov_base: UnsafeMutableRawPointer(mutating: added.baseAddress! + piece.new.lowerBound), iov_len: piece.new.count)]
+                })
             }
-            return write(from: 0, [])
         }
     }
 }

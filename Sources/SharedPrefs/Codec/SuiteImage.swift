@@ -274,63 +274,60 @@ struct SuiteImage: Sendable {
             }
         }
         return bytes.withUnsafeBufferPointer { buffer in
-            encoded.withUnsafeBufferPointer { encoded in
-                let n = keys.count
-                guard let reader = try? BinaryPropertyList.Reader(buffer), let keysStart = try? reader.offset(1), let keysEnd = try? reader.offset(n + 1),
-                    keysStart <= keysEnd
+            let n = keys.count
+            guard let reader = try? BinaryPropertyList.Reader(buffer), let keysStart = try? reader.offset(1), let keysEnd = try? reader.offset(n + 1),
+                keysStart <= keysEnd
+            else { return nil }
+            // Entry i's key is object i + 1 (``canonical``), its value object n + i + 1, where
+            // the key must be encoded as this library encodes it. A key written otherwise
+            // (UTF-16 where it could be ASCII) or not there: in full.
+            for k in needles.indices {
+                guard let i = index(of: needles[k].name), let position = try? reader.offset(i + 1), position + needles[k].key.count <= keysEnd,
+                    encoded.withUnsafeBufferPointer({ memcmp(buffer.baseAddress! + position, $0.baseAddress! + needles[k].key.lowerBound, needles[k].key.count) }) == 0,
+                    (try? reader.scalar(at: position))?.count == needles[k].key.count
                 else { return nil }
-                // Entry i's key is object i + 1 (``canonical``), its value object n + i + 1, where
-                // the key must be encoded as this library encodes it. A key written otherwise
-                // (UTF-16 where it could be ASCII) or not there: in full.
-                for k in needles.indices {
-                    guard let i = index(of: needles[k].name), let position = try? reader.offset(i + 1), position + needles[k].key.count <= keysEnd,
-                        memcmp(buffer.baseAddress! + position, encoded.baseAddress! + needles[k].key.lowerBound, needles[k].key.count) == 0,
-                        (try? reader.scalar(at: position))?.count == needles[k].key.count
-                    else { return nil }
-                    needles[k].object = n + i + 1
-                }
-                needles.sort { $0.object < $1.object }
-                // The bytes up to each old value, and the new value after them.
-                var pieces: [(old: Range<Int>, new: [UInt8])] = []
-                pieces.reserveCapacity(needles.count + 1)
-                var (copied, length) = (0, 0)  // of the old file, and the new file's length so far
-                var shifts: [Int] = []  // how far the objects after each new value moved
-                shifts.reserveCapacity(needles.count)
-                for needle in needles {
-                    guard let start = try? reader.offset(needle.object), let old = try? reader.scalar(at: start) else { return nil }
-                    pieces.append((copied..<start, Array(encoded[needle.value])))
-                    length += start - copied + needle.value.count
-                    copied = old.upperBound
-                    shifts.append(length - copied)
-                }
-                // The offset table: up to the first new value as it was (when its width stays),
-                // the rest shifted, in runs: each new value's object moves as the objects before
-                // it, those after it by its shift.
-                let tableOffset = length + reader.offsetTable - copied
-                let (count, oldSize, size) = (reader.objectCount, reader.offsetSize, BinaryPropertyList.byteWidth(UInt64(tableOffset)))
-                let same = size == oldSize ? needles[0].object + 1 : 0
-                var table = [UInt8](repeating: 0, count: (count - same) * size)
-                table.reserveCapacity(table.count + 32)
-                if count > same {
-                    table.withUnsafeMutableBufferPointer { table in
-                        var (shift, next, start) = (0, 0, same)
-                        while next < needles.count, needles[next].object < same {
-                            shift = shifts[next]
-                            next += 1
-                        }
-                        while start < count {
-                            let end = next < needles.count ? needles[next].object + 1 : count
-                            Self.shift(buffer.baseAddress! + reader.offsetTable + start * oldSize, oldSize, into: table.baseAddress! + (start - same) * size, size, count: end - start, by: shift)
-                            start = end
-                            if next < needles.count { shift = shifts[next] }
-                            next += 1
-                        }
-                    }
-                }
-                BinaryPropertyList.appendTrailer(offsetSize: size, refSize: reader.refSize, objects: count, table: tableOffset, to: &table)
-                pieces.append((copied..<(reader.offsetTable + same * size), table))
-                return FileBytes(base: bytes, pieces: pieces)
+                needles[k].object = n + i + 1
             }
+            needles.sort { $0.object < $1.object }
+            // The bytes up to each old value, and the new value after them.
+            var pieces: [(old: Range<Int>, new: Range<Int>)] = []
+            pieces.reserveCapacity(needles.count + 1)
+            var (copied, length) = (0, 0)  // of the old file, and the new file's length so far
+            var shifts: [Int] = []  // how far the objects after each new value moved
+            shifts.reserveCapacity(needles.count)
+            for needle in needles {
+                guard let start = try? reader.offset(needle.object), let old = try? reader.scalar(at: start) else { return nil }
+                pieces.append((copied..<start, needle.value))
+                length += start - copied + needle.value.count
+                copied = old.upperBound
+                shifts.append(length - copied)
+            }
+            // The offset table: up to the first new value as it was (when its width stays),
+            // the rest shifted, in runs: each new value's object moves as the objects before
+            // it, those after it by its shift. After the new values, with the trailer.
+            let tableOffset = length + reader.offsetTable - copied
+            let (count, oldSize, size) = (reader.objectCount, reader.offsetSize, BinaryPropertyList.byteWidth(UInt64(tableOffset)))
+            let same = size == oldSize ? needles[0].object + 1 : 0
+            let table = encoded.count
+            encoded.reserveCapacity(table + (count - same) * size + 32)
+            encoded.append(contentsOf: repeatElement(0, count: (count - same) * size))
+            encoded.withUnsafeMutableBufferPointer { added in
+                var (shift, next, start) = (0, 0, same)
+                while next < needles.count, needles[next].object < same {
+                    shift = shifts[next]
+                    next += 1
+                }
+                while start < count {
+                    let end = next < needles.count ? needles[next].object + 1 : count
+                    Self.shift(buffer.baseAddress! + reader.offsetTable + start * oldSize, oldSize, into: added.baseAddress! + table + (start - same) * size, size, count: end - start, by: shift)
+                    start = end
+                    if next < needles.count { shift = shifts[next] }
+                    next += 1
+                }
+            }
+            BinaryPropertyList.appendTrailer(offsetSize: size, refSize: reader.refSize, objects: count, table: tableOffset, to: &encoded)
+            pieces.append((copied..<(reader.offsetTable + same * size), table..<encoded.count))
+            return FileBytes(base: bytes, added: encoded, pieces: pieces)
         }
     }
 

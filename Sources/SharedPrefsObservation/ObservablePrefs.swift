@@ -45,9 +45,9 @@
 /// `willSet`/`didSet` on a persisted property run around this instance's own sets; by default
 /// not when another process changes the key. An optional without a default defaults to `nil`.
 ///
-/// `prefsSequence` is the suite's number (``PreferenceSuite/sequence``) as the properties read
-/// it: a model that keeps something derived from them saves it, and after a restart catches up
-/// with `suite.changes(since: saved)` (<doc:ChangeStream>).
+/// `prefsSequence` is the suite's number (`PreferenceSuite.sequence`) as the properties read it:
+/// a model that keeps something derived from them saves it, and after a restart catches up with
+/// `suite.changes(since: saved)` (SharedPrefs' "Change stream" article).
 ///
 /// Every persisted property needs a default value, which is captured once: reads fall back
 /// stored → registered → declared default, so a key removed by another process reverts the

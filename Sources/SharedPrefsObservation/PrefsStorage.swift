@@ -62,7 +62,7 @@ public final class _PrefsStorage: Sendable {
         configuration.withLock { ($0.suite, $0.prefix) }
     }
 
-    /// The suite's number (``PreferenceSuite/sequence``), for the macro's `prefsSequence`.
+    /// The suite's number (`PreferenceSuite.sequence`), for the macro's `prefsSequence`.
     public var sequence: UInt64 { current.suite.sequence }
 
     /// The value of a property: stored → registered → the declared default.

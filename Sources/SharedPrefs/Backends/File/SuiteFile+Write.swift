@@ -57,7 +57,7 @@ extension SuiteFile {
         }
         // Open until the rename in the suite directory; closed before it in the directory of writes.
         var open: CInt? = fd
-        let version: FileVersion
+        var version: FileVersion
         _Stages.mark("O")
         do throws(PreferenceError) {
             if dir.isGroupContainer {
@@ -105,8 +105,7 @@ extension SuiteFile {
                     message: "Not written as this process wrote it: the file renamed over \(path) is not the one written (its temporary file \(tempName) was replaced, or the suite file right after it, by someone who writes \(directory) without its lock). The suite holds what that writer put there. Check which programs write \(directory), and write again.",
                     path: path)
             }
-            // The pieces joined now that readers can have the file.
-            version = FileVersion(stamp: FileStamp(st), content: bytes.joined(), takenAt: takenAt, proof: proof)
+            version = FileVersion(stamp: FileStamp(st), content: [], takenAt: takenAt, proof: proof)
         } catch {
             _ = Syscall.unlinkat(tempDirectory, tempName)
             if let open { Syscall.close(open) }
@@ -115,6 +114,8 @@ extension SuiteFile {
         // In the suite directory (no directory of writes), the file is closed right after the
         // rename, whose wake-up its IN_CLOSE_WRITE shares when the two are read together.
         if let open { Syscall.close(open) }
+        // Joined once readers can have the file (``FileBytes``).
+        version.content = bytes.joined()
         if options.durability == .full {
             // The new file is in place; a failed directory sync only weakens crash durability.
             if case .failure(let errno) = Syscall.fsync(dir.fd) {

@@ -5,9 +5,9 @@ import SystemPackage
 
 /// The bytes of a suite file to write: whole, or (``SuiteImage/splice(_:)``) ranges of the file
 /// it was made on, each followed by new bytes. A large file is then written from those ranges as
-/// they are, in one `writev`, and copied into one array only once it is in place: a one-key
-/// change of a 3.6 MB suite reached another process in 2.2 ms with the copy made first, and
-/// 1.6 ms so (prefs-bench row 6).
+/// they are, in one `writev`, and copied into one array only once it is in place: the copy,
+/// made first, was a third of the time a one-key change of a 3.6 MB suite took to reach another
+/// process (BENCHMARKS.md, "Change stream, part 3").
 struct FileBytes {
     /// What the ranges of ``pieces`` are of, or the whole file when there are none.
     private(set) var base: [UInt8]

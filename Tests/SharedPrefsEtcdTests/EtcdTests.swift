@@ -359,6 +359,21 @@ final class CloudSettings: @unchecked Sendable {
     @CloudKey(keyValueStoreKey: "theme_key") @CloudBacked var theme: String = "light"
 }
 
+/// Sets a to 2, removes b and sets c to 3, then c to 4, in two writes, and compacts the cluster
+/// through `endpoint` to the revision reached, which it returns: c's step through 3 is gone.
+@discardableResult
+func changeAndCompact(_ suite: PreferenceSuite, on cluster: EtcdCluster, through endpoint: String) async throws -> Int64 {
+    suite.set(2, forKey: "a")
+    suite.removeObject(forKey: "b")
+    suite.set(3, forKey: "c")
+    try await suite.flush()
+    suite.set(4, forKey: "c")
+    try await suite.flush()
+    let revision = try cluster.revision()
+    #expect(try cluster.etcdctl(["--endpoints", endpoint, "compact", "\(revision)"]).status == 0)
+    return revision
+}
+
 /// The test process's own suites keep no offline cache (the children's is under the cluster's directory).
 let noCache = EtcdOptions(offlineCache: .none)
 
@@ -454,14 +469,7 @@ struct EtcdSuiteTests {
         #expect(Set(seen) == ["change a - 1", "change b - x"])
 
         cluster.kill(0)
-        suite.set(2, forKey: "a")
-        suite.removeObject(forKey: "b")
-        suite.set(3, forKey: "c")
-        try await suite.flush()
-        suite.set(4, forKey: "c")
-        try await suite.flush()
-        let revision = try cluster.revision()
-        #expect(try cluster.etcdctl(["--endpoints", cluster.clientURLs[1], "compact", "\(revision)"]).status == 0)
+        try await changeAndCompact(suite, on: cluster, through: cluster.clientURLs[1])
         try cluster.start(0)
 
         let (lines, status) = await observer.finish()
@@ -616,14 +624,7 @@ struct EtcdSuiteTests {
         suite.set(1, forKey: "b")
         try await suite.flush()
         let away = try cluster.revision()
-        suite.set(2, forKey: "a")
-        suite.removeObject(forKey: "b")
-        suite.set(3, forKey: "c")
-        try await suite.flush()
-        suite.set(4, forKey: "c")
-        try await suite.flush()
-        let compacted = try cluster.revision()
-        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "compact", "\(compacted)"]).status == 0)
+        let compacted = try await changeAndCompact(suite, on: cluster, through: cluster.endpoints)
         let consumer = try Child(["changes", cluster.endpoints, prefix, String(away)], cacheHome: cluster.cacheHome)
         defer { kill(consumer.process.processIdentifier, SIGKILL) }
         let gap = try #require(await consumer.nextLine())

@@ -6,8 +6,9 @@ import Testing
 
 @Suite("Crashes")
 struct CrashTests {
-    /// A writer killed with SIGKILL 200 times: 180 times at random moments, 20 times stopped by a
-    /// test hook between writing its temporary file and renaming it, the suite locked. The suite
+    /// A writer killed with SIGKILL 200 times (100 under ThreadSanitizer): 9 in 10 at random
+    /// moments, 1 in 10 stopped by a test hook between writing its temporary file and renaming
+    /// it, the suite locked. The suite
     /// always parses, every write that `update` or `synchronize` (flush) confirmed is there, the
     /// write that was never renamed is not, the lock of a dead process never blocks the next
     /// writer, and the next writer removes the temporary files dead writers left. The journal
@@ -24,7 +25,8 @@ struct CrashTests {
         var lastConfirmed = 0
         var flushesConfirmed = 0
         var numbered: [UInt64: Journal.Record] = [:]
-        for round in 0..<200 {
+        let rounds = underThreadSanitizer ? 100 : 200
+        for round in 0..<rounds {
             let beforeRename = round % 10 == 9
             let writer = try Launched(childExecutable, ["crash-loop", file.path] + (beforeRename ? ["--stop-before-rename"] : []))
             if beforeRename {
@@ -74,7 +76,7 @@ struct CrashTests {
                 }
             }
         }
-        #expect(flushesConfirmed >= 100, "the writers confirmed only \(flushesConfirmed) flushes")
+        #expect(flushesConfirmed >= rounds / 2, "the writers confirmed only \(flushesConfirmed) flushes")
         // The last writer died before its rename and left its temporary file; the next one removes it.
         #expect(try temporaryFiles().count == 1)
         try await child("set", file.path, "after=int:1")

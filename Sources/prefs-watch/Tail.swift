@@ -393,6 +393,7 @@ final class OutputWriter: Sendable {
                 kept[index].new = record.new
                 kept[index].time = record.time
                 kept[index].sequence = record.sequence
+                kept[index].cursor = [kept[index].cursor, record.cursor].compactMap { $0 }.max()
                 kept[index].layer = record.layer
                 if kept[index].operation != .initial { kept[index].operation = record.new == nil ? .removed : .set }
                 merged += 1
@@ -493,11 +494,14 @@ final class OutputWriter: Sendable {
                 var batch: [UInt8] = []
                 var saving: UInt64? = nil
                 var all = records
+                // Merged records carry later writes' values where earlier ones were: the number
+                // is saved once all of them are out, the largest they carry.
+                let mergedCursor = merged > 0 ? records.compactMap(\.cursor).max() : nil
                 if merged > 0 {
                     all.insert(Record(suite: "", path: "", operation: .overflow, message: "\(merged) change(s) merged: the reader of this output fell more than \(backlog) bytes behind; each key's latest value follows"), at: 0)
                 }
                 for var record in all {
-                    saving = record.cursor ?? saving
+                    if merged == 0 { saving = record.cursor ?? saving }
                     if record.operation == .cursor { continue }
                     written += 1
                     record.record = written
@@ -509,7 +513,7 @@ final class OutputWriter: Sendable {
                         if count == written { Glibc.exit(0) }
                     }
                 }
-                if !batch.isEmpty || saving != nil { writeOut(batch, saving: saving) }
+                if !batch.isEmpty || (mergedCursor ?? saving) != nil { writeOut(batch, saving: mergedCursor ?? saving) }
                 queue.withLock { $0.writing = false }
             }
         }

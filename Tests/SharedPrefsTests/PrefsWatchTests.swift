@@ -260,6 +260,34 @@ struct PrefsWatchTests {
         #expect(try await tail.status() == (SIGTERM, .uncaughtSignal))
     }
 
+    /// The same stall with `--cursor`: the changes merged while the reader stopped end with the
+    /// number of the last write they hold saved, not that of the first change each key had in the
+    /// backlog (which a restart would print again).
+    @Test func aStalledReaderWithACursorSavesTheNumberOfTheLastMergedWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("s.plist")
+        let cursor = directory.file("cursor").path
+        let suite = try PreferenceSuite(fileURL: file, options: .init(durability: .none))
+        suite.set("dark", forKey: "theme")
+        try await suite.flush()
+        // A gap, then the current values (no cursor yet): printed once the tail follows.
+        let tail = try HeldTail([file.path, "--json", "--cursor", cursor, "--initial", "--backlog", "256K"])
+        _ = try await tail.records { $0.contains { $0.contains(#""op":"initial""#) } }
+        let value = { (i: Int) in String(repeating: "\(i % 10)", count: 16_384) + "\(i)" }
+        for i in 0..<300 {
+            suite.set(value(i), forKey: "k\(i % 4)")
+            #expect(suite.synchronize())
+        }
+        let last = value(299)
+        let records = try await tail.records { $0.contains { $0.contains(last) } }
+        #expect(records.contains { $0.contains(#""op":"overflow""#) }, "no change was merged: \(records.count) records")
+        kill(tail.pid, SIGTERM)
+        #expect(try await tail.status() == (SIGTERM, .uncaughtSignal))
+        // Saved before the signal ended it (a write and its save are not split by one).
+        let saved = try String(contentsOfFile: cursor, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(saved == String(suite.sequence), "saved \(saved), the last write \(suite.sequence)")
+    }
+
     /// Keys and file names with a newline or terminal escape sequences (planted by whoever may
     /// write a suite, or name a file): `find`, `migrate` and `list` print one line per result,
     /// none with a control byte, each key escaped as `read` escapes it.

@@ -577,6 +577,7 @@ struct EtcdSuiteTests {
         try await suite.flush()
         // The consumer reads from member 0 first.
         var consumer = try Child(["changes", cluster.endpoints, prefix, "0"], cacheHome: cluster.cacheHome)
+        defer { kill(consumer.process.processIdentifier, SIGKILL) }
         let start = try #require(await consumer.nextLine())
         #expect(start.hasPrefix("gap 0 ") && start.hasSuffix(" n=0"), "\(start)")
         var cursor = try #require(UInt64(start.split(separator: " ")[2]))
@@ -608,7 +609,6 @@ struct EtcdSuiteTests {
         try await write(21...30)
         consumer = try Child(["changes", cluster.endpoints, prefix, String(cursor)], cacheHome: cluster.cacheHome)
         try await consume(through: 30)
-        kill(consumer.process.processIdentifier, SIGKILL)
         #expect(seen == Array(1...30))
         let stored = try cluster.etcdctl(["--endpoints", cluster.clientURLs[1], "get", prefix + "n", "-w", "json"]).output
         #expect(stored.contains("\"mod_revision\":\(cursor),"), "\(stored)")

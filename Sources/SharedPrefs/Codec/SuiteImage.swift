@@ -193,7 +193,16 @@ struct SuiteImage: Sendable {
     /// This file with `operations` applied, encoded, and its image: the objects of the entries
     /// the operations leave alone are copied; changed values keep their place, new keys go last.
     func applying(_ operations: Operations) throws(PropertyListDecodingError) -> (bytes: [UInt8], image: SuiteImage) {
-        if let spliced = splicing(operations) { return spliced }
+        let new = try writing(operations)
+        let bytes = new.file.joined()
+        return (bytes, SuiteImage(bytes: bytes, keys: new.keys, canonical: true, sameKeys: new.sameKeys))
+    }
+
+    /// ``applying(_:)``'s new file, as ``splice(_:)`` gives it where it can, with what its image
+    /// is made of once the file is written: its keys in order, and the image whose index it
+    /// shares (this one, when the keys stay).
+    func writing(_ operations: Operations) throws(PropertyListDecodingError) -> (file: FileBytes, keys: [PlistKey], sameKeys: SuiteImage?) {
+        if let file = splice(operations) { return (file, keys, self) }
         return try bytes.withUnsafeBufferPointer { buffer throws(PropertyListDecodingError) in
             let reader = try BinaryPropertyList.Reader(buffer)
             let (oldCount, oldRefs) = try reader.topDictionary()
@@ -236,7 +245,7 @@ struct SuiteImage: Sendable {
             }
             var encoder = BinaryPropertyList.Encoder(copyingFrom: reader)
             let encoded = encoder.encodeDictionary(keys: keyItems, values: valueItems)
-            return (encoded, SuiteImage(bytes: encoded, keys: newKeys, canonical: true))
+            return (FileBytes(encoded), newKeys, nil)
         }
     }
 

@@ -156,12 +156,10 @@ final class FileBackend: SuiteBackend {
         // The new file, and how its image is made of its bytes once it is in place.
         var newFile: FileBytes
         let image: ([UInt8]) -> SuiteImage?
-        if file.options.format == .binary, let current = self.known?.image, let spliced = current.splice(plan.operations) {
-            newFile = spliced
-            image = { SuiteImage(bytes: $0, keys: current.keys, canonical: true, sameKeys: current) }
-        } else if file.options.format == .binary, let current = self.known?.image, let (bytes, next) = try? current.applying(plan.operations) {
-            newFile = FileBytes(bytes)
-            image = { SuiteImage(bytes: $0, keys: next.keys, canonical: next.canonical, sameKeys: next) }
+        if file.options.format == .binary, let current = self.known?.image, let new = try? current.writing(plan.operations) {
+            newFile = new.file
+            // Not `new` itself: its bytes shared would be copied when the file is numbered.
+            image = { [keys = new.keys, same = new.sameKeys] in SuiteImage(bytes: $0, keys: keys, canonical: true, sameKeys: same) }
         } else {
             var disk = plan.stored()
             disk.apply(plan.operations)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSharedPrefsShims
 import SharedPrefsLocking
 
 /// What ``PreferenceSuite/changes(since:)`` yields: one event per numbered write, or a gap with
@@ -72,7 +73,9 @@ final class ChangeFollower: Sendable {
         /// before the first delivery).
         var delivered: UInt64
         var generation: UInt64? = nil
-        var delivering = false
+        /// Whether a thread delivers, and the process it runs in (``sharedprefs_fork_count()``):
+        /// in a child forked while the parent's thread delivered, none does.
+        var delivering: UInt? = nil
         var again = false
     }
 
@@ -90,8 +93,9 @@ final class ChangeFollower: Sendable {
     func advance() {
         let start = state.withLock { s -> Bool in
             s.again = true
-            defer { s.delivering = true }
-            return !s.delivering
+            let process = sharedprefs_fork_count()
+            defer { s.delivering = process }
+            return s.delivering != process
         }
         if start { Threads.start(named: "prefs.changes") { [self] in deliverAll() } }
     }
@@ -99,7 +103,7 @@ final class ChangeFollower: Sendable {
     private func deliverAll() {
         while let (from, generation) = state.withLock({ s -> (UInt64, UInt64?)? in
             guard s.again else {
-                s.delivering = false
+                s.delivering = nil
                 return nil
             }
             s.again = false

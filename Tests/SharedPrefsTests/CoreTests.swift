@@ -131,6 +131,16 @@ struct CoreTests {
         #expect(result.status == 0 && result.output.hasPrefix("child 0"), "\(result.output.prefix(3000))")
     }
 
+    /// A child forked while a thread of its parent delivers a `changes(since:)` event gets its
+    /// own next write through the stream: the stream used to wait for that thread, which the
+    /// child does not have.
+    @Test(.enabled(if: !underThreadSanitizer, "ThreadSanitizer does not support threads started in a forked child"))
+    func aChildForkedWhileAChangeStreamDeliversGetsItsOwnWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await run(childExecutable, ["fork-in-change-stream", directory.file("stream.plist").path])
+        #expect(result.status == 0 && result.output.hasPrefix("child 0"), "\(result.output.prefix(3000))")
+    }
+
     /// A process that forks a helper (never exec'd) while it holds a suite's locks, inside an
     /// update here, lets the locks go when the write ends: the helper shares the locked files'
     /// descriptions, and closing them alone would leave every other writer waiting for the helper.

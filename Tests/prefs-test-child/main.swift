@@ -33,6 +33,10 @@
 //   prefs-test-child fork-increments <plist> <count>   (lock timeout 60 s)
 //       writes once, forks; parent and child each update-increment "counter" <count> times; the
 //       parent waits for the child and prints "child <exit status>".
+//   prefs-test-child fork-in-change-stream <plist>
+//       forks while a thread delivers the first event of followChanges(since: 0) (its handler
+//       holds it, in the parent only); in the child, a set of "k" to 2 comes through the stream
+//       (as a write, or in a gap's content) within 10 s: exit status 0, 3 if not. Prints "child <exit status>" or "child hung".
 //   prefs-test-child fork-in-update <plist>
 //       an update body sets "forked" and forks a child that never runs another program and keeps
 //       every descriptor until end of input; prints "written" once the update returned, and
@@ -455,6 +459,36 @@ case "fork-in-first-delivery":
     }
     release.signal()
     say("child \(waitForChild(pid, seconds: 20).map(String.init) ?? "hung")")
+    exit(0)
+case "fork-in-change-stream":
+    suite.set(1, forKey: "k")
+    guard suite.synchronize() else { fail("the first write failed") }
+    let parent = getpid()
+    let (inHandler, release, heard) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+    let following = suite.followChanges(since: 0) { event in
+        switch event {
+        case .write(_, let changes) where changes.contains(where: { $0.newValue == 2 }): heard.signal()
+        case .gap(_, _, let contents) where contents["k"] == 2: heard.signal()
+        default: break
+        }
+        if getpid() == parent, case .gap = event {
+            inHandler.signal()
+            release.wait()
+        }
+    }
+    inHandler.wait()
+    let pid = fork()
+    guard pid >= 0 else { fail("fork failed") }
+    if pid == 0 {
+        Thread.detachNewThread {
+            suite.set(2, forKey: "k")
+            _ = suite.synchronize()
+        }
+        exit(heard.wait(timeout: .now() + 10) == .success ? 0 : 3)
+    }
+    release.signal()
+    say("child \(waitForChild(pid, seconds: 20).map(String.init) ?? "hung")")
+    withExtendedLifetime(following) {}
     exit(0)
 case "fork-in-update":
     var child: pid_t = -1

@@ -249,9 +249,6 @@ package enum Syscall {
         }
     }
 
-    /// Whether the file open as `fd` holds exactly `bytes`: read from its start a piece at a time
-    /// into one small buffer and compared, so that a file of any size costs no allocation of its
-    /// size. The corresponding C function is `pread`.
     /// Up to `count` bytes at `offset` (fewer at the end of the file).
     static func read(_ fd: CInt, at offset: Int, _ count: Int) -> Result<[UInt8], Errno> {
         var bytes = [UInt8](repeating: 0, count: count)
@@ -264,6 +261,9 @@ package enum Syscall {
         valueOrErrno { Glibc.ftruncate(fd, off_t(length)) }.map { _ in }
     }
 
+    /// Whether the file open as `fd` holds exactly `bytes`: read from its start a piece at a time
+    /// into one small buffer and compared, so that a file of any size costs no allocation of its
+    /// size. The corresponding C function is `pread`.
     static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
         withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
             bytes.withUnsafeBytes { expected in

@@ -217,9 +217,14 @@ struct Measures {
     /// begins with the send time and whose length changes (by 0 to 15 characters) each time, so
     /// that what follows it in the file moves.
     /// Returns the CPU time each observer used meanwhile too.
-    func libraryBlock(_ suite: PreferenceSuite, key: String = "stamp", observers: Int = 1, count: Int, gapMs: Double = 2, onWatcherThread: Bool = false, realistic: Bool = false) throws -> (block: Block, cpu: [Int64]) {
+    /// `ready` is given the observers once all are ready, before the first change.
+    func libraryBlock(
+        _ suite: PreferenceSuite, key: String = "stamp", observers: Int = 1, count: Int, gapMs: Double = 2, onWatcherThread: Bool = false, realistic: Bool = false,
+        ready: ([Child]) -> Void = { _ in }
+    ) throws -> (block: Block, cpu: [Int64]) {
         let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path, key] + (onWatcherThread ? ["watcher-thread"] : [])) }
         for child in children { try child.ready() }
+        ready(children)
         var sent: [Int64] = []
         for i in 0..<count {
             _Stages.mark("S")

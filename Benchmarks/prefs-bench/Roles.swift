@@ -158,6 +158,42 @@ enum Role {
         }
     }
 
+    /// `futex-floor <dir>`: the floor of many observer processes. Waits on the futex word at the
+    /// start of `<dir>/bell` (mapped shared); each wake, opens and reads `<dir>/s`: the send time
+    /// is in its first 8 bytes (`-1` ends, `0` is the file before the first change); prints
+    /// `ready`, `L <sent> <latency>` lines, `cpu <ns>` and `end`. Holds no inotify instance.
+    static func futexFloor(_ directory: String) {
+        let bell = open(directory + "/bell", O_RDWR | O_CLOEXEC)
+        guard bell >= 0, let mapping = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, bell, 0), mapping != MAP_FAILED else {
+            print("error bell")
+            return
+        }
+        close(bell)
+        let word = mapping.assumingMemoryBound(to: CUnsignedInt.self)
+        print("ready")
+        fflush(nil)
+        let cpuAtStart = cpuTime()
+        var pairs: [(Int64, Int64)] = []
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 8)
+        var last: Int64 = 0
+        while true {
+            let seen = sharedprefs_atomic_load(word)
+            let file = open(directory + "/s", O_RDONLY | O_CLOEXEC)
+            let count = file >= 0 ? read(file, buffer, 65536) : -1
+            if file >= 0 { close(file) }
+            let arrival = now()
+            let sent = count >= 8 ? buffer.loadUnaligned(as: Int64.self) : 0
+            if sent < 0 { break }
+            if sent != last, sent > 0 { pairs.append((sent, arrival - sent)) }
+            last = sent
+            _ = sharedprefs_futex_wait_shared(word, seen)
+        }
+        let cpu = cpuTime() - cpuAtStart
+        for (sent, latency) in pairs { print("L \(sent) \(latency)") }
+        print("cpu \(cpu)")
+        print("end")
+    }
+
     /// Blocks in `read` on an inotify descriptor watching `directory` for renames into it, and
     /// hands each batch of events to `sent`, which returns the send times it names (`nil`, or a
     /// last time of -1 after them: the end). The arrival is taken when `read` returns, or after

@@ -248,6 +248,8 @@ final class Child: Sendable {
         }
     }
 
+    var pid: pid_t { process.processIdentifier }
+
     /// Waits for the `ready` line every role prints once set up.
     func ready() throws {
         guard let line = nextLine(), line == "ready" else {

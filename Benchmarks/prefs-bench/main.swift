@@ -18,6 +18,7 @@ case "observe": try Role.observe(arguments[1], key: arguments[2], onWatcherThrea
 case "visible": try Role.visible(arguments[1], Int(arguments[2])!); exit(0)
 case "idle-observe": try Role.idleObserve(arguments[1], seconds: Double(arguments[2])!, windows: Int(arguments[3])!, onWatcherThread: arguments.count > 4 && arguments[4] == "watcher-thread"); exit(0)
 case "floor": Role.floor(arguments[1]); exit(0)
+case "futex-floor": Role.futexFloor(arguments[1]); exit(0)
 case "replace-floor": Role.replaceFloor(arguments[1], hop: arguments.count > 2 && arguments[2] == "hop"); exit(0)
 case "contend": try Role.contend(arguments[1], durability: arguments[2] == "none" ? .none : .full); exit(0)
 case "contend-floor": Role.contendFloor(arguments[1], durable: arguments.count > 2 && arguments[2] == "durable"); exit(0)
@@ -117,6 +118,7 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (16, "system layers", { try $0.layers() }),
     (17, "deadlines", { try $0.deadlines() }),
     (18, "catch-up", { try $0.catchUp() }),
+    (19, "many processes", { try $0.manyProcesses() }),
 ]
 #if Etcd
 var ownCluster: LocalEtcdCluster? = nil

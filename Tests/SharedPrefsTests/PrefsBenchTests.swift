@@ -16,11 +16,11 @@ import Testing
     @Test func aQuickRunCompletesEveryMeasurementAndAccountsForEveryChange() async throws {
         let directory = try TemporaryDirectory()
         let json = directory.file("bench.json")
-        let result = try await run(bench, ["--quick", "--only", "2,3,4,6,7,8,9,11,12,13,14,15", "--json", json.path])
+        let result = try await run(bench, ["--quick", "--only", "2,3,4,6,7,8,9,11,12,13,14,15,19", "--json", json.path])
         #expect(result.status == 0, "\(result.output)")
         let rows = try rows(json)
         let groups = Set(rows.compactMap { ($0["group"] as? String)?.split(separator: ".").first.map(String.init) })
-        #expect(groups == ["0", "2", "3", "4", "6", "7", "8", "9", "11", "12", "13", "14", "15"])
+        #expect(groups == ["0", "2", "3", "4", "6", "7", "8", "9", "11", "12", "13", "14", "15", "19"])
         #expect(!rows.contains { $0["name"] as? String == "failed" }, "\(rows)")
         // The run says when it started, under what load, and on which file system.
         let info = try #require(rows.first { $0["id"] as? String == "0.run" }?["note"] as? String)
@@ -55,6 +55,12 @@ import Testing
             let p50 = try #require(row["p50"] as? [String: Any])
             #expect((p50["value"] as? Double ?? 0) > 0 && ["ns", "µs", "ms"].contains(p50["unit"] as? String ?? ""), "\(row)")
         }
+        // Many processes: the futex floor and the library's observers, which say how many poll,
+        // the inotify instances they hold and how often they wake while idle.
+        #expect(rows.contains { $0["id"] as? String == "19.floor.4" }, "\(rows)")
+        let many = try #require(rows.first { $0["id"] as? String == "19.library.4" })
+        let held = try #require(many["detail"] as? [String: Any], "\(many)")
+        #expect(held["polling"] is Double && (held["inotifyInstances"] as? Double ?? 0) >= 1 && held["idleWakeUpsPer10s"] is Double, "\(many)")
         // Three floors measured in the same blocks as row 3, and each library variant's ratio to them.
         for id in ["3.floor.kernel", "3.floor.held", "3.floor.held-nothing"] { #expect(rows.contains { $0["id"] as? String == id }, "\(id)") }
         let none = try #require(rows.first { $0["id"] as? String == "3.none" })

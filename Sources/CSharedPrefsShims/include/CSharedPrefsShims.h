@@ -180,4 +180,24 @@ static inline int sharedprefs_timerfd_every(int fd, long milliseconds) {
     return timerfd_settime(fd, 0, &spec, NULL);
 }
 
+/// The futex calls on a word several processes share (a `MAP_SHARED` mapping of a file, where the
+/// kernel keys the futex by inode and offset): prefs-bench's floor of many observer processes.
+/// Waits while `*word` holds `expected`, until a wake or a signal: 0, or -1 with errno set
+/// (`EAGAIN`: it held something else already).
+static inline long sharedprefs_futex_wait_shared(unsigned *word, unsigned expected) {
+    return syscall(SYS_futex, word, FUTEX_WAIT, expected, NULL, NULL, 0);
+}
+/// Wakes every waiter on `word`: how many were woken, or -1 with errno set.
+static inline long sharedprefs_futex_wake_shared(unsigned *word) {
+    return syscall(SYS_futex, word, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
+/// `*word`, read atomically.
+static inline unsigned sharedprefs_atomic_load(unsigned *word) {
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+/// Adds 1 to `*word` atomically; the new value.
+static inline unsigned sharedprefs_atomic_increment(unsigned *word) {
+    return __atomic_add_fetch(word, 1, __ATOMIC_ACQ_REL);
+}
+
 #endif

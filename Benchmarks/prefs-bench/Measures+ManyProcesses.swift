@@ -62,8 +62,8 @@ extension Measures {
     }
 
     /// `count` changes of a file holding the 100-key suite's bytes (the send time in the first
-    /// 8), `gapMs` apart, each made by a new file renamed over the old one, then one increment of
-    /// a shared futex word and one wake of every waiter; `observers` `futex-floor` processes.
+    /// 8), `gapMs` apart, each made by a new file renamed over the old one, then one `FUTEX_WAKE_OP`
+    /// that adds 1 to a shared futex word and wakes every waiter; `observers` `futex-floor` processes.
     func futexBlock(observers: Int, count: Int, gapMs: Double) throws -> (block: Block, cpu: [Int64]) {
         let path = directory.appending(path: "futex").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -79,8 +79,7 @@ extension Measures {
             Self.writeSuiteBytes(file, sent)
             close(file)
             rename(path + "/.tmp", path + "/s")
-            _ = sharedprefs_atomic_increment(word)
-            _ = sharedprefs_futex_wake_shared(word)
+            _ = sharedprefs_futex_ring_shared(word)
         }
         replace(0)
         let children = try (0..<observers).map { _ in try Child(["futex-floor", path]) }

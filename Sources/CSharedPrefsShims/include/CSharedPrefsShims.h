@@ -187,17 +187,16 @@ static inline int sharedprefs_timerfd_every(int fd, long milliseconds) {
 static inline long sharedprefs_futex_wait_shared(unsigned *word, unsigned expected) {
     return syscall(SYS_futex, word, FUTEX_WAIT, expected, NULL, NULL, 0);
 }
-/// Wakes every waiter on `word`: how many were woken, or -1 with errno set.
-static inline long sharedprefs_futex_wake_shared(unsigned *word) {
-    return syscall(SYS_futex, word, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+/// Adds 1 to `*word` and wakes every waiter on it, in one call and in the kernel (`FUTEX_WAKE_OP`),
+/// so that the caller never touches the word itself: a file truncated under the mapping makes this
+/// fail with `EFAULT`, not raise SIGBUS. How many were woken, or -1 with errno set.
+static inline long sharedprefs_futex_ring_shared(unsigned *word) {
+    int op = FUTEX_OP(FUTEX_OP_ADD, 1, FUTEX_OP_CMP_GE, 0);
+    return syscall(SYS_futex, word, FUTEX_WAKE_OP, 0x7fffffff, (void *)0x7fffffff, word, op);
 }
 /// `*word`, read atomically.
 static inline unsigned sharedprefs_atomic_load(unsigned *word) {
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);
-}
-/// Adds 1 to `*word` atomically; the new value.
-static inline unsigned sharedprefs_atomic_increment(unsigned *word) {
-    return __atomic_add_fetch(word, 1, __ATOMIC_ACQ_REL);
 }
 
 #endif

@@ -159,12 +159,12 @@ enum Role {
     }
 
     /// `futex-floor <dir>`: the floor of many observer processes. Waits on the futex word at the
-    /// start of `<dir>/bell` (mapped shared); each wake, opens and reads `<dir>/s`: the send time
+    /// start of `<dir>/bell` (mapped shared and read-only: a waiter needs no more); each wake, opens and reads `<dir>/s`: the send time
     /// is in its first 8 bytes (`-1` ends, `0` is the file before the first change); prints
     /// `ready`, `L <sent> <latency>` lines, `cpu <ns>` and `end`. Holds no inotify instance.
     static func futexFloor(_ directory: String) {
-        let bell = open(directory + "/bell", O_RDWR | O_CLOEXEC)
-        guard bell >= 0, let mapping = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, bell, 0), mapping != MAP_FAILED else {
+        let bell = open(directory + "/bell", O_RDONLY | O_CLOEXEC)
+        guard bell >= 0, let mapping = mmap(nil, 4096, PROT_READ, MAP_SHARED, bell, 0), mapping != MAP_FAILED else {
             print("error bell")
             return
         }

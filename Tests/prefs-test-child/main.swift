@@ -11,8 +11,8 @@
 //       prints "renaming <temporary file>" and stops there, the suite locked, until it is killed.
 //   prefs-test-child watch <plist> [--fail-watches] [--block]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
-//       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" and
-//       synchronizes (exits if that fails) and prints "held <descriptors in the directory>"
+//       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" (to a
+//       new number each time) and synchronizes (exits if that fails) and prints "held <descriptors in the directory>"
 //       (once no reader confirms the write, within 1 s),
 //       "try-write" does so and prints "written" or "not written", "dump" prints
 //       "values k=v,…" (sorted), "watches" prints "watches <inotify watches of this process>";
@@ -589,7 +589,7 @@ case "watch":
         case "hold": TestingHooks.holdWatcher(true)
         case "release": TestingHooks.holdWatcher(false)
         case "write":
-            suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
+            suite.set(Int(DispatchTime.now().uptimeNanoseconds), forKey: "written")
             guard suite.synchronize() else { fail("synchronize failed") }
             // How many files this process keeps open in the suite's directory after the write. A
             // reader thread of this process that saw the write's event may have the suite file
@@ -610,7 +610,7 @@ case "watch":
             }
             say("held \(count)")
         case "try-write":
-            suite.set(Int(Date().timeIntervalSince1970), forKey: "written")
+            suite.set(Int(DispatchTime.now().uptimeNanoseconds), forKey: "written")
             say(suite.synchronize() ? "written" : "not written")
         case "watches": say("watches \(inotifyWatches())")
         case "dump": say("values " + suite.dictionaryRepresentation().sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))

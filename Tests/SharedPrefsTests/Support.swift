@@ -174,7 +174,7 @@ func procLocksName(_ url: URL) -> String? {
 
 /// The `flock`s of process `pid` in `/proc/locks`, by file name: held, or waited for (`->`).
 func flocks(of pid: Int32, waiting: Bool) -> Set<String> {
-    let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+    let locks = Syscall.procFile("/proc/locks") ?? ""
     return Set(locks.split(separator: "\n").compactMap { line -> String? in
         var fields = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst()
         guard (fields.first == "->") == waiting else { return nil }

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <malloc.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -193,6 +194,24 @@ static inline long sharedprefs_futex_wait_shared(unsigned *word, unsigned expect
 static inline long sharedprefs_futex_ring_shared(unsigned *word) {
     int op = FUTEX_OP(FUTEX_OP_ADD, 1, FUTEX_OP_CMP_GE, 0);
     return syscall(SYS_futex, word, FUTEX_WAKE_OP, 0x7fffffff, (void *)0x7fffffff, word, op);
+}
+/// Waits until one of `count` (at most `FUTEX_WAITV_MAX`) futex words no longer holds its
+/// expected value, or is woken: the index of the word woken, or -1 with errno set (`EAGAIN`: one
+/// held something else already). The directories' bells (`Bell`) and the waiter's own word.
+static inline long sharedprefs_futex_waitv(struct futex_waitv *waiters, unsigned count) {
+    return syscall(SYS_futex_waitv, waiters, count, 0, NULL, 0);
+}
+/// Adds 1 to this process's own futex word and wakes its waiter.
+static inline void sharedprefs_futex_ring_private(unsigned *word) {
+    __atomic_add_fetch(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+/// An open file description lock (`F_OFD_SETLK`, or `F_OFD_SETLKW` when `wait`) of type
+/// `F_RDLCK`, `F_WRLCK` or `F_UNLCK` on the byte at `offset`: held until unlocked or until the
+/// last descriptor of the description is closed (a killed process's at once). 0, or -1 with errno.
+static inline int sharedprefs_byte_lock(int fd, short type, long offset, int wait) {
+    struct flock lock = {.l_type = type, .l_whence = SEEK_SET, .l_start = offset, .l_len = 1, .l_pid = 0};
+    return fcntl(fd, wait ? 38 /* F_OFD_SETLKW */ : 37 /* F_OFD_SETLK */, &lock);
 }
 /// `*word`, read atomically.
 static inline unsigned sharedprefs_atomic_load(unsigned *word) {

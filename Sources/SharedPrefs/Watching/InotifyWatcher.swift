@@ -5,6 +5,7 @@ import CSharedPrefsShims
 import FoundationEssentials
 import SharedPrefsLocking
 import Synchronization
+import SystemPackage
 
 /// What a watched suite's subscriber is told (``SuiteBackend/subscribe(_:)``).
 ///
@@ -85,6 +86,11 @@ final class InotifyWatcher: Sendable {
         /// polled for good, never given an inotify watch.
         var pollOnly = false
         var path: String { location.path }
+        /// The word of its bell (``Bell``): the one this process rings for the others (watched, or
+        /// vanished after it was), or waits on (heard through its bell).
+        var bell: Int? = nil
+        /// The bell's value when this process last heard it.
+        var heard: UInt32 = 0
         /// The suites watched in it, by file name and subscription.
         var suites: [String: [UInt64: Watcher]] = [:]
         /// Told the name of every file written in or moved into the directory.
@@ -94,6 +100,7 @@ final class InotifyWatcher: Sendable {
         var isUnused: Bool { suites.isEmpty && listeners.isEmpty }
 
         mutating func merge(_ other: Directory) {
+            bell = bell ?? other.bell
             suites.merge(other.suites) { $0.merging($1) { first, _ in first } }
             listeners.merge(other.listeners) { first, _ in first }
         }
@@ -108,6 +115,14 @@ final class InotifyWatcher: Sendable {
         var listings: [String: Set<String>] = [:]
         /// Suites that could not be watched and are polled.
         var polled: [UInt64: Watcher] = [:]
+        /// Directories heard through their bells, rung by another process of this user, by identity.
+        var belled: [FileIdentity: Directory] = [:]
+        /// The bells this process has the duty to ring (it holds their locks).
+        var duties: Set<Int> = []
+        /// The bells whose duty a thread of this process waits to take over.
+        var standing: Set<Int> = []
+        /// Whether the thread that waits on bells runs.
+        var listening = false
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
@@ -125,6 +140,14 @@ final class InotifyWatcher: Sendable {
 
         var needsPolling: Bool { !vanished.isEmpty || !polled.isEmpty || !movedAncestors.isEmpty }
 
+        /// Lets go of the duties no directory of this process needs any more: the bells of
+        /// directories watched, and of those vanished after they were, are kept.
+        mutating func settleDuties() {
+            let needed = Set(watched.values.compactMap(\.bell) + vanished.values.compactMap(\.bell))
+            for slot in duties.subtracting(needed) { Bell.shared?.releaseDuty(slot) }
+            duties.formIntersection(needed)
+        }
+
         /// Counts up to `wanted` more readers, within ``maximumReaders``; returns how many to start.
         mutating func start(_ wanted: Int) -> Int {
             let count = max(0, min(wanted, InotifyWatcher.maximumReaders - readers))
@@ -133,8 +156,14 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// The inotify instance, or -1 when there is none (everything is polled then).
-    private let fd: CInt
+    /// The inotify instance, made when a directory is first watched with it
+    /// (``inotifyDescriptor()``): -2 before, -1 where there is none (everything is polled then).
+    /// A process that hears every directory through its bell has none.
+    private let inotify: Atomic<CInt>
+    private var fd: CInt { inotify.load(ordering: .acquiring) }
+    /// What the thread that waits on bells also waits on: this process rings it when the
+    /// directories heard through bells change.
+    nonisolated(unsafe) private let control = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
     /// Where the readers wait: `fd` (one-shot), `work`, and `timer` (one-shot).
     private let epoll: CInt
     /// Counts the jobs in ``State/jobs``: each read takes one.
@@ -148,17 +177,18 @@ final class InotifyWatcher: Sendable {
     ///   here at the first poll tick, and its suites re-read then (what changed meanwhile is heard).
     private init(takingOver old: InotifyWatcher? = nil) {
         // Without an epoll instance, one reader polls everything (no inotify then).
-        let epoll = Syscall.epollCreate()
-        let inotify = epoll.flatMap { _ in Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK)) }
-        switch (epoll, inotify) {
-        case (.success(let epoll), .success(let fd)): (self.epoll, self.fd) = (epoll, fd)
-        case (.failure(let errno), _), (_, .failure(let errno)):
-            (self.epoll, fd) = ((try? epoll.get()) ?? -1, -1)
-            logger.warning("\(PreferenceError.system((try? epoll.get()) == nil ? "epoll_create1" : "inotify_init1", errno, path: "inotify", doing: "start watching with")) Every suite is polled every \(Self.pollInterval) ms instead.")
+        control.initialize(to: 0)
+        switch Syscall.epollCreate() {
+        case .success(let epoll):
+            self.epoll = epoll
+            inotify = Atomic(-2)
+        case .failure(let errno):
+            epoll = -1
+            inotify = Atomic(-1)
+            logger.warning("\(PreferenceError.system("epoll_create1", errno, path: "inotify", doing: "start watching with")) Every suite is polled every \(Self.pollInterval) ms instead.")
         }
         work = (try? Syscall.semaphoreDescriptor().get()) ?? -1
         timer = (try? Syscall.timerDescriptor().get()) ?? -1
-        if fd >= 0 { _ = Syscall.epollAdd(self.epoll, fd, once: true) }
         _ = Syscall.epollAdd(self.epoll, work, once: false)
         _ = Syscall.epollAdd(self.epoll, timer, once: true)
         let readers = self.epoll >= 0 ? 2 : 1
@@ -169,9 +199,11 @@ final class InotifyWatcher: Sendable {
         state.withLock { s in
             s.readers = readers
             guard let inherited else { return }
-            (s.nextID, s.polled, s.listings, s.vanished) = (inherited.nextID, inherited.polled, inherited.listings, inherited.vanished)
-            for dir in inherited.watched.values {
-                s.vanished[dir.path, default: Directory(location: dir.location, identity: dir.identity)].merge(dir)
+            (s.nextID, s.polled, s.listings) = (inherited.nextID, inherited.polled, inherited.listings)
+            // Watched here anew at the first poll tick. The parent's duties are not this process's.
+            for var dir in Array(inherited.vanished.values) + inherited.watched.values + inherited.belled.values {
+                dir.bell = nil
+                s.vanished[dir.path, default: Directory(location: dir.location, identity: dir.identity, pollOnly: dir.pollOnly)].merge(dir)
             }
             armTimer(&s)
         }
@@ -197,27 +229,87 @@ final class InotifyWatcher: Sendable {
         return fileSystemsWithoutRemoteEvents[type]
     }
 
-    /// Adds a watch on the directory at `location`, opened by the same link-refusing walk as
-    /// every write, and watched through its descriptor: a link swapped in below the trusted
-    /// directory is never watched. Walks the file system: call it without the lock.
-    private func addWatch(_ location: DirectoryLocation) -> Result<(CInt, FileIdentity?), PreferenceError> {
-        guard fd >= 0 else {
-            return .failure(PreferenceError(code: .watchFailed, message: "inotify is not available in this process.", path: location.path))
+    /// The inotify instance, made on first use and armed in the epoll instance; -1 where there is none.
+    private func inotifyDescriptor() -> CInt {
+        if fd != -2 { return fd }
+        let made = state.withLock { _ -> Result<CInt, Errno> in
+            if fd != -2 { return .success(fd) }
+            let made = Syscall.inotifyInit(CInt(IN_CLOEXEC | IN_NONBLOCK))
+            if case .success(let fd) = made { _ = Syscall.epollAdd(epoll, fd, once: true) }
+            inotify.store((try? made.get()) ?? -1, ordering: .releasing)
+            return made
         }
-        let dir: OpenDirectory
+        if case .failure(let errno) = made {
+            logger.warning("\(PreferenceError.system("inotify_init1", errno, path: "inotify", doing: "start watching with")) Suites that no other process of this user watches are polled every \(Self.pollInterval) ms instead.")
+        }
+        return fd
+    }
+
+    /// Opens the directory at `location` by the same link-refusing walk as every write: a link
+    /// swapped in below the trusted directory is never watched. Walks the file system: call it
+    /// without the lock.
+    private func open(_ location: DirectoryLocation) -> Result<(OpenDirectory, FileIdentity?), PreferenceError> {
         do {
-            guard let opened = try location.open(creating: false) else {
+            guard let dir = try location.open(creating: false) else {
                 return .failure(PreferenceError.system("open", .noSuchFileOrDirectory, path: location.path, doing: "watch"))
             }
-            dir = opened
+            return .success((dir, (try? Syscall.fstat(dir.fd).get()).map(FileIdentity.init)))
         } catch {
             return .failure(error)
         }
-        defer { dir.close() }
-        let identity = (try? Syscall.fstat(dir.fd).get()).map(FileIdentity.init)
+    }
+
+    /// Adds a watch on the directory open as `dir`, through its descriptor.
+    private func addWatch(_ dir: OpenDirectory, _ location: DirectoryLocation) -> Result<CInt, PreferenceError> {
+        let fd = inotifyDescriptor()
+        guard fd >= 0 else {
+            return .failure(PreferenceError(code: .watchFailed, message: "inotify is not available in this process.", path: location.path))
+        }
         return Syscall.inotifyAddWatch(fd, dir.procPath, Self.mask)
-            .map { ($0, identity) }
             .mapError { PreferenceError.system("inotify_add_watch", $0, path: location.path, doing: "watch") }
+    }
+
+    /// Adds a watch on the directory at `location` (``open(_:)``, ``addWatch(_:_:)``).
+    private func addWatch(_ location: DirectoryLocation) -> Result<(CInt, FileIdentity?), PreferenceError> {
+        open(location).flatMap { dir, identity in
+            defer { dir.close() }
+            return addWatch(dir, location).map { ($0, identity) }
+        }
+    }
+
+    /// How this process hears a directory.
+    private enum Attachment {
+        /// Through an inotify watch of its own; `duty`: the word of the directory's bell, which it
+        /// rings for the other processes of this user (``Bell``).
+        case watch(CInt, FileIdentity?, duty: Int?)
+        /// Through its bell, which another process rings; `heard`: the bell's value before.
+        case bell(FileIdentity, slot: Int, heard: UInt32)
+    }
+
+    /// Hears the directory at `location` through its bell where another process of this user
+    /// rings it, or else watches it, and then rings it for the others. Walks the file system:
+    /// call it without the lock.
+    private func attach(_ location: DirectoryLocation) -> Result<Attachment, PreferenceError> {
+        open(location).flatMap { dir, identity in
+            defer { dir.close() }
+            guard let bell = Bell.shared, let identity, epoll >= 0 else {
+                return addWatch(dir, location).map { .watch($0, identity, duty: nil) }
+            }
+            let slot = bell.slot(of: identity)
+            let heard = bell.value(slot)
+            // A directory this process watches already (for a listener) stays watched; at most
+            // FUTEX_WAITV_MAX bells are waited on, one word being the waiter's own.
+            let watching = state.withLock { s in
+                s.watched.values.contains { $0.identity == identity } || s.belled.count >= Int(FUTEX_WAITV_MAX) - 1
+            }
+            if !watching {
+                guard bell.takeDuty(slot) else { return .success(.bell(identity, slot: slot, heard: heard)) }
+                state.withLock { _ = $0.duties.insert(slot) }
+            }
+            let watch = addWatch(dir, location)
+            if case .failure = watch { state.withLock { $0.settleDuties() } }
+            return watch.map { .watch($0, identity, duty: watching ? nil : slot) }
+        }
     }
 
     /// Watches the ancestors of the directory at `location` below and including its trusted
@@ -251,14 +343,15 @@ final class InotifyWatcher: Sendable {
         if let name = Self.remoteFileSystem(location) {
             logger.notice("\(directory) is on a \(name) file system, where inotify misses changes made by other machines; polling it every \(Self.pollInterval) ms.")
         } else {
-            switch addWatch(location) {
-            case .success(let (wd, identity)):
-                let id = state.withLock { s in
+            switch attach(location) {
+            case .success(let attachment):
+                let (id, bell) = state.withLock { s in
                     s.nextID += 1
-                    s.watched[wd, default: Directory(location: location, identity: identity)].suites[fileName, default: [:]][s.nextID] = (location.path + "/" + fileName, sink)
-                    return s.nextID
+                    var dir = Directory(location: location)
+                    dir.suites[fileName] = [s.nextID: (location.path + "/" + fileName, sink)]
+                    return (s.nextID, place(dir, attachment, &s))
                 }
-                watchAncestors(of: location)
+                attached(location, bell: bell)
                 return id
             case .failure(let error):
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
@@ -270,6 +363,114 @@ final class InotifyWatcher: Sendable {
             armTimer(&s)
             return s.nextID
         }
+    }
+
+    /// Files `dir` (its suites and listeners) as `attachment` says. The bell it is to be heard
+    /// through, if any.
+    private func place(_ dir: Directory, _ attachment: Attachment, _ s: inout State) -> Int? {
+        var dir = dir
+        dir.bell = nil
+        switch attachment {
+        case .watch(let wd, let identity, let duty):
+            s.watched[wd, default: Directory(location: dir.location, identity: identity, bell: duty)].merge(dir)
+            return nil
+        case .bell(let identity, let slot, let heard):
+            s.belled[identity, default: Directory(location: dir.location, identity: identity, bell: slot, heard: heard)].merge(dir)
+            return slot
+        }
+    }
+
+    /// After the directory at `location` was placed (``place(_:_:_:)``): watches its ancestors
+    /// if it is watched, or waits on its bell and for its duty.
+    private func attached(_ location: DirectoryLocation, bell slot: Int?) {
+        guard let slot else { return watchAncestors(of: location) }
+        let (listening, standing) = state.withLock { s in
+            defer { s.listening = true }
+            return (s.listening, !s.standing.insert(slot).inserted)
+        }
+        sharedprefs_futex_ring_private(control)
+        if !listening { Threads.start(named: "prefs.bells") { [self] in waitOnBells() } }
+        if !standing { Threads.start(named: "prefs.bell-duty") { [self] in standBy(slot) } }
+    }
+
+    /// The thread that waits on the bells of the directories heard through them (and on
+    /// ``control``, rung when they change), and re-reads their suites when one rings. A
+    /// directory whose path no longer leads to it (moved away, removed) is polled for until it
+    /// is back, as a watched one is. Where the bells cannot be waited on, their suites are polled.
+    private func waitOnBells() {
+        guard let bell = Bell.shared else { return }
+        while true {
+            let own = futex_waitv(val: UInt64(sharedprefs_atomic_load(control)), uaddr: UInt64(UInt(bitPattern: control)), flags: UInt32(FUTEX_32 | FUTEX_PRIVATE_FLAG), __reserved: 0)
+            let belled = state.withLock { s in s.belled.map { (identity: $0.key, slot: $0.value.bell!, heard: $0.value.heard, location: $0.value.location) } }
+            var waiters = [own] + belled.map { bell.waiter($0.slot, expecting: $0.heard) }
+            if sharedprefs_futex_waitv(&waiters, UInt32(waiters.count)) < 0, errno != EAGAIN, errno != EINTR {
+                logger.warning("\(PreferenceError.system("futex_waitv", Errno(rawValue: errno), path: bell.path, doing: "wait on")) The suites heard through it are polled every \(Self.pollInterval) ms instead.")
+                return state.withLock { s in
+                    for dir in s.belled.values { s.polled.merge(dir.sinks) { first, _ in first } }
+                    (s.belled, s.listening) = ([:], false)
+                    armTimer(&s)
+                }
+            }
+            var rung: [FileIdentity: UInt32] = [:]
+            var gone: Set<FileIdentity> = []
+            for (identity, slot, heard, location) in belled {
+                let now = bell.value(slot)
+                guard now != heard else { continue }
+                rung[identity] = now
+                // Where its path leads now.
+                if case .success(let (dir, found)) = open(location) {
+                    dir.close()
+                    if found == identity { continue }
+                }
+                gone.insert(identity)
+            }
+            guard !rung.isEmpty else { continue }
+            var batch = Batch()
+            state.withLock { s in
+                for (identity, value) in rung {
+                    guard var dir = s.belled[identity] else { continue }
+                    dir.heard = value
+                    batch.add(dir.sinks)
+                    guard gone.contains(identity) else {
+                        s.belled[identity] = dir
+                        continue
+                    }
+                    s.belled[identity] = nil
+                    dir.bell = nil
+                    s.vanished[dir.path, default: Directory(location: dir.location, identity: identity)].merge(dir)
+                }
+                armTimer(&s)
+            }
+            let jobs = batch.jobs
+            guard work >= 0 else {
+                for job in jobs { job() }
+                continue
+            }
+            state.withLock { $0.jobs += jobs }
+            Syscall.post(work, UInt64(jobs.count))
+        }
+    }
+
+    /// A thread for each bell this process waits on: it blocks until it has the bell's duty (the
+    /// process on duty died, or let the directory go), and then hands the bell's directories to
+    /// the next poll tick, which watches them, re-reads their suites and rings the bell once for
+    /// the other processes (what changed meanwhile). A process killed on duty lets its lock go in
+    /// the kernel at once: nobody is deaf for longer than ``pollInterval`` and a thread's wake-up.
+    private func standBy(_ slot: Int) {
+        guard let bell = Bell.shared else { return }
+        let taken = bell.takeDuty(slot, waiting: true)
+        state.withLock { s in
+            s.standing.remove(slot)
+            if taken { s.duties.insert(slot) }
+            for (identity, var dir) in s.belled where dir.bell == slot {
+                s.belled[identity] = nil
+                dir.bell = taken ? slot : nil
+                s.vanished[dir.path, default: Directory(location: dir.location, identity: identity)].merge(dir)
+            }
+            s.settleDuties()
+            armTimer(&s)
+        }
+        sharedprefs_futex_ring_private(control)
     }
 
     /// Stops a ``watch(_:fileName:_:)``; a directory's watch goes when its last suite does.
@@ -292,6 +493,10 @@ final class InotifyWatcher: Sendable {
                 drop(&s.vanished[path]!)
                 if s.vanished[path]!.isUnused { s.vanished[path] = nil }
             }
+            for identity in s.belled.keys {
+                drop(&s.belled[identity]!)
+                if s.belled[identity]!.isUnused { s.belled[identity] = nil }
+            }
             var emptied: [CInt] = []
             for wd in s.watched.keys {
                 drop(&s.watched[wd]!)
@@ -300,6 +505,7 @@ final class InotifyWatcher: Sendable {
                     emptied.append(wd)
                 }
             }
+            s.settleDuties()
             return emptied
         }
         for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
@@ -386,6 +592,10 @@ final class InotifyWatcher: Sendable {
                 if Syscall.take(work) { job = state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() } }
             default: break
             }
+            // The other processes first.
+            if !batch.rings.isEmpty, let bell = Bell.shared {
+                for slot in batch.rings { bell.ring(slot) }
+            }
             // The first job here, the others to other readers (all here, without a way to share).
             var jobs = batch.jobs
             if job == nil, !jobs.isEmpty { job = jobs.removeFirst() }
@@ -434,6 +644,8 @@ final class InotifyWatcher: Sendable {
         var reload: [UInt64: Watcher] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
+        /// The bells to ring for the other processes.
+        var rings: Set<Int> = []
 
         mutating func add(_ sinks: [UInt64: Watcher]) {
             reload.merge(sinks) { first, _ in first }
@@ -484,12 +696,18 @@ final class InotifyWatcher: Sendable {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
                 batch.overflowed = true
                 for dir in s.watched.values { batch.add(dir.sinks) }
+                batch.rings.formUnion(s.duties)
                 return
             }
             if mask & (UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
-                for (path, ancestor) in s.ancestors where ancestor == wd { s.movedAncestors.insert(path) }
+                for (path, ancestor) in s.ancestors where ancestor == wd {
+                    s.movedAncestors.insert(path)
+                    // The processes that hear directories below it through bells look again.
+                    batch.rings.formUnion(s.duties)
+                }
             }
             guard var dir = s.watched[wd] else { return }
+            if let slot = dir.bell { batch.rings.insert(slot) }
             if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
                 // The directory is gone (or moved away): its suites are gone from this path.
                 // Wait for the path to come back; a moved directory's watch is dropped first.
@@ -528,25 +746,35 @@ final class InotifyWatcher: Sendable {
         if !moved.isEmpty { revalidate(below: moved, into: &batch) }
         batch.add(polled)
         // Outside the lock: which directories are back, and what polled listeners' directories hold.
-        var rearmed: [String: (CInt, FileIdentity?)] = [:]
+        var rearmed: [String: Attachment] = [:]
         var listings: [String: Set<String>] = [:]
         for (path, dir) in vanished {
-            if !dir.pollOnly, case .success(let watch) = addWatch(dir.location) { rearmed[path] = watch }
+            // A directory with listeners is watched (``addListener(_:_:)``).
+            if !dir.pollOnly {
+                if !dir.listeners.isEmpty, case .success(let (wd, identity)) = addWatch(dir.location) {
+                    rearmed[path] = .watch(wd, identity, duty: nil)
+                } else if dir.listeners.isEmpty, case .success(let attachment) = attach(dir.location) {
+                    rearmed[path] = attachment
+                }
+            }
             if !dir.listeners.isEmpty { listings[path] = Self.listing(dir.location) }
         }
         var stale: [CInt] = []
+        var bells: [String: Int?] = [:]
         state.withLock { s in
             defer { armTimer(&s) }
-            for (path, (wd, identity)) in rearmed {
+            for (path, attachment) in rearmed {
                 guard let dir = s.vanished.removeValue(forKey: path) else {
-                    stale.append(wd)  // unwatched meanwhile
+                    if case .watch(let wd, _, _) = attachment { stale.append(wd) }  // unwatched meanwhile
                     continue
                 }
-                var merged = s.watched[wd] ?? Directory(location: dir.location, identity: identity)
-                merged.merge(dir)
-                s.watched[wd] = merged
+                bells.updateValue(place(dir, attachment, &s), forKey: path)
+                // What changed meanwhile is heard here, and by the processes that hear the directory
+                // through the bell this process rings now (a duty taken over, a directory back).
                 batch.add(dir.sinks)
+                if case .watch(_, _, let duty?) = attachment { batch.rings.insert(duty) }
             }
+            s.settleDuties()
             // Listeners hear of what appeared while the directory was polled or gone.
             for (path, now) in listings {
                 guard let before = s.listings[path], let dir = s.vanished[path] ?? s.watched.values.first(where: { $0.path == path }) else { continue }
@@ -559,7 +787,7 @@ final class InotifyWatcher: Sendable {
             s.listings = s.listings.filter { s.vanished[$0.key]?.listeners.isEmpty == false }
         }
         for wd in stale where state.withLock({ $0.watched[wd] == nil }) { Syscall.inotifyRemoveWatch(fd, wd) }
-        for dir in vanished.values where rearmed[dir.path] != nil { watchAncestors(of: dir.location) }
+        for dir in vanished.values { if let bell = bells[dir.path] { attached(dir.location, bell: bell) } }
     }
 
     /// After ancestors moved or vanished: every watched directory below one whose path no longer

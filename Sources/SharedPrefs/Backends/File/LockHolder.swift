@@ -7,15 +7,15 @@ import FoundationEssentials
 enum LockHolder {
     /// The holder of the `flock` on the file `device`/`inode`, or `nil` when `/proc/locks` does
     /// not say (no procfs, another PID namespace, or the lock was just released).
-    static func find(device: UInt64, inode: UInt64, locks: String? = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) -> String? {
+    static func find(device: UInt64, inode: UInt64, locks: String? = Syscall.procFile("/proc/locks")) -> String? {
         guard let pid = pids(device: device, inode: inode, locks: locks).first else { return nil }
-        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)).map { String($0.trimmed) }
+        let name = Syscall.procFile("/proc/\(pid)/comm").map { String($0.trimmed) }
         return "PID \(pid)" + (name.map { " (\($0))" } ?? "")
     }
 
     /// The processes holding a `flock` on the file `device`/`inode` (several for a shared lock);
     /// empty when `/proc/locks` does not say.
-    static func pids(device: UInt64, inode: UInt64, locks: String? = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) -> [Int32] {
+    static func pids(device: UInt64, inode: UInt64, locks: String? = Syscall.procFile("/proc/locks")) -> [Int32] {
         // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number.
         let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
         let minor = (device & 0xff) | ((device >> 12) & ~0xff)
@@ -31,7 +31,7 @@ enum LockHolder {
     /// system uid, gid and groups `/proc/<pid>/status` shows (root may); `nil` when it shows
     /// none (the process ended, or procfs hides it).
     static func mayWrite(pid: Int32, _ st: stat, status: String? = nil) -> Bool? {
-        guard let status = status ?? (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) else { return nil }
+        guard let status = status ?? Syscall.procFile("/proc/\(pid)/status") else { return nil }
         func ids(_ field: String) -> [UInt32]? {
             status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
                 .map { $0.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).compactMap { UInt32($0) } }

@@ -122,11 +122,20 @@ package enum Syscall {
     static let umask: mode_t = currentUmask()
 
     private static func currentUmask() -> mode_t {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        guard let status = procFile("/proc/self/status"),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
             let mask = mode_t(line.dropFirst(6).trimmed, radix: 8)
         else { return 0 }
         return mask
+    }
+
+    /// The whole of a file in /proc (up to 16 MiB), or `nil` where it cannot be read. Read to its
+    /// end: Foundation's `String(contentsOfFile:)` stops at 4,095 bytes of a file whose size
+    /// says 0, as /proc's do (so /proc/locks past about 65 locks lost the rest).
+    package static func procFile(_ path: String) -> String? {
+        guard case .success(let fd) = open(path, O_RDONLY | O_CLOEXEC) else { return nil }
+        defer { close(fd) }
+        return (try? readAll(fd, sizeHint: 4096, limit: 16 << 20).get()).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The corresponding C function is `fchmod`.

@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSharedPrefsShims
+import SharedPrefsLocking
+
+/// This user's bells: one futex word per watched directory in one small file of the user's own,
+/// mapped shared by every process of the user that observes suites.
+///
+/// Linux allows each user 128 inotify instances (`fs.inotify.max_user_instances`), shared with
+/// every other program of the user. So of the processes of one user that observe a directory,
+/// one has the *duty* of watching it with inotify: it holds a write lock on its word's first
+/// byte (an open file description lock, which the kernel lets go the moment the process dies),
+/// and rings the bell (adds 1 to the word and wakes every waiter, in one `FUTEX_WAKE_OP`) for
+/// every event in the directory. The others wait on the word with `futex_waitv`, and each keeps
+/// one thread blocked on that lock: when the process on duty dies or lets the directory go, one
+/// of them gets it at once and takes the duty over (``InotifyWatcher``).
+///
+/// A directory's word is chosen by its device and inode: two directories may share one, whose
+/// waiters then also wake for the other's changes, find their suites unchanged, and wait again.
+///
+/// The file is `$SHAREDPREFS_BELLS` if set (`off`: no bells, every process watches with inotify
+/// of its own), else `sharedprefs.bells` in `$XDG_RUNTIME_DIR`, else
+/// `/dev/shm/sharedprefs-<uid>.bells`; it is used only if it is a regular file of this user's
+/// that nobody else may read or write. Where there is none (or the kernel has no `futex_waitv`,
+/// before Linux 5.16), every process watches with inotify of its own, as before.
+final class Bell: Sendable {
+    /// Words in the file (64 KiB).
+    static let slots = 16_384
+    /// The process's bells, opened anew in a child forked without exec (whose locks must be its
+    /// own: an open file description lock belongs to the description, which a fork shares).
+    /// `nil` where there are none.
+    static var shared: Bell? {
+        let forks = sharedprefs_fork_count()
+        return current.withLock { current in
+            if let current, current.forks == forks { return current.bell }
+            let bell = Bell.open(replacing: current?.bell)
+            current = (forks, bell)
+            return bell
+        }
+    }
+    private static let current = Lock<(forks: UInt, bell: Bell?)?>(nil)
+
+    /// The file's descriptor, open for reading and writing (a write lock needs it).
+    private let fd: CInt
+    /// The file, mapped shared.
+    nonisolated(unsafe) private let words: UnsafeMutablePointer<UInt32>
+    /// Where it is, for messages.
+    let path: String
+
+    private init(fd: CInt, words: UnsafeMutablePointer<UInt32>, path: String) {
+        self.fd = fd
+        self.words = words
+        self.path = path
+    }
+
+    /// Where this user's bells are, or `nil` when they are switched off.
+    static var location: String? {
+        if let set = getenv("SHAREDPREFS_BELLS").map({ String(cString: $0) }), !set.isEmpty {
+            return set == "off" ? nil : set
+        }
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/"),
+           case .success(let st) = Syscall.stat(runtime), st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid() {
+            return runtime + "/sharedprefs.bells"
+        }
+        return "/dev/shm/sharedprefs-\(geteuid()).bells"
+    }
+
+    private static func open(replacing old: Bell?) -> Bell? {
+        if let old { Syscall.close(old.fd) }
+        guard let path = location else { return nil }
+        // futex_waitv with no waiters: EINVAL where the call exists, ENOSYS before Linux 5.16.
+        if sharedprefs_futex_waitv(nil, 0) == -1, errno == ENOSYS { return nil }
+        let size = slots * MemoryLayout<UInt32>.size
+        guard case .success(let fd) = Syscall.openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600) else {
+            logger.notice("\(path) cannot be opened; each process that observes suites watches with an inotify instance of its own.")
+            return nil
+        }
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
+              st.st_size >= size || (try? Syscall.truncate(fd, size).get()) != nil,
+              let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapped != MAP_FAILED
+        else {
+            logger.notice("\(path) is not a file of this user's that only this user may read and write; each process that observes suites watches with an inotify instance of its own. Remove it.")
+            Syscall.close(fd)
+            return nil
+        }
+        return Bell(fd: fd, words: mapped.assumingMemoryBound(to: UInt32.self), path: path)
+    }
+
+    /// The word of the directory `identity`.
+    func slot(of identity: FileIdentity) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for part in [identity.device, identity.inode] {
+            for shift in stride(from: 0, to: 64, by: 8) { hash = (hash ^ (part >> UInt64(shift) & 0xff)) &* 0x100_0000_01b3 }
+        }
+        return Int(hash % UInt64(Self.slots))
+    }
+
+    /// What the word holds now, read from the file (a read of the mapping would raise SIGBUS
+    /// if the file were cut short meanwhile). 0 if it cannot be read.
+    func value(_ slot: Int) -> UInt32 {
+        var value: UInt32 = 0
+        _ = withUnsafeMutableBytes(of: &value) { pread(fd, $0.baseAddress, 4, off_t(slot * 4)) }
+        return value
+    }
+
+    /// Rings the bell: adds 1 to the word and wakes every process that waits on it.
+    func ring(_ slot: Int) {
+        _ = sharedprefs_futex_ring_shared(words + slot)
+    }
+
+    /// What ``InotifyWatcher`` waits on for `slot`, expecting `value`.
+    func waiter(_ slot: Int, expecting value: UInt32) -> futex_waitv {
+        futex_waitv(val: UInt64(value), uaddr: UInt64(UInt(bitPattern: words + slot)), flags: UInt32(FUTEX_32), __reserved: 0)
+    }
+
+    /// Takes the duty of ringing `slot`'s bell if no other process has it, or, `waiting`, once
+    /// none has it any more (blocking the calling thread until then). Whether this process has it.
+    func takeDuty(_ slot: Int, waiting: Bool = false) -> Bool {
+        while true {
+            if sharedprefs_byte_lock(fd, Int16(F_WRLCK), slot * 4, waiting ? 1 : 0) == 0 { return true }
+            if !(waiting && errno == EINTR) { return false }
+        }
+    }
+
+    /// Gives up the duty of ringing `slot`'s bell.
+    func releaseDuty(_ slot: Int) {
+        _ = sharedprefs_byte_lock(fd, Int16(F_UNLCK), slot * 4, 0)
+    }
+}

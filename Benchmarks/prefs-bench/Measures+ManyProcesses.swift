@@ -6,8 +6,9 @@ import Foundation
 extension Measures {
     /// For 16, 100 and 1,000 observer processes (4 with `--quick`), interleaved: the floor, bare
     /// processes woken by one futex wake on a shared word that then read the 100-key file, and
-    /// the library's observers of a 100-key suite (slowest of each change). For the library's
-    /// observers, also: how many hold no inotify instance (they poll), the instances they hold,
+    /// the library's observers of a 100-key suite (slowest of each change), with bells and without
+    /// (`SHAREDPREFS_BELLS=off`: each watches with an inotify instance of its own). For the library's
+    /// observers, also: how many poll (their poll timer is armed), the inotify instances they hold,
     /// and how often they wake, all of them, while idle.
     mutating func manyProcesses() throws {
         var limit = rlimit()
@@ -20,44 +21,48 @@ extension Measures {
             // Apart enough for the slowest of them to have read one change before the next.
             let gapMs: Double = observers >= 1_000 ? 200 : observers >= 100 ? 40 : 8
             let count = warmUp + (quick ? 10 : observers >= 1_000 ? 30 : 60)
-            var tallies = [Tally(), Tally()]
-            var cpu = [[Int64](), [Int64]()]
-            var held: (polling: Int, instances: Int, idle: Int)? = nil
-            try interleave(arms: 2, blocks: quick ? 1 : 2) { arm in
+            // The floor; the library's observers with bells (``ManyProcesses``); without them.
+            var tallies = [Tally(), Tally(), Tally()]
+            var cpu = [[Int64](), [Int64](), [Int64]()]
+            var held: [(polling: Int, instances: Int, idle: Int)?] = [nil, nil, nil]
+            try interleave(arms: 3, blocks: quick ? 1 : 2) { arm in
                 if arm == 0 {
                     let (block, used) = try futexBlock(observers: observers, count: count, gapMs: gapMs)
                     tallies[0].add(block, warmUp: warmUp)
                     cpu[0] += used.map { $0 / Int64(count) }
                     return
                 }
-                let (block, used) = try libraryBlock(suite, observers: observers, count: count, gapMs: gapMs) { children in
-                    guard held == nil else { return }
+                let environment = arm == 2 ? ["SHAREDPREFS_BELLS": "off"] : nil
+                let (block, used) = try libraryBlock(suite, observers: observers, count: count, gapMs: gapMs, environment: environment) { children in
+                    guard held[arm] == nil else { return }
                     let instances = children.map { Self.inotifyInstances(of: $0.pid) }
+                    let polling = children.count { Self.polls($0.pid) }
                     let idleSeconds = quick ? 1.0 : 10.0
                     let before = children.reduce(0) { $0 + Self.contextSwitches(of: $1.pid) }
                     gap(idleSeconds * 1000)
                     let after = children.reduce(0) { $0 + Self.contextSwitches(of: $1.pid) }
-                    held = (instances.count { $0 == 0 }, instances.reduce(0, +), Int(Double(after - before) * 10 / idleSeconds))
+                    held[arm] = (polling, instances.reduce(0, +), Int(Double(after - before) * 10 / idleSeconds))
                 }
-                tallies[1].add(block, warmUp: warmUp)
-                cpu[1] += used.map { $0 / Int64(count) }
+                tallies[arm].add(block, warmUp: warmUp)
+                cpu[arm] += used.map { $0 / Int64(count) }
             }
             let floor = Latencies(tallies[0].latencies)
-            let measured = Latencies(tallies[1].latencies)
             func perObserver(_ arm: Int) -> String { "\(µs(cpu[arm].isEmpty ? 0 : cpu[arm].reduce(0, +) / Int64(cpu[arm].count)))" }
             rows.append(Row(
                 id: "19.floor.\(observers)", group: group,
                 name: "floor: \(observers) bare processes woken by one futex wake, each reading the 100-key file; slowest of each change",
                 tally: tallies[0], note: "CPU per change per observer \(perObserver(0)); no inotify instance"))
-            var row = Row(
-                id: "19.library.\(observers)", group: group, name: "\(observers) observer processes of a 100-key suite, slowest of each change",
-                tally: tallies[1],
-                note: String(format: "p99 %.2f× the floor's", Double(measured.p99) / Double(max(1, floor.p99)))
-                    + "; CPU per change per observer \(perObserver(1))"
-                    + (held.map { "; \($0.polling) of \(observers) hold no inotify instance and poll; \($0.instances) inotify instances held in all; \($0.idle) wake-ups of all \(observers) in 10 s idle" } ?? ""),
-                ratio: ratio(measured.p50, floor.p50), ratioTo: "the floor's p50")
-            row.detail = held.map { ["polling": Double($0.polling), "inotifyInstances": Double($0.instances), "idleWakeUpsPer10s": Double($0.idle)] }
-            rows.append(row)
+            for (arm, id, name) in [(1, "library", "\(observers) observer processes of a 100-key suite, slowest of each change"), (2, "nobells", "the same, SHAREDPREFS_BELLS=off (each process watches with inotify of its own)")] {
+                let measured = Latencies(tallies[arm].latencies)
+                var row = Row(
+                    id: "19.\(id).\(observers)", group: group, name: name, tally: tallies[arm],
+                    note: String(format: "p99 %.2f× the floor's", Double(measured.p99) / Double(max(1, floor.p99)))
+                        + "; CPU per change per observer \(perObserver(arm))"
+                        + (held[arm].map { "; \($0.polling) of \(observers) poll; \($0.instances) inotify instances held in all; \($0.idle) wake-ups of all \(observers) in 10 s idle" } ?? ""),
+                    ratio: ratio(measured.p50, floor.p50), ratioTo: "the floor's p50")
+                row.detail = held[arm].map { ["polling": Double($0.polling), "inotifyInstances": Double($0.instances), "idleWakeUpsPer10s": Double($0.idle)] }
+                rows.append(row)
+            }
         }
     }
 
@@ -101,6 +106,16 @@ extension Measures {
     static func inotifyInstances(of pid: pid_t) -> Int {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         return fds.count { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == "anon_inode:inotify" }
+    }
+
+    /// Whether process `pid` polls: its watcher's poll timer is armed (``InotifyWatcher``).
+    static func polls(_ pid: pid_t) -> Bool {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return fds.contains { fd in
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))?.contains("timerfd") == true else { return false }
+            let info = (try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)) ?? ""
+            return !info.contains("it_value: (0, 0)")
+        }
     }
 
     /// The context switches of every thread of process `pid` so far (those of ended threads are

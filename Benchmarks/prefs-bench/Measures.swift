@@ -220,9 +220,9 @@ struct Measures {
     /// `ready` is given the observers once all are ready, before the first change.
     func libraryBlock(
         _ suite: PreferenceSuite, key: String = "stamp", observers: Int = 1, count: Int, gapMs: Double = 2, onWatcherThread: Bool = false, realistic: Bool = false,
-        ready: ([Child]) -> Void = { _ in }
+        environment: [String: String]? = nil, ready: ([Child]) -> Void = { _ in }
     ) throws -> (block: Block, cpu: [Int64]) {
-        let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path, key] + (onWatcherThread ? ["watcher-thread"] : [])) }
+        let children = try (0..<observers).map { _ in try Child(["observe", suite.fileURL!.path, key] + (onWatcherThread ? ["watcher-thread"] : []), environment: environment) }
         for child in children { try child.ready() }
         ready(children)
         var sent: [Int64] = []

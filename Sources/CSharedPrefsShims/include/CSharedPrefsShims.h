@@ -213,6 +213,12 @@ static inline int sharedprefs_byte_lock(int fd, short type, long offset, int wai
     struct flock lock = {.l_type = type, .l_whence = SEEK_SET, .l_start = offset, .l_len = 1, .l_pid = 0};
     return fcntl(fd, wait ? 38 /* F_OFD_SETLKW */ : 37 /* F_OFD_SETLK */, &lock);
 }
+/// Adds 1 << 16 to `*word` and wakes every waiter on it (``sharedprefs_futex_ring_shared``): a
+/// bell's upper half counts the times its directory moved or went.
+static inline long sharedprefs_futex_ring_shared_moved(unsigned *word) {
+    int op = FUTEX_OP(FUTEX_OP_ADD | FUTEX_OP_OPARG_SHIFT, 16, FUTEX_OP_CMP_GE, 0);
+    return syscall(SYS_futex, word, FUTEX_WAKE_OP, 0x7fffffff, (void *)0x7fffffff, word, op);
+}
 /// `*word`, read atomically.
 static inline unsigned sharedprefs_atomic_load(unsigned *word) {
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);

@@ -16,6 +16,10 @@ import SharedPrefsLocking
 /// one thread blocked on that lock: when the process on duty dies or lets the directory go, one
 /// of them gets it at once and takes the duty over (``InotifyWatcher``).
 ///
+/// A writer of this library rings the bell itself once its file is renamed in, and records the
+/// file's inode beside the word: the process on duty, which hears the rename too, does not ring
+/// again for it. So a write reaches every process as soon as inotify would have brought it.
+///
 /// A directory's word is chosen by its device and inode: two directories may share one, whose
 /// waiters then also wake for the other's changes, find their suites unchanged, and wait again.
 ///
@@ -25,8 +29,9 @@ import SharedPrefsLocking
 /// that nobody else may read or write. Where there is none (or the kernel has no `futex_waitv`,
 /// before Linux 5.16), every process watches with inotify of its own, as before.
 final class Bell: Sendable {
-    /// Words in the file (64 KiB).
+    /// Words in the file (64 KiB), followed by as many records of 8 bytes (128 KiB).
     static let slots = 16_384
+    private static let size = slots * (4 + 8)
     /// The process's bells, opened anew in a child forked without exec (whose locks must be its
     /// own: an open file description lock belongs to the description, which a fork shares).
     /// `nil` where there are none.
@@ -71,7 +76,6 @@ final class Bell: Sendable {
         guard let path = location else { return nil }
         // futex_waitv with no waiters: EINVAL where the call exists, ENOSYS before Linux 5.16.
         if sharedprefs_futex_waitv(nil, 0) == -1, errno == ENOSYS { return nil }
-        let size = slots * MemoryLayout<UInt32>.size
         guard case .success(let fd) = Syscall.openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600) else {
             logger.notice("\(path) cannot be opened; each process that observes suites watches with an inotify instance of its own.")
             return nil
@@ -104,9 +108,33 @@ final class Bell: Sendable {
         return value
     }
 
-    /// Rings the bell: adds 1 to the word and wakes every process that waits on it.
-    func ring(_ slot: Int) {
-        _ = sharedprefs_futex_ring_shared(words + slot)
+    /// Rings the bell: adds 1 to the word (1 << 16 when the directory `moved` or went: the
+    /// word's upper half counts those) and wakes every process that waits on it.
+    func ring(_ slot: Int, moved: Bool = false) {
+        _ = moved ? sharedprefs_futex_ring_shared_moved(words + slot) : sharedprefs_futex_ring_shared(words + slot)
+    }
+
+    /// After a writer of this process renamed the file `inode` into the directory `identity`:
+    /// records it and rings the directory's bell.
+    func wrote(_ inode: UInt64, in identity: FileIdentity) {
+        let slot = slot(of: identity)
+        var inode = inode
+        _ = withUnsafeBytes(of: &inode) { pwrite(fd, $0.baseAddress, 8, off_t(Self.slots * 4 + slot * 8)) }
+        ring(slot)
+    }
+
+    /// Whether `inode` is the file a writer of this user renamed in last (``wrote(_:in:)``) in a
+    /// directory of bell `slot`.
+    func rang(for inode: UInt64, _ slot: Int) -> Bool {
+        var recorded: UInt64 = 0
+        let read = withUnsafeMutableBytes(of: &recorded) { pread(fd, $0.baseAddress, 8, off_t(Self.slots * 4 + slot * 8)) }
+        return read == 8 && recorded == inode
+    }
+
+    /// Whether the bell rang for a move since it held `heard` and now holds `now` (or rang 65,536
+    /// times: then a process only looks once more where the directory is).
+    static func moved(from heard: UInt32, to now: UInt32) -> Bool {
+        heard >> 16 != now >> 16
     }
 
     /// What ``InotifyWatcher`` waits on for `slot`, expecting `value`.

@@ -189,7 +189,8 @@ final class InotifyWatcher: Sendable {
         }
         work = (try? Syscall.semaphoreDescriptor().get()) ?? -1
         timer = (try? Syscall.timerDescriptor().get()) ?? -1
-        _ = Syscall.epollAdd(self.epoll, work, once: false)
+        // One-shot, re-armed once a count is taken: one job wakes one reader, not every waiting one.
+        _ = Syscall.epollAdd(self.epoll, work, once: true)
         _ = Syscall.epollAdd(self.epoll, timer, once: true)
         let readers = self.epoll >= 0 ? 2 : 1
         let inherited = old?.state.withLock { $0 }
@@ -417,7 +418,8 @@ final class InotifyWatcher: Sendable {
                 let now = bell.value(slot)
                 guard now != heard else { continue }
                 rung[identity] = now
-                // Where its path leads now.
+                // Where its path leads now, if it moved or went.
+                if !Bell.moved(from: heard, to: now) { continue }
                 if case .success(let (dir, found)) = open(location) {
                     dir.close()
                     if found == identity { continue }
@@ -590,11 +592,12 @@ final class InotifyWatcher: Sendable {
                 if epoll >= 0 { Syscall.epollRearm(epoll, timer) }
             case .success(work):
                 if Syscall.take(work) { job = state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() } }
+                Syscall.epollRearm(epoll, work)
             default: break
             }
             // The other processes first.
             if !batch.rings.isEmpty, let bell = Bell.shared {
-                for slot in batch.rings { bell.ring(slot) }
+                for slot in batch.rings { bell.ring(slot, moved: batch.moved.contains(slot)) }
             }
             // The first job here, the others to other readers (all here, without a way to share).
             var jobs = batch.jobs
@@ -644,8 +647,10 @@ final class InotifyWatcher: Sendable {
         var reload: [UInt64: Watcher] = [:]
         var created: [(@Sendable (String) -> Void, String)] = []
         var overflowed = false
-        /// The bells to ring for the other processes.
+        /// The bells to ring for the other processes, and those of them whose directory moved or
+        /// went (the others look where it is only then).
         var rings: Set<Int> = []
+        var moved: Set<Int> = []
 
         mutating func add(_ sinks: [UInt64: Watcher]) {
             reload.merge(sinks) { first, _ in first }
@@ -666,6 +671,12 @@ final class InotifyWatcher: Sendable {
                 }
             } + created.map { (listener, name) -> @Sendable () -> Void in { listener(name) } }
         }
+    }
+
+    /// Whether the file at `path` is the one a writer of this user rang the bell `slot` for.
+    private static func rang(for path: String, _ slot: Int) -> Bool {
+        guard let bell = Bell.shared, case .success(let st) = Syscall.lstatat(AT_FDCWD, path) else { return false }
+        return bell.rang(for: UInt64(st.st_ino), slot)
     }
 
     /// Reads the events queued, until a read that did not fill the buffer: the queue was empty
@@ -704,14 +715,21 @@ final class InotifyWatcher: Sendable {
                     s.movedAncestors.insert(path)
                     // The processes that hear directories below it through bells look again.
                     batch.rings.formUnion(s.duties)
+                    batch.moved.formUnion(s.duties)
                 }
             }
             guard var dir = s.watched[wd] else { return }
-            if let slot = dir.bell { batch.rings.insert(slot) }
+            // For the others: not for a hidden file (a lock, a temporary file: never a suite),
+            // nor for a file a writer of this user renamed in and rang for already.
+            if let slot = dir.bell, !name.hasPrefix("."),
+               mask & UInt32(IN_MOVED_TO) == 0 || !Self.rang(for: dir.path + "/" + name, slot) {
+                batch.rings.insert(slot)
+            }
             if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
                 // The directory is gone (or moved away): its suites are gone from this path.
                 // Wait for the path to come back; a moved directory's watch is dropped first.
                 if mask & UInt32(IN_MOVE_SELF) != 0 { drop = wd }
+                if let slot = dir.bell { batch.moved.insert(slot) }
                 s.watched[wd] = nil
                 if !dir.isUnused {
                     if let existing = s.vanished[dir.path] { dir.merge(existing) }

@@ -1,0 +1,87 @@
+import Foundation
+import SharedPrefsTestSupport
+import Testing
+
+@testable import SharedPrefs
+
+/// Whether a user namespace can be made (`unshare -U -r`) and entered (`nsenter`), and its
+/// inotify instance limit set: the limit of a user's instances met for real, without touching
+/// the machine's own sysctl.
+let canLimitInotifyInstances: Bool = {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), FileManager.default.isExecutableFile(atPath: "/usr/bin/nsenter") else { return false }
+    let process = Process()
+    process.executableURL = URL(filePath: "/usr/bin/unshare")
+    process.arguments = ["-U", "-r", "sh", "-c", "echo 1 > /proc/sys/user/max_inotify_instances"]
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    process.waitUntilExit()
+    return process.terminationStatus == 0
+}()
+
+/// 1,000 observers of one user on one host (issue 53): one process watches a directory with
+/// inotify and rings its bell for the others, who wait on it.
+@Suite("Many processes")
+struct ManyProcessesTests {
+    /// The pids of `processes` that hold an inotify instance.
+    private func watching(_ processes: [Launched]) -> [Int32] {
+        processes.map(\.pid).filter { pid in
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == "anon_inode:inotify" }
+        }
+    }
+
+    /// 200 observer processes of one user, whose inotify instances are all taken but one (a user
+    /// namespace whose limit is 1: as when other programs hold 127 of the 128): none polls, one
+    /// holds the instance, and every change reaches every one, the library's and a foreign
+    /// writer's. The process on duty is then SIGKILLed 50 times, each time after a change:
+    /// another takes its duty over, and every observer left hears the next change.
+    @Test(.enabled(if: canLimitInotifyInstances, "needs unshare -U -r and nsenter (a user namespace, made by root or where unprivileged ones are allowed)"))
+    func twoHundredObserversPastTheInstanceLimitHearEveryChangeAndNonePolls() async throws {
+        let directory = try TemporaryDirectory()
+        let bells = try TemporaryDirectory()  // not in the suite's directory, whose events it would add to
+        let file = directory.file("shared.plist")
+        let writer = try PreferenceSuite(fileURL: file)
+        writer.set(0, forKey: "n")
+        #expect(writer.synchronize())
+        let namespace = try Launched(URL(filePath: "/usr/bin/unshare"), ["-U", "-r", "sh", "-c", "echo 1 > /proc/sys/user/max_inotify_instances && echo ready && exec cat"])
+        defer { try? namespace.closeInput() }
+        try await namespace.records.wait { $0.contains("ready") }
+        let count = underThreadSanitizer ? 50 : 200
+        var observers = try (0..<count).map { _ in
+            try Launched(URL(filePath: "/usr/bin/nsenter"), [
+                "--user", "--target", "\(namespace.pid)", "--preserve-credentials",
+                "/usr/bin/env", "SHAREDPREFS_BELLS=\(bells.file("bells").path)", childExecutable.path, "watch", file.path,
+            ])
+        }
+        defer { for observer in observers { try? observer.closeInput() } }
+        for observer in observers { try await observer.records.wait { $0.contains("ready") } }
+        #expect(watching(observers).count == 1)
+
+        func expectEveryoneHears(_ value: Int) async throws {
+            for observer in observers { try await observer.records.wait { $0.contains("change n \(value)") } }
+        }
+        for value in 1...5 {
+            writer.set(value, forKey: "n")
+            #expect(writer.synchronize())
+            try await expectEveryoneHears(value)
+        }
+        let foreign = try await python(
+            "import plistlib, os, sys; d = plistlib.load(open(sys.argv[1], 'rb')); d['n'] = 6; open(sys.argv[1] + '.tmp', 'wb').write(plistlib.dumps(d)); os.rename(sys.argv[1] + '.tmp', sys.argv[1])",
+            file.path)
+        #expect(foreign.status == 0, "\(foreign.output)")
+        try await expectEveryoneHears(6)
+
+        for round in 1...(underThreadSanitizer ? 10 : 50) {
+            let onDuty = watching(observers)
+            try #require(onDuty.count == 1, "round \(round): \(onDuty.count) processes hold an inotify instance")
+            kill(onDuty[0], SIGKILL)
+            observers.removeAll { $0.pid == onDuty[0] }
+            writer.set(6 + round, forKey: "n")
+            #expect(writer.synchronize())
+            try await expectEveryoneHears(6 + round)
+        }
+        for observer in observers {
+            #expect(!observer.standardError.contains("olling"), "\(observer.standardError)")
+        }
+    }
+}

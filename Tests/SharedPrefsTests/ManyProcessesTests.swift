@@ -84,4 +84,30 @@ struct ManyProcessesTests {
             #expect(!observer.standardError.contains("olling"), "\(observer.standardError)")
         }
     }
+
+    /// The process that takes a directory's duty over but can add no watch there (`ENOSPC`, as
+    /// when the user's watches are all taken) polls its suites and says so in its log; it hears a
+    /// foreign write that nobody rings for.
+    @Test func aProcessThatTakesTheDutyOverButCannotWatchPollsAndSaysSo() async throws {
+        let directory = try TemporaryDirectory()
+        let bells = try TemporaryDirectory()
+        let file = directory.file("duty.plist")
+        try await child("set", file.path, "n=int:0")
+        func observer(_ options: [String] = []) throws -> Launched {
+            try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_BELLS=\(bells.file("bells").path)", childExecutable.path, "watch", file.path] + options)
+        }
+        let onDuty = try observer()
+        try await onDuty.records.wait { $0.contains("ready") }
+        let other = try observer(["--fail-watches"])
+        defer { try? other.closeInput() }
+        try await other.records.wait { $0.contains("ready") }
+        #expect(watching([onDuty, other]) == [onDuty.pid])
+        kill(onDuty.pid, SIGKILL)
+        let foreign = try await python(
+            "import plistlib, os, sys; d = plistlib.load(open(sys.argv[1], 'rb')); d['n'] = 1; open(sys.argv[1] + '.tmp', 'wb').write(plistlib.dumps(d)); os.rename(sys.argv[1] + '.tmp', sys.argv[1])",
+            file.path)
+        #expect(foreign.status == 0, "\(foreign.output)")
+        try await other.records.wait { $0.contains("change n 1") }
+        #expect(other.standardError.contains("Polling every"), "\(other.standardError)")
+    }
 }

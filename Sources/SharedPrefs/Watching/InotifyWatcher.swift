@@ -765,14 +765,24 @@ final class InotifyWatcher: Sendable {
         batch.add(polled)
         // Outside the lock: which directories are back, and what polled listeners' directories hold.
         var rearmed: [String: Attachment] = [:]
+        var unwatchable: [String: PreferenceError] = [:]
         var listings: [String: Set<String>] = [:]
         for (path, dir) in vanished {
             // A directory with listeners is watched (``addListener(_:_:)``).
             if !dir.pollOnly {
                 if !dir.listeners.isEmpty, case .success(let (wd, identity)) = addWatch(dir.location) {
                     rearmed[path] = .watch(wd, identity, duty: nil)
-                } else if dir.listeners.isEmpty, case .success(let attachment) = attach(dir.location) {
-                    rearmed[path] = attachment
+                } else if dir.listeners.isEmpty {
+                    switch attach(dir.location) {
+                    case .success(let attachment): rearmed[path] = attachment
+                    case .failure(let error):
+                        // Back, but no watch can be added (no inotify instance or watch left):
+                        // its suites are polled, and its duty goes to a process that may have one.
+                        if case .success(let (opened, _)) = open(dir.location) {
+                            opened.close()
+                            unwatchable[path] = error
+                        }
+                    }
                 }
             }
             if !dir.listeners.isEmpty { listings[path] = Self.listing(dir.location) }
@@ -792,6 +802,11 @@ final class InotifyWatcher: Sendable {
                 batch.add(dir.sinks)
                 if case .watch(_, _, let duty?) = attachment { batch.rings.insert(duty) }
             }
+            for path in unwatchable.keys {
+                guard let dir = s.vanished.removeValue(forKey: path) else { continue }
+                s.polled.merge(dir.sinks) { first, _ in first }
+                batch.add(dir.sinks)
+            }
             s.settleDuties()
             // Listeners hear of what appeared while the directory was polled or gone.
             for (path, now) in listings {
@@ -806,6 +821,7 @@ final class InotifyWatcher: Sendable {
         }
         for wd in stale where state.withLock({ $0.watched[wd] == nil }) { Syscall.inotifyRemoveWatch(fd, wd) }
         for dir in vanished.values { if let bell = bells[dir.path] { attached(dir.location, bell: bell) } }
+        for error in unwatchable.values { logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.") }
     }
 
     /// After ancestors moved or vanished: every watched directory below one whose path no longer

@@ -110,4 +110,29 @@ struct ManyProcessesTests {
         try await other.records.wait { $0.contains("change n 1") }
         #expect(other.standardError.contains("Polling every"), "\(other.standardError)")
     }
+
+    /// In a process that hears a directory through its bell, a `.synchronousExternalChanges`
+    /// handler that blocks for good holds the thread that re-reads, never the bells: another
+    /// suite's change still arrives (a thread that waits on bells starts once the re-read has
+    /// run 250 ms).
+    @Test func aHandlerThatBlocksHoldsNoBell() async throws {
+        let directory = try TemporaryDirectory()
+        let bells = try TemporaryDirectory()
+        let (stuck, other) = (directory.file("stuck.plist"), directory.file("other.plist"))
+        try await child("set", stuck.path, "k=int:0")
+        try await child("set", other.path, "k=int:0")
+        func observer(_ arguments: [String]) throws -> Launched {
+            try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_BELLS=\(bells.file("bells").path)", childExecutable.path, "watch"] + arguments)
+        }
+        let onDuty = try observer([stuck.path])
+        defer { try? onDuty.closeInput() }
+        try await onDuty.records.wait { $0.contains("ready") }
+        let blocked = try observer([stuck.path, "--block", "--also", other.path])
+        defer { kill(blocked.pid, SIGKILL) }
+        try await blocked.records.wait { $0.contains("ready") }
+        try await child("set", stuck.path, "k=int:1")
+        try await blocked.records.wait { $0.contains("entered") }
+        try await child("set", other.path, "k=int:2")
+        try await blocked.records.wait { $0.contains("also k 2") }
+    }
 }

@@ -9,7 +9,7 @@
 //       forever: update-increments "counter" ("confirmed <n>"), then sets "flushed" and
 //       synchronizes ("flushed <n>"). --stop-before-rename: after the first round, the next write
 //       prints "renaming <temporary file>" and stops there, the suite locked, until it is killed.
-//   prefs-test-child watch <plist> [--fail-watches] [--block]
+//   prefs-test-child watch <plist> [--fail-watches] [--block] [--also <plist>]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
 //       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" (to a
 //       new number each time) and synchronizes (exits if that fails) and prints "held <descriptors in the directory>"
@@ -19,6 +19,7 @@
 //       exits at end of input. --fail-watches makes inotify_add_watch
 //       fail with ENOSPC first. --block: a .synchronousExternalChanges handler prints "entered"
 //       and blocks for good, and "added <suite>" is printed for each suite new in the directory.
+//       --also: prints "also <key> <value>" for each change of another suite.
 //   prefs-test-child additions <directory> [--fail-watches]
 //       prints "ready", then "added <suite>" for each suite that appears in the directory.
 //   prefs-test-child many <directory> <count>
@@ -573,6 +574,13 @@ case "watch":
         for await failure in failures { say("failure \(failure.code)") }
     }
     var blocking: [AnyObject] = []
+    if let also = arguments.firstIndex(of: "--also").map({ arguments[$0 + 1] }) {
+        do {
+            let other = try PreferenceSuite(fileURL: URL(filePath: also))
+            blocking.append(other)
+            blocking.append(other.observe(.all) { say("also \($0.key) \($0.newValue.map { "\($0)" } ?? "-")") })
+        } catch { fail("\(error)") }
+    }
     if arguments.contains("--block") {
         blocking.append(suite.observe(.all, options: .synchronousExternalChanges) { _ in
             say("entered")

@@ -114,16 +114,15 @@ final class Bell: Sendable {
         _ = moved ? sharedprefs_futex_ring_shared_moved(words + slot) : sharedprefs_futex_ring_shared(words + slot)
     }
 
-    /// After a writer of this process renamed the file `inode` into the directory `identity`:
-    /// records it and rings the directory's bell.
-    func wrote(_ inode: UInt64, in identity: FileIdentity) {
-        let slot = slot(of: identity)
+    /// Before a writer of this process renames the file `inode` into the directory `identity`
+    /// (and rings its bell once it has): records it, so that the process on duty, woken by the
+    /// rename, does not ring again for it.
+    func willRename(_ inode: UInt64, in identity: FileIdentity) {
         var inode = inode
-        _ = withUnsafeBytes(of: &inode) { pwrite(fd, $0.baseAddress, 8, off_t(Self.slots * 4 + slot * 8)) }
-        ring(slot)
+        _ = withUnsafeBytes(of: &inode) { pwrite(fd, $0.baseAddress, 8, off_t(Self.slots * 4 + slot(of: identity) * 8)) }
     }
 
-    /// Whether `inode` is the file a writer of this user renamed in last (``wrote(_:in:)``) in a
+    /// Whether `inode` is the file a writer of this user renamed in last (``willRename(_:in:)``) in a
     /// directory of bell `slot`.
     func rang(for inode: UInt64, _ slot: Int) -> Bool {
         var recorded: UInt64 = 0

@@ -121,8 +121,9 @@ final class InotifyWatcher: Sendable {
         var duties: Set<Int> = []
         /// The bells whose duty a thread of this process waits to take over.
         var standing: Set<Int> = []
-        /// Whether the thread that waits on bells runs.
-        var listening = false
+        /// Threads that wait on bells (``waitOnBells()``), and how many of them run re-reads.
+        var bellThreads = 0
+        var bellsBusy = 0
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
@@ -170,6 +171,9 @@ final class InotifyWatcher: Sendable {
     private let work: CInt
     /// Expires every ``pollInterval`` while something is polled.
     private let timer: CInt
+    /// Expires every ``bellGuardInterval`` while a thread that waits on bells runs re-reads: if
+    /// they still run then, a reader starts another such thread.
+    private let bellGuard: CInt
     private let state = Lock(State())
 
     /// - Parameter old: The watcher of the process this one was forked from, whose watches,
@@ -189,13 +193,15 @@ final class InotifyWatcher: Sendable {
         }
         work = (try? Syscall.semaphoreDescriptor().get()) ?? -1
         timer = (try? Syscall.timerDescriptor().get()) ?? -1
+        bellGuard = (try? Syscall.timerDescriptor().get()) ?? -1
         // One-shot, re-armed once a count is taken: one job wakes one reader, not every waiting one.
         _ = Syscall.epollAdd(self.epoll, work, once: true)
         _ = Syscall.epollAdd(self.epoll, timer, once: true)
+        _ = Syscall.epollAdd(self.epoll, bellGuard, once: true)
         let readers = self.epoll >= 0 ? 2 : 1
         let inherited = old?.state.withLock { $0 }
         if let old {
-            for fd in [old.fd, old.epoll, old.work, old.timer] where fd >= 0 { Syscall.close(fd) }
+            for fd in [old.fd, old.epoll, old.work, old.timer, old.bellGuard] where fd >= 0 { Syscall.close(fd) }
         }
         state.withLock { s in
             s.readers = readers
@@ -386,18 +392,28 @@ final class InotifyWatcher: Sendable {
     private func attached(_ location: DirectoryLocation, bell slot: Int?) {
         guard let slot else { return watchAncestors(of: location) }
         let (listening, standing) = state.withLock { s in
-            defer { s.listening = true }
-            return (s.listening, !s.standing.insert(slot).inserted)
+            defer { s.bellThreads = max(s.bellThreads, 1) }
+            return (s.bellThreads > 0, !s.standing.insert(slot).inserted)
         }
         sharedprefs_futex_ring_private(control)
         if !listening { Threads.start(named: "prefs.bells") { [self] in waitOnBells() } }
         if !standing { Threads.start(named: "prefs.bell-duty") { [self] in standBy(slot) } }
     }
 
+    /// How long re-reads run on a thread that waits on bells before another such thread starts.
+    static let bellGuardInterval = 250
+
     /// The thread that waits on the bells of the directories heard through them (and on
     /// ``control``, rung when they change), and re-reads their suites when one rings. A
     /// directory whose path no longer leads to it (moved away, removed) is polled for until it
     /// is back, as a watched one is. Where the bells cannot be waited on, their suites are polled.
+    ///
+    /// It re-reads the suites itself: a hand-over to a reader would cost each process a second
+    /// thread's wake-up per change. A sink that blocks (a handler of
+    /// ``ObservationOptions/synchronousExternalChanges`` that waits) would hold the bells with
+    /// it; so while it runs re-reads, ``bellGuard`` is armed, and a reader starts another thread
+    /// that waits on bells once it expires with the re-reads still running. Of several, the one
+    /// whose re-reads end while another waits ends.
     private func waitOnBells() {
         guard let bell = Bell.shared else { return }
         while true {
@@ -408,7 +424,8 @@ final class InotifyWatcher: Sendable {
                 logger.warning("\(PreferenceError.system("futex_waitv", Errno(rawValue: errno), path: bell.path, doing: "wait on")) The suites heard through it are polled every \(Self.pollInterval) ms instead.")
                 return state.withLock { s in
                     for dir in s.belled.values { s.polled.merge(dir.sinks) { first, _ in first } }
-                    (s.belled, s.listening) = ([:], false)
+                    s.belled = [:]
+                    s.bellThreads -= 1
                     armTimer(&s)
                 }
             }
@@ -444,13 +461,33 @@ final class InotifyWatcher: Sendable {
                 armTimer(&s)
             }
             let jobs = batch.jobs
-            guard work >= 0 else {
-                for job in jobs { job() }
-                continue
+            let first = state.withLock { s in
+                s.bellsBusy += 1
+                return s.bellsBusy == 1
             }
-            state.withLock { $0.jobs += jobs }
-            Syscall.post(work, UInt64(jobs.count))
+            if first { Syscall.setTimer(bellGuard, every: Self.bellGuardInterval) }
+            for job in jobs { job() }
+            let (last, ends) = state.withLock { s in
+                s.bellsBusy -= 1
+                let ends = s.bellThreads - s.bellsBusy > 1
+                if ends { s.bellThreads -= 1 }
+                return (s.bellsBusy == 0, ends)
+            }
+            if last { Syscall.setTimer(bellGuard, every: 0) }
+            if ends { return }
         }
+    }
+
+    /// When ``bellGuard`` expires: another thread that waits on bells, if every one runs re-reads.
+    private func guardBells() {
+        _ = Syscall.take(bellGuard)
+        let start = state.withLock { s in
+            guard s.bellThreads > 0, s.bellThreads == s.bellsBusy else { return false }
+            s.bellThreads += 1
+            return true
+        }
+        if start { Threads.start(named: "prefs.bells") { [self] in waitOnBells() } }
+        Syscall.epollRearm(epoll, bellGuard)
     }
 
     /// A thread for each bell this process waits on: it blocks until it has the bell's duty (the
@@ -590,6 +627,8 @@ final class InotifyWatcher: Sendable {
                 _ = Syscall.take(timer)
                 pollTick(into: &batch)
                 if epoll >= 0 { Syscall.epollRearm(epoll, timer) }
+            case .success(bellGuard):
+                guardBells()
             case .success(work):
                 if Syscall.take(work) { job = state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() } }
                 Syscall.epollRearm(epoll, work)

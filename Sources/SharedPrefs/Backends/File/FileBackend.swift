@@ -193,7 +193,7 @@ final class FileBackend: SuiteBackend {
         newFile.number(sequence)
         let temporaryName = file.newTemporaryName()
         let version = try file.write(newFile, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue())
-        if let stamp = version.stamp { Bell.shared?.wrote(stamp.inode, in: dir.identity) }
+        if let bell = Bell.shared { bell.ring(bell.slot(of: dir.identity)) }
         let written = image(version.content)
         remember(version, written)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.

@@ -81,6 +81,7 @@ extension SuiteFile {
                 Syscall.close(fd)
                 open = nil
             }
+            Bell.shared?.willRename(UInt64(written.st_ino), in: dir.identity)
             #if SHAREDPREFS_TESTING
             TestingHooks.willRename(tempPath)
             #endif

@@ -135,4 +135,40 @@ struct ManyProcessesTests {
         try await child("set", other.path, "k=int:2")
         try await blocked.records.wait { $0.contains("also k 2") }
     }
+
+    /// What stands where this user's bells should be and is not a regular file of this user's
+    /// that only this user may read and write (a link, a FIFO, a file others may read, as root
+    /// one of another user's: planted in `/dev/shm`, say) is not used, nor changed: the process
+    /// says so and watches with an inotify instance of its own, and hears every change.
+    @Test(arguments: ["link", "fifo", "readable", "foreign"])
+    func bellsThatAreNotThisUsersOwnAreNotUsed(kind: String) async throws {
+        if kind == "foreign", getuid() != 0 { return }  // only root can make a file of another user's
+        let directory = try TemporaryDirectory()
+        let bells = try TemporaryDirectory()
+        let path = bells.file("bells").path
+        switch kind {
+        case "link":
+            try Data("elsewhere".utf8).write(to: bells.file("target"))
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: bells.file("target").path)
+        case "fifo": #expect(mkfifo(path, 0o600) == 0)
+        case "readable":
+            try Data("mine".utf8).write(to: URL(filePath: path))
+            #expect(chmod(path, 0o644) == 0)
+        default:
+            try Data("theirs".utf8).write(to: URL(filePath: path))
+            #expect(chmod(path, 0o600) == 0 && chown(path, 65534, 65534) == 0)
+        }
+        let before = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        let file = directory.file("s.plist")
+        try await child("set", file.path, "k=int:0")
+        let observer = try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_BELLS=\(path)", childExecutable.path, "watch", file.path])
+        defer { try? observer.closeInput() }
+        try await observer.records.wait { $0.contains("ready") }
+        #expect(watching([observer]) == [observer.pid])
+        let result = try await run(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_BELLS=\(path)", childExecutable.path, "set", file.path, "k=int:1"])
+        #expect(result.status == 0, "\(result.output)")
+        try await observer.records.wait { $0.contains("change k 1") }
+        #expect(observer.standardError.contains(path), "\(observer.standardError)")
+        #expect((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == before)
+    }
 }

@@ -5,14 +5,14 @@ import CSharedPrefsShims
 import SharedPrefsLocking
 
 /// This user's bells: one futex word per watched directory in one small file of the user's own,
-/// mapped shared by every process of the user that observes suites.
+/// mapped shared by every process of the user that observes or writes suites.
 ///
 /// Linux allows each user 128 inotify instances (`fs.inotify.max_user_instances`), shared with
 /// every other program of the user. So of the processes of one user that observe a directory,
 /// one has the *duty* of watching it with inotify: it holds a write lock on its word's first
 /// byte (an open file description lock, which the kernel lets go the moment the process dies),
 /// and rings the bell (adds 1 to the word and wakes every waiter, in one `FUTEX_WAKE_OP`) for
-/// every event in the directory. The others wait on the word with `futex_waitv`, and each keeps
+/// what it hears there that no writer of this user rang for. The others wait on the word with `futex_waitv`, and each keeps
 /// one thread blocked on that lock: when the process on duty dies or lets the directory go, one
 /// of them gets it at once and takes the duty over (``InotifyWatcher``).
 ///

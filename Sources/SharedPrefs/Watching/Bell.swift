@@ -9,8 +9,9 @@ import SharedPrefsLocking
 ///
 /// Linux allows each user 128 inotify instances (`fs.inotify.max_user_instances`), shared with
 /// every other program of the user. So of the processes of one user that observe a directory,
-/// one has the *duty* of watching it with inotify: it holds a write lock on its word's first
-/// byte (an open file description lock, which the kernel lets go the moment the process dies),
+/// one has the *duty* of watching it with inotify: it holds a write lock on one byte of the file,
+/// far past its end, chosen by the directory's device and inode (an open file description lock,
+/// which the kernel lets go the moment the process dies),
 /// and rings the bell (adds 1 to the word and wakes every waiter, in one `FUTEX_WAKE_OP`) for
 /// what it hears there that no writer of this user rang for. The others wait on the word with `futex_waitv`, and each keeps
 /// one thread blocked on that lock: when the process on duty dies or lets the directory go, one
@@ -91,13 +92,23 @@ final class Bell: Sendable {
         return Bell(fd: fd, words: mapped.assumingMemoryBound(to: UInt32.self), path: path)
     }
 
-    /// The word of the directory `identity`.
+    /// The word of the directory `identity` (FNV-1a of its device and inode).
     func slot(of identity: FileIdentity) -> Int {
+        Int(Self.hash(identity) % UInt64(Self.slots))
+    }
+
+    /// Where the lock of the directory `identity`'s duty is: a byte among 2⁶² (locks need no
+    /// data there), so that two directories that share a word never share a duty.
+    private static func dutyOffset(_ identity: FileIdentity) -> Int {
+        Int(hash(identity) >> 2)
+    }
+
+    private static func hash(_ identity: FileIdentity) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for part in [identity.device, identity.inode] {
             for shift in stride(from: 0, to: 64, by: 8) { hash = (hash ^ (part >> UInt64(shift) & 0xff)) &* 0x100_0000_01b3 }
         }
-        return Int(hash % UInt64(Self.slots))
+        return hash
     }
 
     /// What the word holds now, read from the file (a read of the mapping would raise SIGBUS
@@ -141,17 +152,18 @@ final class Bell: Sendable {
         futex_waitv(val: UInt64(value), uaddr: UInt64(UInt(bitPattern: words + slot)), flags: UInt32(FUTEX_32), __reserved: 0)
     }
 
-    /// Takes the duty of ringing `slot`'s bell if no other process has it, or, `waiting`, once
-    /// none has it any more (blocking the calling thread until then). Whether this process has it.
-    func takeDuty(_ slot: Int, waiting: Bool = false) -> Bool {
+    /// Takes the duty of watching the directory `identity` and ringing its bell if no other
+    /// process has it, or, `waiting`, once none has it any more (blocking the calling thread until
+    /// then). Whether this process has it.
+    func takeDuty(_ identity: FileIdentity, waiting: Bool = false) -> Bool {
         while true {
-            if sharedprefs_byte_lock(fd, Int16(F_WRLCK), slot * 4, waiting ? 1 : 0) == 0 { return true }
+            if sharedprefs_byte_lock(fd, Int16(F_WRLCK), Self.dutyOffset(identity), waiting ? 1 : 0) == 0 { return true }
             if !(waiting && errno == EINTR) { return false }
         }
     }
 
-    /// Gives up the duty of ringing `slot`'s bell.
-    func releaseDuty(_ slot: Int) {
-        _ = sharedprefs_byte_lock(fd, Int16(F_UNLCK), slot * 4, 0)
+    /// Gives up the duty of the directory `identity`.
+    func releaseDuty(_ identity: FileIdentity) {
+        _ = sharedprefs_byte_lock(fd, Int16(F_UNLCK), Self.dutyOffset(identity), 0)
     }
 }

@@ -117,10 +117,10 @@ final class InotifyWatcher: Sendable {
         var polled: [UInt64: Watcher] = [:]
         /// Directories heard through their bells, rung by another process of this user, by identity.
         var belled: [FileIdentity: Directory] = [:]
-        /// The bells this process has the duty to ring (it holds their locks).
-        var duties: Set<Int> = []
-        /// The bells whose duty a thread of this process waits to take over.
-        var standing: Set<Int> = []
+        /// The directories whose duty this process has (it holds their locks), by identity.
+        var duties: Set<FileIdentity> = []
+        /// The directories whose duty a thread of this process waits to take over.
+        var standing: Set<FileIdentity> = []
         /// Threads that wait on bells (``waitOnBells()``), and how many of them run re-reads.
         var bellThreads = 0
         var bellsBusy = 0
@@ -141,11 +141,14 @@ final class InotifyWatcher: Sendable {
 
         var needsPolling: Bool { !vanished.isEmpty || !polled.isEmpty || !movedAncestors.isEmpty }
 
-        /// Lets go of the duties no directory of this process needs any more: the bells of
-        /// directories watched, and of those vanished after they were, are kept.
+        /// The bells this process rings: those of the directories it is on duty for.
+        var ringing: Set<Int> { Set(watched.values.compactMap(\.bell)) }
+
+        /// Lets go of the duties no directory of this process needs any more: those of
+        /// directories watched on duty, and of those vanished after they were, are kept.
         mutating func settleDuties() {
-            let needed = Set(watched.values.compactMap(\.bell) + vanished.values.compactMap(\.bell))
-            for slot in duties.subtracting(needed) { Bell.shared?.releaseDuty(slot) }
+            let needed = Set((Array(watched.values) + vanished.values).filter { $0.bell != nil }.compactMap(\.identity))
+            for identity in duties.subtracting(needed) { Bell.shared?.releaseDuty(identity) }
             duties.formIntersection(needed)
         }
 
@@ -310,8 +313,8 @@ final class InotifyWatcher: Sendable {
                 s.watched.values.contains { $0.identity == identity } || s.belled.count >= Int(FUTEX_WAITV_MAX) - 1
             }
             if !watching {
-                guard bell.takeDuty(slot) else { return .success(.bell(identity, slot: slot, heard: heard)) }
-                state.withLock { _ = $0.duties.insert(slot) }
+                guard bell.takeDuty(identity) else { return .success(.bell(identity, slot: slot, heard: heard)) }
+                state.withLock { _ = $0.duties.insert(identity) }
             }
             let watch = addWatch(dir, location)
             if case .failure = watch { state.withLock { $0.settleDuties() } }
@@ -358,7 +361,7 @@ final class InotifyWatcher: Sendable {
                     dir.suites[fileName] = [s.nextID: (location.path + "/" + fileName, sink)]
                     return (s.nextID, place(dir, attachment, &s))
                 }
-                attached(location, bell: bell)
+                attached(location, belled: bell)
                 return id
             case .failure(let error):
                 logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.")
@@ -372,9 +375,9 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// Files `dir` (its suites and listeners) as `attachment` says. The bell it is to be heard
-    /// through, if any.
-    private func place(_ dir: Directory, _ attachment: Attachment, _ s: inout State) -> Int? {
+    /// Files `dir` (its suites and listeners) as `attachment` says. Its identity if it is to be
+    /// heard through its bell.
+    private func place(_ dir: Directory, _ attachment: Attachment, _ s: inout State) -> FileIdentity? {
         var dir = dir
         dir.bell = nil
         switch attachment {
@@ -383,21 +386,21 @@ final class InotifyWatcher: Sendable {
             return nil
         case .bell(let identity, let slot, let heard):
             s.belled[identity, default: Directory(location: dir.location, identity: identity, bell: slot, heard: heard)].merge(dir)
-            return slot
+            return identity
         }
     }
 
     /// After the directory at `location` was placed (``place(_:_:_:)``): watches its ancestors
     /// if it is watched, or waits on its bell and for its duty.
-    private func attached(_ location: DirectoryLocation, bell slot: Int?) {
-        guard let slot else { return watchAncestors(of: location) }
+    private func attached(_ location: DirectoryLocation, belled identity: FileIdentity?) {
+        guard let identity else { return watchAncestors(of: location) }
         let (listening, standing) = state.withLock { s in
             defer { s.bellThreads = max(s.bellThreads, 1) }
-            return (s.bellThreads > 0, !s.standing.insert(slot).inserted)
+            return (s.bellThreads > 0, !s.standing.insert(identity).inserted)
         }
         sharedprefs_futex_ring_private(control)
         if !listening { Threads.start(named: "prefs.bells") { [self] in waitOnBells() } }
-        if !standing { Threads.start(named: "prefs.bell-duty") { [self] in standBy(slot) } }
+        if !standing { Threads.start(named: "prefs.bell-duty") { [self] in standBy(identity) } }
     }
 
     /// How long re-reads run on a thread that waits on bells before another such thread starts.
@@ -490,20 +493,19 @@ final class InotifyWatcher: Sendable {
         Syscall.epollRearm(epoll, bellGuard)
     }
 
-    /// A thread for each bell this process waits on: it blocks until it has the bell's duty (the
-    /// process on duty died, or let the directory go), and then hands the bell's directories to
-    /// the next poll tick, which watches them, re-reads their suites and rings the bell once for
+    /// A thread for each directory this process hears through its bell: it blocks until it has
+    /// the directory's duty (the process on duty died, or let the directory go), and then hands
+    /// the directory to the next poll tick, which watches them, re-reads their suites and rings the bell once for
     /// the other processes (what changed meanwhile). A process killed on duty lets its lock go in
     /// the kernel at once: nobody is deaf for longer than ``pollInterval`` and a thread's wake-up.
-    private func standBy(_ slot: Int) {
+    private func standBy(_ identity: FileIdentity) {
         guard let bell = Bell.shared else { return }
-        let taken = bell.takeDuty(slot, waiting: true)
+        let taken = bell.takeDuty(identity, waiting: true)
         state.withLock { s in
-            s.standing.remove(slot)
-            if taken { s.duties.insert(slot) }
-            for (identity, var dir) in s.belled where dir.bell == slot {
-                s.belled[identity] = nil
-                dir.bell = taken ? slot : nil
+            s.standing.remove(identity)
+            if taken { s.duties.insert(identity) }
+            if var dir = s.belled.removeValue(forKey: identity) {
+                if !taken { dir.bell = nil }
                 s.vanished[dir.path, default: Directory(location: dir.location, identity: identity)].merge(dir)
             }
             s.settleDuties()
@@ -746,15 +748,15 @@ final class InotifyWatcher: Sendable {
                 logger.notice("inotify queue overflowed; re-reading every watched suite")
                 batch.overflowed = true
                 for dir in s.watched.values { batch.add(dir.sinks) }
-                batch.rings.formUnion(s.duties)
+                batch.rings.formUnion(s.ringing)
                 return
             }
             if mask & (UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
                 for (path, ancestor) in s.ancestors where ancestor == wd {
                     s.movedAncestors.insert(path)
                     // The processes that hear directories below it through bells look again.
-                    batch.rings.formUnion(s.duties)
-                    batch.moved.formUnion(s.duties)
+                    batch.rings.formUnion(s.ringing)
+                    batch.moved.formUnion(s.ringing)
                 }
             }
             guard var dir = s.watched[wd] else { return }
@@ -827,7 +829,7 @@ final class InotifyWatcher: Sendable {
             if !dir.listeners.isEmpty { listings[path] = Self.listing(dir.location) }
         }
         var stale: [CInt] = []
-        var bells: [String: Int?] = [:]
+        var bells: [String: FileIdentity?] = [:]
         state.withLock { s in
             defer { armTimer(&s) }
             for (path, attachment) in rearmed {
@@ -859,7 +861,7 @@ final class InotifyWatcher: Sendable {
             s.listings = s.listings.filter { s.vanished[$0.key]?.listeners.isEmpty == false }
         }
         for wd in stale where state.withLock({ $0.watched[wd] == nil }) { Syscall.inotifyRemoveWatch(fd, wd) }
-        for dir in vanished.values { if let bell = bells[dir.path] { attached(dir.location, bell: bell) } }
+        for dir in vanished.values { if let belled = bells[dir.path] { attached(dir.location, belled: belled) } }
         for error in unwatchable.values { logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.") }
     }
 

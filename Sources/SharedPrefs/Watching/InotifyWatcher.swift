@@ -495,8 +495,8 @@ final class InotifyWatcher: Sendable {
 
     /// A thread for each directory this process hears through its bell: it blocks until it has
     /// the directory's duty (the process on duty died, or let the directory go), and then hands
-    /// the directory to the next poll tick, which watches them, re-reads their suites and rings the bell once for
-    /// the other processes (what changed meanwhile). A process killed on duty lets its lock go in
+    /// the directory to the next poll tick, which watches it, re-reads its suites and rings its
+    /// bell once for the other processes (what changed meanwhile). A process killed on duty lets its lock go in
     /// the kernel at once: nobody is deaf for longer than ``pollInterval`` and a thread's wake-up.
     private func standBy(_ identity: FileIdentity) {
         guard let bell = Bell.shared else { return }

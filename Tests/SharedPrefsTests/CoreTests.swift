@@ -116,7 +116,8 @@ struct CoreTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("busy.plist")
         let result = try await run(childExecutable, ["fork-busy", file.path, "100"])
-        #expect(result.status == 0 && result.output.hasPrefix("failed 0"), "\(result.output.prefix(3000))")
+        // The result's line, among the log's (a lock waited for over a second is said, under load).
+        #expect(result.status == 0 && result.output.split(separator: "\n").contains("failed 0"), "\(result.output.prefix(3000))")
         let stored = try readSuiteFile(file)
         #expect(stored["counter"] == 100 && stored.storage.keys.count { $0.string.hasPrefix("child.") } == 100, "counter \(stored["counter"].map { "\($0)" } ?? "-"), \(stored.storage.keys.count { $0.string.hasPrefix("child.") }) children's keys")
     }

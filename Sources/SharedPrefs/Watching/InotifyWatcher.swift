@@ -636,7 +636,11 @@ final class InotifyWatcher: Sendable {
                 Syscall.epollRearm(epoll, work)
             default: break
             }
-            // The other processes first.
+            // The other processes first. (Which renamed files a writer rang for is asked of the
+            // file system here, outside the lock.)
+            for (slot, path) in batch.renamed where !batch.rings.contains(slot) && !Self.rang(for: path, slot) {
+                batch.rings.insert(slot)
+            }
             if !batch.rings.isEmpty, let bell = Bell.shared {
                 for slot in batch.rings { bell.ring(slot, moved: batch.moved.contains(slot)) }
             }
@@ -692,6 +696,9 @@ final class InotifyWatcher: Sendable {
         /// went (the others look where it is only then).
         var rings: Set<Int> = []
         var moved: Set<Int> = []
+        /// Files renamed into directories this process rings for: rung for unless a writer of
+        /// this user rang already (``rang(for:_:)``).
+        var renamed: [(slot: Int, path: String)] = []
 
         mutating func add(_ sinks: [UInt64: Watcher]) {
             reload.merge(sinks) { first, _ in first }
@@ -762,9 +769,8 @@ final class InotifyWatcher: Sendable {
             guard var dir = s.watched[wd] else { return }
             // For the others: not for a hidden file (a lock, a temporary file: never a suite),
             // nor for a file a writer of this user renamed in and rang for already.
-            if let slot = dir.bell, !name.hasPrefix("."),
-               mask & UInt32(IN_MOVED_TO) == 0 || !Self.rang(for: dir.path + "/" + name, slot) {
-                batch.rings.insert(slot)
+            if let slot = dir.bell, !name.hasPrefix(".") {
+                if mask & UInt32(IN_MOVED_TO) == 0 { batch.rings.insert(slot) } else { batch.renamed.append((slot, dir.path + "/" + name)) }
             }
             if mask & (UInt32(IN_IGNORED) | UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF)) != 0 {
                 // The directory is gone (or moved away): its suites are gone from this path.

@@ -124,6 +124,11 @@ final class InotifyWatcher: Sendable {
         /// Threads that wait on bells (``waitOnBells()``), and how many of them run re-reads.
         var bellThreads = 0
         var bellsBusy = 0
+        /// Re-reads started by those threads so far, and when ``bellGuard`` last expired; whether
+        /// it is armed.
+        var bellRuns = 0
+        var bellRunsAtGuard = 0
+        var bellGuardArmed = false
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
@@ -174,8 +179,10 @@ final class InotifyWatcher: Sendable {
     private let work: CInt
     /// Expires every ``pollInterval`` while something is polled.
     private let timer: CInt
-    /// Expires every ``bellGuardInterval`` while a thread that waits on bells runs re-reads: if
-    /// they still run then, a reader starts another such thread.
+    /// Expires every ``bellGuardInterval`` once a thread that waits on bells has started re-reads,
+    /// until one expiry finds none started since the last: if every such thread still runs its
+    /// re-reads then, a reader starts another. (Armed and disarmed once per burst of changes,
+    /// not twice per change: a blocked re-read gets another thread within two intervals.)
     private let bellGuard: CInt
     private let state = Lock(State())
 
@@ -414,14 +421,14 @@ final class InotifyWatcher: Sendable {
     /// It re-reads the suites itself: a hand-over to a reader would cost each process a second
     /// thread's wake-up per change. A sink that blocks (a handler of
     /// ``ObservationOptions/synchronousExternalChanges`` that waits) would hold the bells with
-    /// it; so while it runs re-reads, ``bellGuard`` is armed, and a reader starts another thread
-    /// that waits on bells once it expires with the re-reads still running. Of several, the one
+    /// it; so once it runs re-reads, ``bellGuard`` is armed, and a reader starts another thread
+    /// that waits on bells when it expires with the re-reads of every such thread still running. Of several, the one
     /// whose re-reads end while another waits ends.
     private func waitOnBells() {
         guard let bell = Bell.shared else { return }
         while true {
             let own = futex_waitv(val: UInt64(sharedprefs_atomic_load(control)), uaddr: UInt64(UInt(bitPattern: control)), flags: UInt32(FUTEX_32 | FUTEX_PRIVATE_FLAG), __reserved: 0)
-            let belled = state.withLock { s in s.belled.map { (identity: $0.key, slot: $0.value.bell!, heard: $0.value.heard, location: $0.value.location) } }
+            let belled = state.withLock { s in s.belled.map { (identity: $0.key, slot: $0.value.bell!, heard: $0.value.heard) } }
             var waiters = [own] + belled.map { bell.waiter($0.slot, expecting: $0.heard) }
             if sharedprefs_futex_waitv(&waiters, UInt32(waiters.count)) < 0, errno != EAGAIN, errno != EINTR {
                 logger.warning("\(PreferenceError.system("futex_waitv", Errno(rawValue: errno), path: bell.path, doing: "wait on")) The suites heard through it are polled every \(Self.pollInterval) ms instead.")
@@ -432,60 +439,68 @@ final class InotifyWatcher: Sendable {
                     armTimer(&s)
                 }
             }
-            var rung: [FileIdentity: UInt32] = [:]
-            var gone: Set<FileIdentity> = []
-            for (identity, slot, heard, location) in belled {
+            var rung: [(identity: FileIdentity, value: UInt32, gone: Bool)] = []
+            for (identity, slot, heard) in belled {
                 let now = bell.value(slot)
                 guard now != heard else { continue }
-                rung[identity] = now
                 // Where its path leads now, if it moved or went.
-                if !Bell.moved(from: heard, to: now) { continue }
-                if case .success(let (dir, found)) = open(location) {
-                    dir.close()
-                    if found == identity { continue }
+                var gone = false
+                if Bell.moved(from: heard, to: now), let location = state.withLock({ $0.belled[identity]?.location }) {
+                    if case .success(let (dir, found)) = open(location) {
+                        dir.close()
+                        gone = found != identity
+                    } else {
+                        gone = true
+                    }
                 }
-                gone.insert(identity)
+                rung.append((identity, now, gone))
             }
             guard !rung.isEmpty else { continue }
             var batch = Batch()
             state.withLock { s in
-                for (identity, value) in rung {
-                    guard var dir = s.belled[identity] else { continue }
-                    dir.heard = value
-                    batch.add(dir.sinks)
-                    guard gone.contains(identity) else {
-                        s.belled[identity] = dir
-                        continue
-                    }
-                    s.belled[identity] = nil
+                for (identity, value, gone) in rung where s.belled[identity] != nil {
+                    s.belled[identity]!.heard = value
+                    for sinks in s.belled[identity]!.suites.values { batch.add(sinks) }
+                    guard gone, var dir = s.belled.removeValue(forKey: identity) else { continue }
                     dir.bell = nil
                     s.vanished[dir.path, default: Directory(location: dir.location, identity: identity)].merge(dir)
                 }
-                armTimer(&s)
+                if rung.contains(where: \.gone) { armTimer(&s) }
             }
             let jobs = batch.jobs
-            let first = state.withLock { s in
+            state.withLock { s in
                 s.bellsBusy += 1
-                return s.bellsBusy == 1
+                s.bellRuns += 1
+                if !s.bellGuardArmed {
+                    s.bellGuardArmed = true
+                    Syscall.setTimer(bellGuard, every: Self.bellGuardInterval)
+                }
             }
-            if first { Syscall.setTimer(bellGuard, every: Self.bellGuardInterval) }
             for job in jobs { job() }
-            let (last, ends) = state.withLock { s in
+            let ends = state.withLock { s in
                 s.bellsBusy -= 1
                 let ends = s.bellThreads - s.bellsBusy > 1
                 if ends { s.bellThreads -= 1 }
-                return (s.bellsBusy == 0, ends)
+                return ends
             }
-            if last { Syscall.setTimer(bellGuard, every: 0) }
             if ends { return }
         }
     }
 
-    /// When ``bellGuard`` expires: another thread that waits on bells, if every one runs re-reads.
+    /// When ``bellGuard`` expires with no re-read started since it last did: another thread that
+    /// waits on bells if every one still runs re-reads (for an interval at least), else the guard
+    /// disarmed.
     private func guardBells() {
         _ = Syscall.take(bellGuard)
         let start = state.withLock { s in
-            guard s.bellThreads > 0, s.bellThreads == s.bellsBusy else { return false }
+            // None started since the last expiry: those running have run for an interval at least.
+            defer { s.bellRunsAtGuard = s.bellRuns }
+            guard s.bellRuns == s.bellRunsAtGuard else { return false }
+            guard s.bellThreads > 0, s.bellThreads == s.bellsBusy else {
+                s.bellGuardArmed = false
+                Syscall.setTimer(bellGuard, every: 0)
+                return false
+            }
             s.bellThreads += 1
             return true
         }

@@ -68,11 +68,12 @@ final class FileBackend: SuiteBackend {
     /// ``load()`` in the suite's directory, open.
     func load(in dir: OpenDirectory) throws(PreferenceError) -> Loaded {
         let known = known
-        if let known, let same = try file.confirm(known.version, in: dir) {
+        var size: Int64 = 0
+        if let known, let same = try file.confirm(known.version, in: dir, size: &size) {
             last.withLock { $0?.version = same }
             return Loaded()
         }
-        if let known, let followed = follow(in: dir, after: known.followed ?? PropertyListFormat.sequence(of: known.version.content)) {
+        if let known, size >= Self.followedSize, let followed = follow(in: dir, after: known.followed ?? PropertyListFormat.sequence(of: known.version.content)) {
             return followed
         }
         return adopt(try file.read(in: dir, previous: known?.image))

@@ -14,6 +14,12 @@ extension SuiteFile {
     /// - Parameter locked: The suite file, open and locked (``lockSuiteFile(in:until:)``): it is
     ///   the file at the suite's name, and is inspected and read through this descriptor.
     func confirm(_ version: FileVersion, in dir: OpenDirectory, locked: LockFile? = nil) throws(PreferenceError) -> FileVersion? {
+        var size: Int64 = 0
+        return try confirm(version, in: dir, locked: locked, size: &size)
+    }
+
+    /// ``confirm(_:in:locked:)``, which also gives the size the file has (0 if there is none).
+    func confirm(_ version: FileVersion, in dir: OpenDirectory, locked: LockFile? = nil, size: inout Int64) throws(PreferenceError) -> FileVersion? {
         let takenAt = FileVersion.now()
         let st: stat
         switch locked.map({ Syscall.fstat($0.fd) }) ?? Syscall.lstatat(dir.fd, fileName) {
@@ -22,6 +28,7 @@ extension SuiteFile {
         case .failure(let errno): throw PreferenceError.system("fstatat", errno, path: path, doing: "inspect")
         }
         guard st.st_mode & S_IFMT == S_IFREG else { throw notRegular(st, path: path) }
+        size = Int64(st.st_size)
         guard FileStamp(st) == version.stamp else { return nil }
         if !version.isRacy { return version }
         // A racy stamp: the file must hold the bytes last read or written.

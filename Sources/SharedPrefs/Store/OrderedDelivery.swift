@@ -4,6 +4,7 @@ import Glibc
 import CSharedPrefsShims
 import Dispatch
 import SharedPrefsLocking
+import Synchronization
 
 /// Runs work on an observer's queue, in order.
 typealias Enqueue = @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
@@ -20,10 +21,18 @@ final class OrderedDelivery: Sendable {
     /// The changes posted and not delivered; while a thread delivers, the process it delivers
     /// in (``sharedprefs_fork_count()``: a child forked meanwhile has no such thread).
     private let state = Lock<(pending: [PreferenceChange], delivering: UInt?)>(([], nil))
+    /// How many there are in the process: while there are none, a reader thread runs no code
+    /// but the library's (``InotifyWatcher``'s bells need no guard then).
+    static let live = Atomic(0)
 
     init(enqueue: @escaping Enqueue, _ handler: @escaping @Sendable ([PreferenceChange]) -> Void) {
         self.enqueue = enqueue
         self.handler = handler
+        Self.live.add(1, ordering: .relaxed)
+    }
+
+    deinit {
+        Self.live.subtract(1, ordering: .relaxed)
     }
 
     /// Adds changes to deliver; called in the store's state order.

@@ -124,11 +124,8 @@ final class InotifyWatcher: Sendable {
         /// Threads that wait on bells (``waitOnBells()``), and how many of them run re-reads.
         var bellThreads = 0
         var bellsBusy = 0
-        /// Re-reads started by those threads so far, and when ``bellGuard`` last expired; whether
-        /// it is armed.
-        var bellRuns = 0
-        var bellRunsAtGuard = 0
-        var bellGuardArmed = false
+        /// Of those, how many run re-reads that may run handlers (``bellGuard`` is armed then).
+        var bellsGuarded = 0
         /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
         /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
         var ancestors: [String: CInt] = [:]
@@ -179,10 +176,11 @@ final class InotifyWatcher: Sendable {
     private let work: CInt
     /// Expires every ``pollInterval`` while something is polled.
     private let timer: CInt
-    /// Expires every ``bellGuardInterval`` once a thread that waits on bells has started re-reads,
-    /// until one expiry finds none started since the last: if every such thread still runs its
-    /// re-reads then, a reader starts another. (Armed and disarmed once per burst of changes,
-    /// not twice per change: a blocked re-read gets another thread within two intervals.)
+    /// Expires every ``bellGuardInterval`` while a thread that waits on bells runs re-reads that
+    /// may run handlers (the process has an observer with
+    /// ``ObservationOptions/synchronousExternalChanges``, ``OrderedDelivery/live``): if they still
+    /// run then, a reader starts another such thread. Other re-reads run no code but the
+    /// library's, and arm nothing (two system calls less per change).
     private let bellGuard: CInt
     private let state = Lock(State())
 
@@ -421,9 +419,9 @@ final class InotifyWatcher: Sendable {
     /// It re-reads the suites itself: a hand-over to a reader would cost each process a second
     /// thread's wake-up per change. A sink that blocks (a handler of
     /// ``ObservationOptions/synchronousExternalChanges`` that waits) would hold the bells with
-    /// it; so once it runs re-reads, ``bellGuard`` is armed, and a reader starts another thread
-    /// that waits on bells when it expires with the re-reads of every such thread still running. Of several, the one
-    /// whose re-reads end while another waits ends.
+    /// it; so while it runs re-reads that may run handlers, ``bellGuard`` is armed, and a reader
+    /// starts another thread that waits on bells once it expires with the re-reads still running.
+    /// Of several, the one whose re-reads end while another waits ends.
     private func waitOnBells() {
         guard let bell = Bell.shared else { return }
         while true {
@@ -457,6 +455,7 @@ final class InotifyWatcher: Sendable {
             }
             guard !rung.isEmpty else { continue }
             var batch = Batch()
+            let guarded = OrderedDelivery.live.load(ordering: .relaxed) > 0
             state.withLock { s in
                 for (identity, value, gone) in rung where s.belled[identity] != nil {
                     s.belled[identity]!.heard = value
@@ -466,19 +465,19 @@ final class InotifyWatcher: Sendable {
                     s.vanished[dir.path, default: Directory(location: dir.location, identity: identity)].merge(dir)
                 }
                 if rung.contains(where: \.gone) { armTimer(&s) }
-            }
-            let jobs = batch.jobs
-            state.withLock { s in
                 s.bellsBusy += 1
-                s.bellRuns += 1
-                if !s.bellGuardArmed {
-                    s.bellGuardArmed = true
-                    Syscall.setTimer(bellGuard, every: Self.bellGuardInterval)
+                if guarded {
+                    s.bellsGuarded += 1
+                    if s.bellsGuarded == 1 { Syscall.setTimer(bellGuard, every: Self.bellGuardInterval) }
                 }
             }
-            for job in jobs { job() }
+            for job in batch.jobs { job() }
             let ends = state.withLock { s in
                 s.bellsBusy -= 1
+                if guarded {
+                    s.bellsGuarded -= 1
+                    if s.bellsGuarded == 0 { Syscall.setTimer(bellGuard, every: 0) }
+                }
                 let ends = s.bellThreads - s.bellsBusy > 1
                 if ends { s.bellThreads -= 1 }
                 return ends
@@ -487,20 +486,11 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// When ``bellGuard`` expires with no re-read started since it last did: another thread that
-    /// waits on bells if every one still runs re-reads (for an interval at least), else the guard
-    /// disarmed.
+    /// When ``bellGuard`` expires: another thread that waits on bells, if every one runs re-reads.
     private func guardBells() {
         _ = Syscall.take(bellGuard)
         let start = state.withLock { s in
-            // None started since the last expiry: those running have run for an interval at least.
-            defer { s.bellRunsAtGuard = s.bellRuns }
-            guard s.bellRuns == s.bellRunsAtGuard else { return false }
-            guard s.bellThreads > 0, s.bellThreads == s.bellsBusy else {
-                s.bellGuardArmed = false
-                Syscall.setTimer(bellGuard, every: 0)
-                return false
-            }
+            guard s.bellThreads > 0, s.bellThreads == s.bellsBusy else { return false }
             s.bellThreads += 1
             return true
         }

@@ -42,7 +42,19 @@ static void *sharedprefs_run_hook(void *hook) {
     return 0;
 }
 
+static int sharedprefs_cached_pid = 0;
+
+int sharedprefs_pid(void) {
+    int pid = __atomic_load_n(&sharedprefs_cached_pid, __ATOMIC_RELAXED);
+    if (pid == 0) {
+        pid = getpid();
+        __atomic_store_n(&sharedprefs_cached_pid, pid, __ATOMIC_RELAXED);
+    }
+    return pid;
+}
+
 static void sharedprefs_after_fork_in_child(void) {
+    __atomic_store_n(&sharedprefs_cached_pid, 0, __ATOMIC_SEQ_CST);
     // Only the thread that forked goes on, and it holds no lock.
     __atomic_store_n(&sharedprefs_gate_holders, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&sharedprefs_gate_closed, 0, __ATOMIC_SEQ_CST);

@@ -125,7 +125,7 @@ final class ChangeFollower: Sendable {
         let gap = now.unnumberedGeneration > (generation ?? now.generation) || now.sequence < from || (from == 0 && generation == nil)
         if !gap, now.sequence == from { return (from, now.generation) }
         if !gap, let records = store.history(after: from, through: now.sequence) {
-            let pid = getpid()
+            let pid = sharedprefs_pid()
             for record in records {
                 deliver(.write(sequence: record.sequence, changes: record.changes.map { change in
                     PreferenceChange(

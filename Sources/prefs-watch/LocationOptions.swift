@@ -254,7 +254,12 @@ struct LocationOptions: ParsableArguments {
         // Said as the library says it, for every verb.
         guard fd >= 0 else { throw PreferenceError.system("openat", Errno(rawValue: errno), path: path, doing: "open the suite file") }
         defer { close(fd) }
-        return (try readSuiteBytes(fd, from: path, unchanged: nothingChanged), st.st_mode)
+        // Read to the size it had: a suite file is replaced, not changed in place.
+        switch Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit, sizeIsExact: true) {
+        case .success(let bytes) where bytes.count <= limit: return (Data(bytes), st.st_mode)
+        case .success: throw failure("\(path) holds more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize); it was not read further.\(nothingChanged)")
+        case .failure(let error): throw failure("Could not read \(path): \(error).\(nothingChanged)")
+        }
     }
 
     /// Reads a suite's file directly, for verbs that only read: nothing is created or watched,

@@ -75,6 +75,10 @@ static inline void sharedprefs_unlock(int *word) {
 /// told by it.
 unsigned long sharedprefs_fork_count(void);
 
+/// `getpid()`, asked once per process (a child `fork(2)` made asks again): a journal record
+/// names its writer without a system call per write.
+int sharedprefs_pid(void);
+
 /// Runs `hook` in each child `fork(2)` makes, once the counts above are up to date (the
 /// library's watcher taking over the parent's watches).
 void sharedprefs_set_after_fork_in_child(void (*hook)(void));

@@ -60,6 +60,13 @@ final class Bell: Sendable {
         self.path = path
     }
 
+    /// Whether the kernel has `futex_waitv` (Linux 5.16): a process that observes uses bells only
+    /// then. (A writer rings them whatever the kernel: nobody waits where none can.)
+    static let canWait: Bool = {
+        // futex_waitv with no waiters: EINVAL where the call exists, ENOSYS before.
+        sharedprefs_futex_waitv(nil, 0) == 0 || errno != ENOSYS
+    }()
+
     /// Where this user's bells are, or `nil` when they are switched off.
     static var location: String? {
         if let set = getenv("SHAREDPREFS_BELLS").map({ String(cString: $0) }), !set.isEmpty {
@@ -75,8 +82,6 @@ final class Bell: Sendable {
     private static func open(replacing old: Bell?) -> Bell? {
         if let old { Syscall.close(old.fd) }
         guard let path = location else { return nil }
-        // futex_waitv with no waiters: EINVAL where the call exists, ENOSYS before Linux 5.16.
-        if sharedprefs_futex_waitv(nil, 0) == -1, errno == ENOSYS { return nil }
         guard case .success(let fd) = Syscall.openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600) else {
             logger.notice("\(path) cannot be opened; each process that observes suites watches with an inotify instance of its own.")
             return nil

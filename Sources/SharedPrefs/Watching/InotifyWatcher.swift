@@ -307,7 +307,7 @@ final class InotifyWatcher: Sendable {
     private func attach(_ location: DirectoryLocation) -> Result<Attachment, PreferenceError> {
         open(location).flatMap { dir, identity in
             defer { dir.close() }
-            guard let bell = Bell.shared, let identity, epoll >= 0 else {
+            guard Bell.canWait, let bell = Bell.shared, let identity, epoll >= 0 else {
                 return addWatch(dir, location).map { .watch($0, identity, duty: nil) }
             }
             let slot = bell.slot(of: identity)

@@ -188,7 +188,7 @@ final class FileBackend: SuiteBackend {
                 let old = plan.storedValue(key)
                 return old == operation.value ? nil : .init(key: key.string, old: old, new: operation.value)
             }
-            let record = Journal.Record(sequence: sequence, base: base, pid: getpid(), time: Date(), changes: changes)
+            let record = Journal.Record(sequence: sequence, base: base, pid: sharedprefs_pid(), time: Date(), changes: changes)
             try journal.append(record, after: tail, file: file)
         }
         newFile.number(sequence)

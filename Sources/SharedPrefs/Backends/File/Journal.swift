@@ -65,7 +65,7 @@ struct Journal {
                     problem = error.message
                     break
                 }
-                if dir.isGroupContainer, st.st_uid == geteuid(), st.st_mode & 0o777 != file.options.filePermissions & 0o777 {
+                if dir.isGroupContainer, st.st_mode & 0o777 != file.options.filePermissions & 0o777, st.st_uid == geteuid() {
                     _ = Syscall.fchmod(fd, file.options.filePermissions & 0o777)
                 }
                 return Journal(fd: fd, path: path, directory: directory, size: Int(st.st_size))

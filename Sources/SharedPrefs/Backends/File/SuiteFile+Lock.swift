@@ -23,12 +23,17 @@ extension SuiteFile {
     struct LockFile {
         let fd: CInt
         let identity: FileIdentity
+        /// What ``isCurrent(_:in:)`` found at the name (this file's status once it is locked), and
+        /// when (``FileVersion/now()`` just before).
+        private(set) var status: (stat, takenAt: Int64)? = nil
 
         /// Whether the file at `name` in `dir` is still this one: a lock taken on a file that was
         /// deleted or replaced since excludes nobody who opens the name now.
-        func isCurrent(_ name: String, in dir: OpenDirectory) -> Bool {
-            guard case .success(let st) = Syscall.lstatat(dir.fd, name) else { return false }
-            return FileIdentity(st) == identity
+        mutating func isCurrent(_ name: String, in dir: OpenDirectory) -> Bool {
+            let takenAt = FileVersion.now()
+            guard case .success(let st) = Syscall.lstatat(dir.fd, name), FileIdentity(st) == identity else { return false }
+            status = (st, takenAt)
+            return true
         }
 
         /// Lets the lock go, then closes the descriptor. Closing alone would not: a child that
@@ -48,7 +53,7 @@ extension SuiteFile {
     /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
     func lock(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
         while true {
-            let lock = try lockOnce(in: dir, until: deadline)
+            var lock = try lockOnce(in: dir, until: deadline)
             if lock.isCurrent(lockName, in: dir) { return lock }
             lock.unlock()
         }
@@ -79,7 +84,7 @@ extension SuiteFile {
                 Syscall.close(fd)
                 return nil
             }
-            let lock = LockFile(fd: fd, identity: FileIdentity(st))
+            var lock = LockFile(fd: fd, identity: FileIdentity(st))
             if case .failure(let errno) = Syscall.lock(fd, LOCK_EX | LOCK_NB) {
                 if errno.rawValue == EWOULDBLOCK, onlyReadersHold(lock.identity, dir) {
                     if lock.isCurrent(fileName, in: dir) { return lock }

@@ -20,9 +20,10 @@ extension SuiteFile {
 
     /// ``confirm(_:in:locked:)``, which also gives the size the file has (0 if there is none).
     func confirm(_ version: FileVersion, in dir: OpenDirectory, locked: LockFile? = nil, size: inout Int64) throws(PreferenceError) -> FileVersion? {
-        let takenAt = FileVersion.now()
+        // Under the lock, the status taken as the lock was (no writer of the library replaces it since).
+        let takenAt = locked?.status?.takenAt ?? FileVersion.now()
         let st: stat
-        switch locked.map({ Syscall.fstat($0.fd) }) ?? Syscall.lstatat(dir.fd, fileName) {
+        switch locked.map({ $0.status.map { .success($0.0) } ?? Syscall.fstat($0.fd) }) ?? Syscall.lstatat(dir.fd, fileName) {
         case .success(let status): st = status
         case .failure(.noSuchFileOrDirectory): return version.stamp == nil ? version : nil
         case .failure(let errno): throw PreferenceError.system("fstatat", errno, path: path, doing: "inspect")
@@ -85,7 +86,7 @@ extension SuiteFile {
         let limit = options.maximumFileSize
         if Int64(st.st_size) > Int64(limit) { throw tooLarge(Int64(st.st_size)) }
         _Stages.mark("X")
-        let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit).get("read", path: path, doing: "read")
+        let bytes = try Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit, sizeIsExact: true).get("read", path: path, doing: "read")
         _Stages.mark("Y")
         if bytes.count > limit { throw tooLarge(Int64(bytes.count)) }
         if whole, !PropertyListFormat.looksWhole(bytes) {

@@ -52,18 +52,19 @@ enum Trust {
     /// - A system layer's directory or file: of the kind expected, owned by root (or this user,
     ///   under a test root), writable by nobody else.
     static func refusal(of st: stat, as use: Use) -> Refusal? {
-        let mine = st.st_uid == geteuid() || st.st_uid == 0
+        // Asked only where it decides (a system call each time: the effective user may change).
+        func mine() -> Bool { st.st_uid == 0 || st.st_uid == geteuid() }
         switch use {
         case .trustedDirectory, .suiteDirectory:
             if st.st_mode & S_IWOTH != 0 && st.st_mode & S_ISVTX == 0 { return .everyoneMayReplaceEntries }
-            if case .suiteDirectory = use, !mine, st.st_mode & S_IWOTH != 0 || !isMember(of: st.st_gid) { return .foreignOwner }
+            if case .suiteDirectory = use, !mine(), st.st_mode & S_IWOTH != 0 || !isMember(of: st.st_gid) { return .foreignOwner }
             return nil
         case .writesDirectory(let dir):
             guard st.st_mode & S_IFMT == S_IFDIR, st.st_dev == dir.identity.device, st.st_mode & S_IWOTH == 0 else { return .admitsMore }
             if st.st_mode & S_IWGRP != 0, dir.mode & S_IWGRP == 0 || st.st_gid != dir.group { return .admitsMore }
-            return mine || st.st_uid == dir.owner ? nil : .admitsMore
+            return st.st_uid == dir.owner || mine() ? nil : .admitsMore
         case .sharedFile(let dir):
-            return !dir.isWritableByEveryone || mine ? nil : .foreignOwner
+            return !dir.isWritableByEveryone || mine() ? nil : .foreignOwner
         case .systemLayer(let directory, let trustsUser):
             if st.st_mode & S_IFMT != (directory ? S_IFDIR : S_IFREG) { return .systemLayer(directory ? "it is not a directory" : "it is not a regular file (a FIFO, a device or a directory)") }
             if st.st_uid != 0 && !(trustsUser && st.st_uid == geteuid()) { return .systemLayer("it belongs to uid \(st.st_uid), not to root") }

@@ -235,7 +235,9 @@ package enum Syscall {
     /// sizes the first buffer, never beyond `limit + 1`: whatever size a file claims, no more than
     /// the limit is ever allocated. Reads from the file's start, whatever its offset. The
     /// corresponding C function is `pread`.
-    static func readAll(_ fd: CInt, sizeHint: Int, limit: Int) -> Result<[UInt8], Errno> {
+    /// - Parameter sizeIsExact: `sizeHint` is the size of a regular file replaced, not changed in
+    ///   place: a read that ends there, short of what was asked, is its end (one `pread` less).
+    package static func readAll(_ fd: CInt, sizeHint: Int, limit: Int, sizeIsExact: Bool = false) -> Result<[UInt8], Errno> {
         let cap = limit + 1
         var bytes = [UInt8](repeating: 0, count: min(max(sizeHint, 0) + 1, cap))
         var count = 0
@@ -252,7 +254,12 @@ package enum Syscall {
             case .success(0):
                 bytes.removeSubrange(count...)
                 return .success(bytes)
-            case .success(let n): count += n
+            case .success(let n):
+                count += n
+                if sizeIsExact, count == sizeHint, count < bytes.count {
+                    bytes.removeSubrange(count...)
+                    return .success(bytes)
+                }
             case .failure(let error): return .failure(error)
             }
         }
@@ -272,7 +279,8 @@ package enum Syscall {
 
     /// Whether the file open as `fd` holds exactly `bytes`: read from its start a piece at a time
     /// into one small buffer and compared, so that a file of any size costs no allocation of its
-    /// size. The corresponding C function is `pread`.
+    /// size. For a regular file (whose reads are short only at its end). The corresponding C
+    /// function is `pread`.
     static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
         withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
             bytes.withUnsafeBytes { expected in
@@ -284,6 +292,8 @@ package enum Syscall {
                     case .success(let n):
                         guard n <= expected.count - offset, memcmp(buffer.baseAddress!, expected.baseAddress! + offset, n) == 0 else { return .success(false) }
                         offset += n
+                        // A short read that ends where `bytes` do: the end (a regular file's).
+                        if offset == expected.count, n < buffer.count { return .success(true) }
                     }
                 }
             }

@@ -149,6 +149,31 @@ struct ManyProcessesTests {
         try await blocked.records.wait { $0.contains("also k 2") }
     }
 
+    /// The same for a failure observer, which runs on the thread that met the failure: one that
+    /// blocks for good, in a process with no other such handler, holds no bell either.
+    @Test func aFailureHandlerThatBlocksHoldsNoBell() async throws {
+        let directory = try TemporaryDirectory()
+        let bells = try TemporaryDirectory()
+        let (stuck, other) = (directory.file("stuck.plist"), directory.file("other.plist"))
+        try await child("set", stuck.path, "k=int:0")
+        try await child("set", other.path, "k=int:0")
+        func observer(_ arguments: [String]) throws -> Launched {
+            try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_BELLS=\(bells.file("bells").path)", childExecutable.path, "watch"] + arguments)
+        }
+        let onDuty = try observer([stuck.path])
+        defer { try? onDuty.closeInput() }
+        try await onDuty.records.wait { $0.contains("ready") }
+        let blocked = try observer([stuck.path, "--block-failures", "--also", other.path])
+        defer { kill(blocked.pid, SIGKILL) }
+        try await blocked.records.wait { $0.contains("ready") }
+        // Another program renames in a file that looks like a property list and does not parse.
+        let broken = "import os, sys; open(sys.argv[1] + '.new', 'wb').write(b'<?xml version=\"1.0\"?><plist><dict><key>k'); os.rename(sys.argv[1] + '.new', sys.argv[1])"
+        #expect(try await python(broken, stuck.path).status == 0)
+        try await blocked.records.wait { $0.contains("entered corruptFile") }
+        try await child("set", other.path, "k=int:2")
+        try await blocked.records.wait { $0.contains("also k 2") }
+    }
+
     /// What stands where this user's bells should be and is not a regular file of this user's
     /// that only this user may read and write (a link, a FIFO, a file others may read, as root
     /// one of another user's: planted in `/dev/shm`, say) is not used, nor changed: the process

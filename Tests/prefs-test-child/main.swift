@@ -9,7 +9,7 @@
 //       forever: update-increments "counter" ("confirmed <n>"), then sets "flushed" and
 //       synchronizes ("flushed <n>"). --stop-before-rename: after the first round, the next write
 //       prints "renaming <temporary file>" and stops there, the suite locked, until it is killed.
-//   prefs-test-child watch <plist> [--fail-watches] [--block] [--also <plist>]
+//   prefs-test-child watch <plist> [--fail-watches] [--block] [--block-failures] [--also <plist>]
 //       prints "change <key> <value>" and "failure <code>" as they arrive; reads commands from
 //       stdin: "hold" / "release" the watcher thread (a test hook), "write" sets "written" (to a
 //       new number each time) and synchronizes (exits if that fails) and prints "held <descriptors in the directory>"
@@ -19,7 +19,9 @@
 //       exits at end of input. --fail-watches makes inotify_add_watch
 //       fail with ENOSPC first. --block: a .synchronousExternalChanges handler prints "entered"
 //       and blocks for good, and "added <suite>" is printed for each suite new in the directory.
-//       --also: prints "also <key> <value>" for each change of another suite.
+//       --block-failures: instead of printing failures, a failure observer prints
+//       "entered <code>" and blocks for good. --also: prints "also <key> <value>" for each change
+//       of another suite.
 //   prefs-test-child additions <directory> [--fail-watches]
 //       prints "ready", then "added <suite>" for each suite that appears in the directory.
 //   prefs-test-child many <directory> <count>
@@ -568,12 +570,19 @@ case "watch":
         let layer = if case .layer(let layer) = change.origin { " layer=\(layer)" } else { "" }
         say("change \(change.key) \(change.newValue.map { "\($0)" } ?? "-")\(layer)")
     }
-    let failures = suite.failures()
-    // Detached: top-level code is on the main actor, whose thread blocks in readLine below.
-    Task.detached {
-        for await failure in failures { say("failure \(failure.code)") }
-    }
     var blocking: [AnyObject] = []
+    if arguments.contains("--block-failures") {
+        blocking.append(suite.observeFailures { failure in
+            say("entered \(failure.code)")
+            DispatchSemaphore(value: 0).wait()
+        })
+    } else {
+        let failures = suite.failures()
+        // Detached: top-level code is on the main actor, whose thread blocks in readLine below.
+        Task.detached {
+            for await failure in failures { say("failure \(failure.code)") }
+        }
+    }
     if let also = arguments.firstIndex(of: "--also").map({ arguments[$0 + 1] }) {
         do {
             let other = try PreferenceSuite(fileURL: URL(filePath: also))

@@ -9,6 +9,13 @@ import Synchronization
 /// Runs work on an observer's queue, in order.
 typealias Enqueue = @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
 
+/// The handlers in the process that run on the thread that read a change (``OrderedDelivery``'s,
+/// failure observers'): while there are none, a reader thread runs no code but the library's,
+/// and ``InotifyWatcher``'s bells need no guard against a handler that blocks.
+enum InlineHandlers {
+    static let count = Atomic(0)
+}
+
 /// The changes for one observer with ``ObservationOptions/synchronousExternalChanges``, kept in
 /// the order the store went through them and handed to its handler one batch at a time, never
 /// two at once: on the watcher thread right after the re-read that found them, or else on the
@@ -21,18 +28,15 @@ final class OrderedDelivery: Sendable {
     /// The changes posted and not delivered; while a thread delivers, the process it delivers
     /// in (``sharedprefs_fork_count()``: a child forked meanwhile has no such thread).
     private let state = Lock<(pending: [PreferenceChange], delivering: UInt?)>(([], nil))
-    /// How many there are in the process: while there are none, a reader thread runs no code
-    /// but the library's (``InotifyWatcher``'s bells need no guard then).
-    static let live = Atomic(0)
 
     init(enqueue: @escaping Enqueue, _ handler: @escaping @Sendable ([PreferenceChange]) -> Void) {
         self.enqueue = enqueue
         self.handler = handler
-        Self.live.add(1, ordering: .relaxed)
+        InlineHandlers.count.add(1, ordering: .relaxed)
     }
 
     deinit {
-        Self.live.subtract(1, ordering: .relaxed)
+        InlineHandlers.count.subtract(1, ordering: .relaxed)
     }
 
     /// Adds changes to deliver; called in the store's state order.

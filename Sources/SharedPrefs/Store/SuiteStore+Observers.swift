@@ -60,6 +60,7 @@ extension SuiteStore {
         let (id, standing) = state.withLock { s in
             s.nextObserverID += 1
             s.failureObservers[s.nextObserverID] = deliver
+            InlineHandlers.count.add(1, ordering: .relaxed)
             return (s.nextObserverID, s.layerNotices + s.standingNotices)
         }
         for notice in standing { deliver(notice) }
@@ -67,7 +68,7 @@ extension SuiteStore {
     }
 
     func removeFailureObserver(_ id: UInt64) {
-        _ = state.withLock { $0.failureObservers.removeValue(forKey: id) }
+        if state.withLock({ $0.failureObservers.removeValue(forKey: id) }) != nil { InlineHandlers.count.subtract(1, ordering: .relaxed) }
     }
 
     /// Reports a failure that no caller is waiting for (a background write, a corrupt file).

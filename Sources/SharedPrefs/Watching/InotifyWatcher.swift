@@ -178,9 +178,9 @@ final class InotifyWatcher: Sendable {
     private let timer: CInt
     /// Expires every ``bellGuardInterval`` while a thread that waits on bells runs re-reads that
     /// may run handlers (the process has an observer with
-    /// ``ObservationOptions/synchronousExternalChanges``, ``OrderedDelivery/live``): if they still
-    /// run then, a reader starts another such thread. Other re-reads run no code but the
-    /// library's, and arm nothing (two system calls less per change).
+    /// ``ObservationOptions/synchronousExternalChanges`` or of failures, ``InlineHandlers``): if
+    /// they still run then, a reader starts another such thread. Other re-reads run no code but
+    /// the library's, and arm nothing (two system calls less per change).
     private let bellGuard: CInt
     private let state = Lock(State())
 
@@ -455,7 +455,7 @@ final class InotifyWatcher: Sendable {
             }
             guard !rung.isEmpty else { continue }
             var batch = Batch()
-            let guarded = OrderedDelivery.live.load(ordering: .relaxed) > 0
+            let guarded = InlineHandlers.count.load(ordering: .relaxed) > 0
             state.withLock { s in
                 for (identity, value, gone) in rung where s.belled[identity] != nil {
                     s.belled[identity]!.heard = value

@@ -57,15 +57,20 @@ struct DirectoryLocation: Sendable, Hashable {
     let components: [String]
     /// Mode for the last directory when this library creates it (`02770` in a group container).
     let mode: mode_t
+    /// The path of the suite directory, for messages and as a key (never opened by this path).
+    let path: String
 
     init(trusted: String, components: [String] = [], mode: mode_t = 0o700) {
         self.trusted = trusted.count > 1 && trusted.hasSuffix("/") ? String(trusted.dropLast()) : trusted
         self.components = components
         self.mode = mode
+        path = ([self.trusted == "/" ? "" : self.trusted] + components).joined(separator: "/")
     }
 
-    /// The path of the suite directory, for messages and as a key (never opened by this path).
-    var path: String { ([trusted == "/" ? "" : trusted] + components).joined(separator: "/") }
+    /// By its path alone (equal locations have equal paths): one string hashed per re-read.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+    }
 
     /// The suite directories below a trusted one that this process walked to, by identity. Opened
     /// again by its path, a directory that is still the one walked to (the same device and inode)

@@ -124,11 +124,14 @@ struct ManyProcessesTests {
         #expect(other.standardError.contains("Polling every"), "\(other.standardError)")
     }
 
-    /// In a process that hears a directory through its bell, a `.synchronousExternalChanges`
-    /// handler that blocks for good holds the thread that re-reads, never the bells: another
-    /// suite's change still arrives (a thread that waits on bells starts once the re-read has
-    /// run 250 ms).
-    @Test func aHandlerThatBlocksHoldsNoBell() async throws {
+    /// In a process that hears a directory through its bell, a handler that runs on the thread
+    /// that re-reads and blocks there for good holds that thread, never the bells: another suite's
+    /// change still arrives (a thread that waits on bells starts once the re-read has run 250 ms).
+    /// `--block`: a `.synchronousExternalChanges` observer's, entered on a change. `--block-failures`:
+    /// a failure observer's, the process's only such handler, entered on a file that another
+    /// program renamed in and that does not parse.
+    @Test(arguments: ["--block", "--block-failures"])
+    func aHandlerThatBlocksHoldsNoBell(_ flag: String) async throws {
         let directory = try TemporaryDirectory()
         let bells = try TemporaryDirectory()
         let (stuck, other) = (directory.file("stuck.plist"), directory.file("other.plist"))
@@ -140,36 +143,17 @@ struct ManyProcessesTests {
         let onDuty = try observer([stuck.path])
         defer { try? onDuty.closeInput() }
         try await onDuty.records.wait { $0.contains("ready") }
-        let blocked = try observer([stuck.path, "--block", "--also", other.path])
+        let blocked = try observer([stuck.path, flag, "--also", other.path])
         defer { kill(blocked.pid, SIGKILL) }
         try await blocked.records.wait { $0.contains("ready") }
-        try await child("set", stuck.path, "k=int:1")
-        try await blocked.records.wait { $0.contains("entered") }
-        try await child("set", other.path, "k=int:2")
-        try await blocked.records.wait { $0.contains("also k 2") }
-    }
-
-    /// The same for a failure observer, which runs on the thread that met the failure: one that
-    /// blocks for good, in a process with no other such handler, holds no bell either.
-    @Test func aFailureHandlerThatBlocksHoldsNoBell() async throws {
-        let directory = try TemporaryDirectory()
-        let bells = try TemporaryDirectory()
-        let (stuck, other) = (directory.file("stuck.plist"), directory.file("other.plist"))
-        try await child("set", stuck.path, "k=int:0")
-        try await child("set", other.path, "k=int:0")
-        func observer(_ arguments: [String]) throws -> Launched {
-            try Launched(URL(filePath: "/usr/bin/env"), ["SHAREDPREFS_BELLS=\(bells.file("bells").path)", childExecutable.path, "watch"] + arguments)
+        if flag == "--block" {
+            try await child("set", stuck.path, "k=int:1")
+            try await blocked.records.wait { $0.contains("entered") }
+        } else {
+            let broken = "import os, sys; open(sys.argv[1] + '.new', 'wb').write(b'<?xml version=\"1.0\"?><plist><dict><key>k'); os.rename(sys.argv[1] + '.new', sys.argv[1])"
+            #expect(try await python(broken, stuck.path).status == 0)
+            try await blocked.records.wait { $0.contains("entered corruptFile") }
         }
-        let onDuty = try observer([stuck.path])
-        defer { try? onDuty.closeInput() }
-        try await onDuty.records.wait { $0.contains("ready") }
-        let blocked = try observer([stuck.path, "--block-failures", "--also", other.path])
-        defer { kill(blocked.pid, SIGKILL) }
-        try await blocked.records.wait { $0.contains("ready") }
-        // Another program renames in a file that looks like a property list and does not parse.
-        let broken = "import os, sys; open(sys.argv[1] + '.new', 'wb').write(b'<?xml version=\"1.0\"?><plist><dict><key>k'); os.rename(sys.argv[1] + '.new', sys.argv[1])"
-        #expect(try await python(broken, stuck.path).status == 0)
-        try await blocked.records.wait { $0.contains("entered corruptFile") }
         try await child("set", other.path, "k=int:2")
         try await blocked.records.wait { $0.contains("also k 2") }
     }

@@ -83,7 +83,7 @@ struct Tail: ParsableCommand {
     @Flag(help: "Print the current values first (operation initial); with --cursor, when the file does not exist yet.")
     var initial = false
 
-    @Flag(help: "Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).")
+    @Flag(help: "Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error). A --dir directory that is empty or holds only Library is waited for until it shows whether it is a container.")
     var wait = false
 
     @Option(name: [.customShort("c"), .long], help: "Exit with 0 after this many records.")
@@ -135,6 +135,16 @@ struct Tail: ParsableCommand {
         }
     }
 
+    /// Whether the `--group` or `--dir` directory is there to be watched. A `--dir` directory
+    /// must also tell what it is: a container (its Library/Preferences is there) or a directory of
+    /// suites (something other than Library is in it). Empty, or with only Library, it may be a
+    /// container whose `mkdir -p` is under way.
+    func isResolved(_ directory: SuiteDirectory) -> Bool {
+        guard let dir = location.dir else { return FileManager.default.fileExists(atPath: directory.url.path) }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return false }
+        return names.contains { $0 != "Library" } || FileManager.default.fileExists(atPath: dir + "/Library/Preferences")
+    }
+
     /// Runs on the main thread and then waits there; changes are turned into records on the
     /// thread that reads them (a reader thread), and written by one writer thread
     /// (``OutputWriter``). No dispatch queue and no Swift concurrency: run as tasks (one asleep,
@@ -150,14 +160,12 @@ struct Tail: ParsableCommand {
         let session = TailSession(writer: writer, filters: filters, timeout: timeout)
 
         var appeared = false
-        if suites.isEmpty, wait, let directory = try location.directory(), !FileManager.default.fileExists(atPath: directory.url.path) {
+        if suites.isEmpty, wait, let directory = try location.directory(), !isResolved(directory) {
             // Started before the directory is made (by the app it watches): look for it ten times
             // a second until it is there, then watch it. Every suite in it then is new.
-            printError("prefs-watch: \(directory.url.path) does not exist yet; waiting for it.\n")
-            while !FileManager.default.fileExists(atPath: directory.url.path) { usleep(100_000) }
-            // Made empty, it may be a container whose Library/Preferences comes next (mkdir -p):
-            // one more look before it is resolved.
-            if (try? FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty) == true { usleep(100_000) }
+            let what = FileManager.default.fileExists(atPath: directory.url.path) ? "is empty, or a container without its Library/Preferences yet" : "does not exist yet"
+            printError("prefs-watch: \(directory.url.path) \(what); waiting for it.\n")
+            while !isResolved(directory) { usleep(100_000) }
             appeared = true
         }
         if suites.isEmpty, let directory = try location.existingDirectory() {

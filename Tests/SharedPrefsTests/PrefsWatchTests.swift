@@ -378,16 +378,23 @@ struct PrefsWatchTests {
     }
 
     /// `tail --dir DIR --wait` started before anything makes DIR (the README's order: the tail,
-    /// then the demo) waits for it, and reports the suites made in it as new.
+    /// then the demo) waits for it, and reports the suites made in it as new. A container half
+    /// made (`later/Library` only, as a slow `mkdir -p` leaves it) is not taken for a directory of
+    /// suites: the tail waits for its Library/Preferences.
     @Test func aTailOfADirectoryThatDoesNotExistYetWaitsForItWhenAsked() async throws {
         let directory = try TemporaryDirectory()
         let later = directory.file("later/Library/Preferences")
         #expect(try await prefsWatchRun("tail", "--dir", directory.file("later").path).status == 1)
         let tail = try Launched(prefsWatch, ["tail", "--dir", directory.file("later").path, "--wait", "--json", "--count", "1"])
         #expect(try await tail.errorLines(1)[0].contains("does not exist yet; waiting for it"))
+        try FileManager.default.createDirectory(at: directory.file("later/Library"), withIntermediateDirectories: true)
+        let halfMade = try Launched(prefsWatch, ["tail", "--dir", directory.file("later").path, "--wait", "--json", "--count", "1"])
+        #expect(try await halfMade.errorLines(1)[0].contains("a container without its Library/Preferences yet; waiting for it"))
         try await child("set", later.appending(path: "made.plist").path, "k=int:1")
-        #expect(try await tail.status() == 0, "\(tail.standardError)")
-        #expect(tail.records.items.count == 1 && tail.records.items[0].contains(#""suite":"made","key":"k","op":"set","old":null,"new":1"#), "\(tail.records.items)")
+        for tail in [tail, halfMade] {
+            #expect(try await tail.status() == 0, "\(tail.standardError)")
+            #expect(tail.records.items.count == 1 && tail.records.items[0].contains(#""suite":"made","key":"k","op":"set","old":null,"new":1"#), "\(tail.records.items)")
+        }
     }
 
     /// `--` ends the type flags; JSON is read as JSON parsers read it (no trailing comma, every

@@ -711,9 +711,11 @@ struct HardeningTests {
         let others = [directory.file(".a.plist.b.plist.3kx9a0.tmp"), writes.appending(path: ".a.plist.b.plist.3kx9a1.tmp")]
         let own = [directory.file(".a.plist.zz1.tmp"), writes.appending(path: ".a.plist.zz2.tmp")]
         for file in others + own { try Data().write(to: file) }
-        let suite = try PreferenceSuite(fileURL: directory.file("a.plist"))
-        suite.set(1, forKey: "k")
-        try await suite.flush()
+        let dir = try #require(try a.openDirectory(creating: false))
+        defer { dir.close() }
+        let fd = try #require(a.openWritesDirectory(in: dir, creating: false))
+        defer { Syscall.close(fd) }
+        #expect(a.removeStaleTemporaryFiles(in: dir, writes: fd, listingAnew: true) == 2)
         for file in others { #expect(FileManager.default.fileExists(atPath: file.path), "\(file.path)") }
         for file in own { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.path)") }
     }

@@ -67,26 +67,27 @@ final class Bell: Sendable {
         sharedprefs_futex_waitv(nil, 0) == 0 || errno != ENOSYS
     }()
 
-    /// Where this user's bells are, or `nil` when they are switched off.
-    static var location: String? {
+    /// Where the bells of `user` (this process's effective user) are, or `nil` when they are switched off.
+    private static func location(of user: uid_t) -> String? {
         if let set = getenv("SHAREDPREFS_BELLS").map({ String(cString: $0) }), !set.isEmpty {
             return set == "off" ? nil : set
         }
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/"),
-           case .success(let st) = Syscall.stat(runtime), st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid() {
+           case .success(let st) = Syscall.stat(runtime), st.st_mode & S_IFMT == S_IFDIR, st.st_uid == user {
             return runtime + "/sharedprefs.bells"
         }
-        return "/dev/shm/sharedprefs-\(geteuid()).bells"
+        return "/dev/shm/sharedprefs-\(user).bells"
     }
 
     private static func open(replacing old: Bell?) -> Bell? {
         if let old { Syscall.close(old.fd) }
-        guard let path = location else { return nil }
+        let user = geteuid()
+        guard let path = location(of: user) else { return nil }
         guard case .success(let fd) = Syscall.openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600) else {
             logger.notice("\(path) cannot be opened; each process that observes suites watches with an inotify instance of its own.")
             return nil
         }
-        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
+        guard case .success(let st) = Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_uid == user, st.st_mode & 0o077 == 0,
               st.st_size >= size || (try? Syscall.truncate(fd, size).get()) != nil,
               let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapped != MAP_FAILED
         else {

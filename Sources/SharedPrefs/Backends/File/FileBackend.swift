@@ -28,7 +28,8 @@ final class FileBackend: SuiteBackend {
     /// in fewer system calls than the journal (a 100-key suite: 1.07× to 1.22× slower to reach
     /// an observer through the journal, prefs-bench row 3; a 10,000-key one, 0.83×).
     static let followedSize = 32 << 10
-    /// When this process last looked for temporary files a dead writer left (see `write`).
+    /// When this process last looked for temporary files a dead writer left, or first wrote
+    /// (``staleScanDue(journaled:lostWrite:)``).
     private let lastStaleScan = Lock<ContinuousClock.Instant?>(nil)
 
     init(file: SuiteFile) {
@@ -193,7 +194,7 @@ final class FileBackend: SuiteBackend {
         }
         newFile.number(sequence)
         let temporaryName = file.newTemporaryName()
-        let version = try file.write(newFile, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue())
+        let version = try file.write(newFile, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue(journaled: journal != nil, lostWrite: tail.last > base))
         if let bell = Bell.shared { bell.ring(bell.slot(of: dir.identity)) }
         let written = image(version.content)
         remember(version, written)
@@ -254,15 +255,20 @@ final class FileBackend: SuiteBackend {
         }
     }
 
-    /// Whether this write removes the temporary files dead writers left: at the first write of
-    /// this process and then at most once a minute (a directory listing per write would cost
-    /// more than the rare crash it cleans up after).
-    private func staleScanDue() -> Bool {
-        lastStaleScan.withLock { last -> Bool in
+    /// Whether this write removes the temporary files dead writers left. A writer of this library
+    /// appends its record to the journal before it makes its temporary file, so one that died
+    /// before its rename left a record the file does not carry (`lostWrite`; a foreign writer's
+    /// file carries none): then at once. Else at most once a minute in a process that writes
+    /// on (a directory listing per write would cost more than the rare crash it cleans up
+    /// after), from a minute after its first write: a process that writes once and exits (a
+    /// command-line tool) lists nothing. Without a journal, at the first write too.
+    private func staleScanDue(journaled: Bool, lostWrite: Bool) -> SuiteFile.StaleSweep? {
+        lastStaleScan.withLock { last -> SuiteFile.StaleSweep? in
             let now = ContinuousClock.now
-            guard last.map({ now - $0 > .seconds(60) }) ?? true else { return false }
-            last = now
-            return true
+            let sweep: SuiteFile.StaleSweep? =
+                lostWrite ? .listingAnew : last.map { now - $0 > .seconds(60) ? .listed : nil } ?? (journaled ? nil : .listed)
+            if sweep != nil || last == nil { last = now }
+            return sweep
         }
     }
 }

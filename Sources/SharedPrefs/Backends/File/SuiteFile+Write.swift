@@ -23,9 +23,9 @@ extension SuiteFile {
     /// removed by a later writer (``removeStaleTemporaryFiles(in:)``). Call it holding both
     /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``); with `removingStale`, that is
     /// done first. `writes`: the directory of writes, open, or `nil` where it cannot be used.
-    func write(_ bytes: FileBytes, in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale: Bool = false) throws(PreferenceError) -> FileVersion {
-        if removingStale {
-            let removed = removeStaleTemporaryFiles(in: dir, writes: writes)
+    func write(_ bytes: FileBytes, in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale sweep: StaleSweep? = nil) throws(PreferenceError) -> FileVersion {
+        if let sweep {
+            let removed = removeStaleTemporaryFiles(in: dir, writes: writes, listingAnew: sweep == .listingAnew)
             if removed > 0 { logger.notice("Removed \(removed) temporary file(s) left in \(directory) by a writer that died mid-write") }
         }
         if let writes {
@@ -64,10 +64,11 @@ extension SuiteFile {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
             }
             let fileSystem = try? Syscall.fileSystemType(of: fd).get()
-            // On ext4, blocks allocated before the data is written: it would otherwise allocate
-            // them, and start writing them back, inside the rename that replaces a file
-            // (`auto_da_alloc`). (Elsewhere this would only cost: tmpfs would zero the pages.)
-            if fileSystem == FileVersion.Proof.ext4 { _ = sharedprefs_allocate(fd, bytes.count) }
+            // On ext4 without fsync, blocks allocated before the data is written: it would
+            // otherwise allocate them, and start writing them back, inside the rename that
+            // replaces a file (`auto_da_alloc`). The fsync of `.full` allocates them anyway.
+            // (Elsewhere this would only cost: tmpfs would zero the pages.)
+            if fileSystem == FileVersion.Proof.ext4, options.durability == .none { _ = sharedprefs_allocate(fd, bytes.count) }
             try bytes.write(to: fd).get("write", path: tempPath, doing: "write")
             _Stages.mark("w")
             if options.durability == .full {
@@ -176,6 +177,14 @@ extension SuiteFile {
         return middle.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
     }
 
+    /// How a write looks for the temporary files dead writers left (``removeStaleTemporaryFiles(in:writes:listingAnew:)``).
+    enum StaleSweep {
+        /// Through a listing up to a minute old.
+        case listed
+        /// Through a listing made now: a writer just died leaving one.
+        case listingAnew
+    }
+
     /// The names of temporary files in each suite directory, listed at most once a minute per
     /// process and shared by its suites: ten thousand suites in one directory (and their lock
     /// files and journals) must not list it, nor look through its names, ten thousand times.
@@ -185,13 +194,14 @@ extension SuiteFile {
     /// directory of writes and in the suite directory. Call it only while holding the lock: every
     /// live writer creates and renames its temporary file under the lock, so any of this suite's
     /// temporary files that exists now is stale, even when the listing that named it is up to a
-    /// minute old. Lists and unlinks through the directories' descriptors (`writes`: the
-    /// directory of writes, open). Returns how many were removed.
-    func removeStaleTemporaryFiles(in dir: OpenDirectory, writes: CInt?) -> Int {
+    /// minute old (`listingAnew`: not older than now, for a file a writer just left). Lists and
+    /// unlinks through the directories' descriptors (`writes`: the directory of writes, open).
+    /// Returns how many were removed.
+    func removeStaleTemporaryFiles(in dir: OpenDirectory, writes: CInt?, listingAnew: Bool = false) -> Int {
         let now = ContinuousClock.now
         var removed = 0
         for (fd, path) in [(dir.fd, directory)] + (writes.map { [($0, directory + "/" + Self.writesDirectoryName)] } ?? []) {
-            var names = Self.listings.withLock { $0[path].flatMap { now - $0.taken < .seconds(60) ? $0.names : nil } }
+            var names = listingAnew ? nil : Self.listings.withLock { $0[path].flatMap { now - $0.taken < .seconds(60) ? $0.names : nil } }
             if names == nil {
                 names = ((try? Syscall.directoryEntries(fd).get()) ?? []).filter { $0.hasSuffix(".tmp") }
                 Self.listings.withLock { $0[path] = (now, names!) }

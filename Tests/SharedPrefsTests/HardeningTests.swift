@@ -720,6 +720,22 @@ struct HardeningTests {
         for file in own { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.path)") }
     }
 
+    /// A write's temporary file is named by its number (no randomness under the lock): a file a
+    /// dead writer left under that name is removed, and the write made.
+    @Test func aStaleTemporaryFileUnderTheWritesNameIsReplaced() async throws {
+        let directory = try TemporaryDirectory()
+        let suite = try PreferenceSuite(fileURL: directory.file("a.plist"))
+        suite.set(1, forKey: "k")
+        #expect(suite.synchronize())
+        let file = SuiteFile(location: DirectoryLocation(trusted: directory.url.path), fileName: "a.plist", options: .init())
+        let stale = directory.file(SuiteFile.writesDirectoryName).appending(path: file.temporaryName(suite.sequence + 1))
+        try Data("left by a dead writer".utf8).write(to: stale)
+        suite.set(2, forKey: "k")
+        #expect(suite.synchronize())
+        #expect(!FileManager.default.fileExists(atPath: stale.path))
+        #expect(try readSuiteFile(directory.file("a.plist"))["k"] == 2)
+    }
+
     // MARK: Security
 
     /// A member of the group swaps `Library` for a directory holding a link to a victim's private

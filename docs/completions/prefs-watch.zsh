@@ -103,7 +103,7 @@ _prefs-watch_tail() {
         '--format[Print each record with these % letters (see below).]:format:'
         '-0[End records with NUL instead of a newline.]'
         '--initial[Print the current values first (operation initial); with --cursor, when the file does not exist yet.]'
-        '--wait[Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error).]'
+        '--wait[Wait for a named suite, or the --group or --dir directory, that does not exist yet (without it, that is an error). A --dir directory that is empty or holds only Library is waited for until it shows whether it is a container.]'
         '(-c --count)'{-c,--count}'[Exit with 0 after this many records.]:count:'
         '(-t --timeout)'{-t,--timeout}'[Exit with 2 when no record arrives for this many seconds.]:timeout:'
         '--backlog[Output held for a reader that falls behind, in bytes (K, M and G suffixes); past it, changes of a key are merged.]:size:'

@@ -193,8 +193,7 @@ final class FileBackend: SuiteBackend {
             try journal.append(record, after: tail, file: file)
         }
         newFile.number(sequence)
-        let temporaryName = file.newTemporaryName()
-        let version = try file.write(newFile, in: dir, through: writes, as: temporaryName, removingStale: staleScanDue(journaled: journal != nil, lostWrite: tail.last > base))
+        let version = try file.write(newFile, in: dir, through: writes, as: file.temporaryName(sequence), removingStale: staleScanDue(journaled: tail.size > 0, lostWrite: tail.last > base))
         if let bell = Bell.shared { bell.ring(bell.slot(of: dir.identity)) }
         let written = image(version.content)
         remember(version, written)
@@ -261,7 +260,8 @@ final class FileBackend: SuiteBackend {
     /// file carries none): then at once. Else at most once a minute in a process that writes
     /// on (a directory listing per write would cost more than the rare crash it cleans up
     /// after), from a minute after its first write: a process that writes once and exits (a
-    /// command-line tool) lists nothing. Without a journal, at the first write too.
+    /// command-line tool) lists nothing. Without a journal that tells (none, or a new one: an
+    /// earlier version's writer may have died), at the first write too.
     private func staleScanDue(journaled: Bool, lostWrite: Bool) -> SuiteFile.StaleSweep? {
         lastStaleScan.withLock { last -> SuiteFile.StaleSweep? in
             let now = ContinuousClock.now

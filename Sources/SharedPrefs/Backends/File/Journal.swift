@@ -177,7 +177,7 @@ struct Journal {
         var newer = Array(all[starts[kept]..<offset])
         let keptFirst = Self.frame(in: all, at: starts[kept])!.sequence
         for i in 0..<8 { newer[starts.last! - starts[kept] + 24 + i] = UInt8(truncatingIfNeeded: keptFirst >> (8 * (7 - i))) }
-        let temporary = file.newTemporaryName()
+        let temporary = file.temporaryName()
         let out = try Syscall.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600).get("openat", path: path, doing: "rewrite")
         defer { Syscall.close(out) }
         do throws(PreferenceError) {

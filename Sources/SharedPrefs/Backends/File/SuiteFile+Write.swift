@@ -13,7 +13,7 @@ extension SuiteFile {
     /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
     /// that `durability` asks for, and returns the new file's version. Nothing stays open.
     ///
-    /// The temporary file is `tempName` (``newTemporaryName()``), created `O_EXCL` in the
+    /// The temporary file is `tempName` (``temporaryName(_:)``), created `O_EXCL` in the
     /// directory of writes (``openWritesDirectory(in:creating:)``), or in the suite directory where
     /// that cannot be used: there too when the directory of writes refuses the file, cannot rename
     /// into the suite directory (`EXDEV`: another mount), or had the file replaced before its
@@ -49,7 +49,14 @@ extension SuiteFile {
         let tempDirectory = writes ?? dir.fd
         let tempPath = directory + (writes == nil ? "/" : "/" + Self.writesDirectoryName + "/") + tempName
         let fd: CInt
-        switch Syscall.openat(tempDirectory, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions) {
+        let create = { Syscall.openat(tempDirectory, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.filePermissions) }
+        var created = create()
+        if case .failure(.fileExists) = created {
+            // Under the lock, no live writer makes a temporary file: this one is a dead writer's.
+            _ = Syscall.unlinkat(tempDirectory, tempName)
+            created = create()
+        }
+        switch created {
         case .success(let descriptor): fd = descriptor
         case .failure(let errno) where writes != nil:
             return distrustWritesDirectory(in: dir, "it refuses a new file (\(errno))")
@@ -163,9 +170,11 @@ extension SuiteFile {
         return fd
     }
 
-    /// A new name for a temporary file of this suite: `.<suite>.plist.<random>.tmp`.
-    func newTemporaryName() -> String {
-        "." + fileName + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
+    /// A name for a temporary file of this suite: `.<suite>.plist.<number>.tmp`, the number in
+    /// base 36. A write's is its own number (``FileBackend``), which no other write is given:
+    /// made under the lock, the name needs no randomness.
+    func temporaryName(_ number: UInt64 = .random(in: 0...UInt64.max)) -> String {
+        "." + fileName + "." + String(number, radix: 36) + ".tmp"
     }
 
     /// Whether `name` is one of this suite's temporary files, `.<suite>.plist.<base-36>.tmp`, and

@@ -282,7 +282,9 @@ package enum Syscall {
     /// size. For a regular file (whose reads are short only at its end). The corresponding C
     /// function is `pread`.
     static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
-        withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
+        // One byte past `bytes` tells a longer file; no larger than that, a small file's buffer
+        // is on the stack (64 KiB from the heap would grow it and give it back, two brk calls).
+        withUnsafeTemporaryAllocation(byteCount: min(65_536, bytes.count + 1), alignment: 16) { buffer in
             bytes.withUnsafeBytes { expected in
                 var offset = 0
                 while true {

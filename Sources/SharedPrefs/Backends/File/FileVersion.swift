@@ -41,7 +41,8 @@ struct FileStamp: Equatable, Sendable {
 /// modified in the second it was written): every later change, rename or new file then gets a
 /// later `ctime`, which nobody can set by hand. A stamp taken sooner than that is "racy", and an
 /// equal racy stamp is confirmed by the content: the file must hold the bytes read or written,
-/// except for a file this process wrote, where its ``proof`` may prove it without a read.
+/// except for a file this process wrote of ``Syscall/readChunk`` bytes or more, where its
+/// ``proof`` may prove it without reading it all.
 struct FileVersion: Sendable {
     /// `nil` when there is no file.
     var stamp: FileStamp?
@@ -88,7 +89,7 @@ struct FileVersion: Sendable {
         /// ext4's `f_type`): a change in the same second leaves the stamp as it was, so nothing
         /// but the content proves it.
         static func of(_ fd: CInt, _ st: stat, on fileSystem: Int?) -> Proof {
-            guard kernelHasMultigrain, st.st_ctim.tv_nsec != 0, let fileSystem, let unique = multigrain[fileSystem] else { return .none }
+            guard let fileSystem, let unique = multigrain[fileSystem], st.st_ctim.tv_nsec != 0, kernelHasMultigrain else { return .none }
             if unique { return .uniqueInodes }
             guard case .success(let generation) = Syscall.generation(fd) else { return .none }
             return .generation(generation)

@@ -70,7 +70,10 @@ extension SuiteFile {
             if dir.isGroupContainer {
                 try Syscall.fchmod(fd, options.filePermissions & 0o777).get("fchmod", path: tempPath, doing: "set the mode of the temporary file")
             }
-            let fileSystem = try? Syscall.fileSystemType(of: fd).get()
+            // A racy stamp of a file of one read's size is confirmed by that read (``Syscall/holds(_:_:)``),
+            // as cheap as a proof's `ioctl`: only a larger file gets a proof.
+            let proven = bytes.count >= Syscall.readChunk
+            let fileSystem = proven || options.durability == .none ? try? Syscall.fileSystemType(of: fd).get() : nil
             // On ext4 without fsync, blocks allocated before the data is written: it would
             // otherwise allocate them, and start writing them back, inside the rename that
             // replaces a file (`auto_da_alloc`). The fsync of `.full` allocates them anyway.
@@ -82,7 +85,7 @@ extension SuiteFile {
                 try Syscall.fsync(fd).get("fsync", path: tempPath, doing: "flush to disk")
             }
             let written = try Syscall.fstat(fd).get("fstat", path: tempPath, doing: "inspect")
-            let proof = FileVersion.Proof.of(fd, written, on: fileSystem)
+            let proof = proven ? FileVersion.Proof.of(fd, written, on: fileSystem) : .none
             if writes != nil {
                 // Closed before the rename, where no observer watches: the rename is the write's
                 // only event in the suite directory.

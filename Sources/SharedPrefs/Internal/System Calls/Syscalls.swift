@@ -277,6 +277,9 @@ package enum Syscall {
         valueOrErrno { Glibc.ftruncate(fd, off_t(length)) }.map { _ in }
     }
 
+    /// The most ``holds(_:_:)`` reads at once: a file smaller than this is checked in one read.
+    static let readChunk = 65_536
+
     /// Whether the file open as `fd` holds exactly `bytes`: read from its start a piece at a time
     /// into one small buffer and compared, so that a file of any size costs no allocation of its
     /// size. For a regular file (whose reads are short only at its end). The corresponding C
@@ -284,7 +287,7 @@ package enum Syscall {
     static func holds(_ fd: CInt, _ bytes: [UInt8]) -> Result<Bool, Errno> {
         // One byte past `bytes` tells a longer file; no larger than that, a small file's buffer
         // is on the stack (64 KiB from the heap would grow it and give it back, two brk calls).
-        withUnsafeTemporaryAllocation(byteCount: min(65_536, bytes.count + 1), alignment: 16) { buffer in
+        withUnsafeTemporaryAllocation(byteCount: min(readChunk, bytes.count + 1), alignment: 16) { buffer in
             bytes.withUnsafeBytes { expected in
                 var offset = 0
                 while true {

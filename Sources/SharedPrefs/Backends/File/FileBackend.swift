@@ -109,17 +109,22 @@ final class FileBackend: SuiteBackend {
         return loaded
     }
 
-    /// The write path: the directory opened from its trusted base → lock the lock file, then the
-    /// suite file (``SuiteFile/lockSuiteFile(in:until:)``) → re-read if changed → plan → atomic
-    /// write → unlock and close. Nothing stays open between writes.
+    /// The write path: the directory (and its directory of writes) opened from its trusted base →
+    /// lock the lock file, then the suite file (``SuiteFile/lockSuiteFile(in:until:)``) → re-read
+    /// if changed → plan → journal record → atomic write → unlock → ring the bell, `fsync` the
+    /// directory, close. Nothing stays open between writes.
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
+        // Opened before the lock, which is held for no more than the write needs; made only for a
+        // write that is made (below), so that a refused file leaves its directory as it was.
+        var writes = file.openWritesDirectory(in: dir, creating: false)
+        defer { if let writes { Syscall.close(writes) } }
         _Stages.mark("D")
         let deadline = start + file.options.lockTimeout
-        let lock = try file.lock(in: dir, until: deadline)
-        defer { lock.unlock() }
-        let suiteLock = try file.lockSuiteFile(in: dir, until: deadline)
+        var lock: SuiteFile.LockFile? = try file.lock(in: dir, until: deadline)
+        defer { lock?.unlock() }
+        var suiteLock = try file.lockSuiteFile(in: dir, until: deadline)
         defer { suiteLock?.unlock() }
         _Stages.mark("L")
 
@@ -177,8 +182,7 @@ final class FileBackend: SuiteBackend {
         // larger (a crash between a record and its file, a writer that does not number files).
         // Its record is in the journal before the file is renamed in.
         try file.checkSize(newFile.count)
-        let writes = file.openWritesDirectory(in: dir)
-        defer { if let writes { Syscall.close(writes) } }
+        if writes == nil { writes = file.openWritesDirectory(in: dir) }
         let journal = Journal.open(file, in: dir, writes: writes)
         defer { journal?.close() }
         let tail = journal?.tail() ?? Journal.Tail()
@@ -194,7 +198,14 @@ final class FileBackend: SuiteBackend {
         }
         newFile.number(sequence)
         let version = try file.write(newFile, in: dir, through: writes, as: file.temporaryName(sequence), removingStale: staleScanDue(journaled: tail.size > 0, lostWrite: tail.last > base))
+        // Renamed in and checked: the next writer may go on while this one rings and syncs (the
+        // file replaced, whose lock is let go last, is freed outside the lock).
+        lock?.unlock()
+        lock = nil
+        suiteLock?.unlock()
+        suiteLock = nil
         if let bell = Bell.shared { bell.ring(bell.slot(of: dir.identity)) }
+        file.syncDirectory(dir)
         let written = image(version.content)
         remember(version, written)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.

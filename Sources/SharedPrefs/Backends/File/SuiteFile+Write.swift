@@ -10,8 +10,9 @@ import SharedPrefsLocking
 extension SuiteFile {
     // MARK: Writing
 
-    /// Writes `bytes` to a new temporary file and renames it over the suite file, with the fsyncs
-    /// that `durability` asks for, and returns the new file's version. Nothing stays open.
+    /// Writes `bytes` to a new temporary file and renames it over the suite file (`fsync`ed first
+    /// for `.full`: then ``syncDirectory(_:)`` once the lock is let go), and returns the new
+    /// file's version. Nothing stays open.
     ///
     /// The temporary file is `tempName` (``temporaryName(_:)``), created `O_EXCL` in the
     /// directory of writes (``openWritesDirectory(in:creating:)``), or in the suite directory where
@@ -128,13 +129,18 @@ extension SuiteFile {
         if let open { Syscall.close(open) }
         // Joined once readers can have the file (``FileBytes``).
         version.content = bytes.joined()
-        if options.durability == .full {
-            // The new file is in place; a failed directory sync only weakens crash durability.
-            if case .failure(let errno) = Syscall.fsync(dir.fd) {
-                logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
-            }
-        }
         return version
+    }
+
+    /// After a write's rename, with `.full` durability: `fsync`s the suite directory, so that the
+    /// rename survives a power loss. Needs no lock: a later writer's rename, if it came first, is
+    /// made durable along with it, and it holds this write's keys.
+    func syncDirectory(_ dir: OpenDirectory) {
+        guard options.durability == .full else { return }
+        // The new file is in place; a failed directory sync only weakens crash durability.
+        if case .failure(let errno) = Syscall.fsync(dir.fd) {
+            logger.warning("fsync of \(directory) failed: \(errno); the last write may not survive a power loss")
+        }
     }
 
     /// Where writes make their temporary files: this directory in the suite directory, shared

@@ -198,15 +198,14 @@ final class FileBackend: SuiteBackend {
         }
         newFile.number(sequence)
         let version = try file.write(newFile, in: dir, through: writes, as: file.temporaryName(sequence), removingStale: staleScanDue(journaled: tail.size > 0, lostWrite: tail.last > base))
-        // Renamed in and checked: the next writer may go on while this one rings, lets the file
-        // it replaced go (freeing it, which is slow, outside the lock and after the ring) and
-        // syncs the directory.
+        // Renamed in and checked: the next writer may go on while this one rings, syncs the
+        // directory and lets the file it replaced go (freeing it, which is slow, last).
         lock?.unlock()
         lock = nil
         if let bell = Bell.shared { bell.ring(bell.slot(of: dir.identity)) }
+        file.syncDirectory(dir)
         suiteLock?.unlock()
         suiteLock = nil
-        file.syncDirectory(dir)
         let written = image(version.content)
         remember(version, written)
         // Written, and the caller told once it is adopted: what the corrupt file alone held is not in the suite.

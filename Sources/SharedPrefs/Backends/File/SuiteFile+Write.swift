@@ -21,7 +21,7 @@ extension SuiteFile {
     /// rename (by someone who may write it); each is said once in the log and remembered. A
     /// write never reports success for a file it did not write: the suite file is checked after
     /// the rename to be the one written. One that a writer killed mid-write leaves behind is
-    /// removed by a later writer (``removeStaleTemporaryFiles(in:)``). Call it holding both
+    /// removed by a later writer (``removeStaleTemporaryFiles(in:writes:listingAnew:)``). Call it holding both
     /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``); with `removingStale`, that is
     /// done first. `writes`: the directory of writes, open, or `nil` where it cannot be used.
     func write(_ bytes: FileBytes, in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale sweep: StaleSweep? = nil) throws(PreferenceError) -> FileVersion {

@@ -257,7 +257,7 @@ struct LocationOptions: ParsableArguments {
         // Read to the size it had: a suite file is replaced, not changed in place.
         switch Syscall.readAll(fd, sizeHint: Int(st.st_size), limit: limit, sizeIsExact: true) {
         case .success(let bytes) where bytes.count <= limit: return (Data(bytes), st.st_mode)
-        case .success: throw failure("\(path) holds more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize); it was not read further.\(nothingChanged)")
+        case .success: throw holdsTooMuch(path, limit: limit, unchanged: nothingChanged)
         case .failure(let error): throw failure("Could not read \(path): \(error).\(nothingChanged)")
         }
     }
@@ -310,9 +310,12 @@ func readSuiteBytes(_ fd: CInt, from source: String, unchanged: String = "") thr
             if errno == EINTR { continue }
             throw failure("Could not read \(source): \(String(cString: strerror(errno))).\(unchanged)")
         }
-        guard data.count + count <= limit else {
-            throw failure("\(source) holds more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize); it was not read further.\(unchanged)")
-        }
+        guard data.count + count <= limit else { throw holdsTooMuch(source, limit: limit, unchanged: unchanged) }
         data.append(contentsOf: buffer[..<count])
     }
+}
+
+/// Says that `source` holds more than a suite may be (`limit` bytes) and was read no further; the exit status to throw.
+private func holdsTooMuch(_ source: String, limit: Int, unchanged: String) -> ExitCode {
+    failure("\(source) holds more than a suite may be (\(limit) bytes: PreferenceSuite.Options.maximumFileSize); it was not read further.\(unchanged)")
 }

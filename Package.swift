@@ -21,7 +21,7 @@ let package = Package(
     traits: [
         .trait(
             name: "Etcd",
-            description: "SharedPrefsEtcd: suites on an etcd v3 cluster, through its JSON gateway with async-http-client (SwiftNIO)."
+            description: "SharedPrefsEtcd: suites on an etcd v3 cluster, through etcd's own gRPC API (grpc-swift-2 over SwiftNIO's HTTP/2)."
         ),
         .trait(
             name: "Configuration",
@@ -40,7 +40,10 @@ let package = Package(
         // `swift package generate-documentation` (README); a plugin, built only when asked for.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // SharedPrefsEtcd, with the Etcd trait only.
-        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // SharedPrefsConfiguration, with the Configuration trait only.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
@@ -64,7 +67,10 @@ let package = Package(
             dependencies: [
                 "SharedPrefs",
                 "SharedPrefsLocking",
-                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Etcd"])),
+                .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["Etcd"])),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport", condition: .when(traits: ["Etcd"])),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf", condition: .when(traits: ["Etcd"])),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf", condition: .when(traits: ["Etcd"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Etcd"])),
             ]
         ),

@@ -1,14 +1,11 @@
 #if Etcd
-import AsyncHTTPClient
 import Foundation
-import NIOCore
-import NIOHTTP1
 import SharedPrefs
 import SharedPrefsLocking
 
 /// A suite stored under a key prefix of an etcd v3 cluster: each suite key one etcd key, each value
 /// a binary property list. Reads come from the store's snapshot; a watch of the prefix (from the
-/// last revision read, checked while silent: see ``EtcdClient/watch(_:timeout:_:)``) brings other
+/// last revision read, on the process's one watch stream to the cluster: see ``EtcdCluster``) brings other
 /// clients' changes, key by key.
 ///
 /// Plain writes put and delete their keys in one `txn` (the last writer wins per key, as in a
@@ -30,7 +27,7 @@ final class EtcdBackend: SuiteBackend {
         /// The transaction key's modification revision as last seen (0: never written).
         var tokenRevision: Int64 = 0
         /// Watch events not yet handed to the store, in order.
-        var events: [(revision: Int64, events: [WatchResponse.Result.Event])] = []
+        var events: [(revision: Int64, events: [Etcdserverpb_Event])] = []
         /// A full re-read is due: first load, or the watch fell below the compaction point.
         var mustResync = true
         /// The suite's number (``PreferenceSuite/sequence``): the highest revision read or written.
@@ -79,7 +76,7 @@ final class EtcdBackend: SuiteBackend {
 
     var location: String? { address }
 
-    var timeout: Duration { .nanoseconds(client.timeout.nanoseconds) }
+    var timeout: Duration { client.timeout }
 
     /// The cluster and prefix, for messages.
     var address: String { "etcd \(client.endpoints.joined(separator: ",")) prefix \(String(decoding: prefix, as: UTF8.self))" }
@@ -100,8 +97,9 @@ final class EtcdBackend: SuiteBackend {
         return PlistKey(name)
     }
 
-    private func decode(_ kv: KeyValue, notices: inout [PreferenceError]) -> PlistValue? {
-        guard let bytes = kv.value, !bytes.isEmpty else { return nil }
+    private func decode(_ kv: Etcdserverpb_KeyValue, notices: inout [PreferenceError]) -> PlistValue? {
+        let bytes = kv.value
+        guard !bytes.isEmpty else { return nil }
         do { return try PropertyListFormat.decode(Array(bytes)) } catch {
             // A value another program put: shown as the string it is, when it is text.
             if let text = String(bytes: bytes, encoding: .utf8) { return .string(text) }
@@ -119,14 +117,14 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Watches the prefix from the last revision read, so that nothing falls between, until the
-    /// subscription is released. The watch streams on NIO's threads and a task; what it finds
-    /// goes to `sink` on a serial queue of its own, in order: the store's re-read (requests that
-    /// wait for their answers) and the handlers that run where changes are read never take a
-    /// thread of Swift's cooperative pool.
+    /// subscription is released. The watch runs on the etcd thread (``EtcdExecutor``); what it
+    /// finds goes to `sink` on a serial queue of its own, in order: the store's re-read (requests
+    /// that wait for their answers) and the handlers that run where changes are read never take a
+    /// thread of Swift's cooperative pool, nor the etcd thread.
     func subscribe(_ sink: @escaping @Sendable (BackendEvent) -> Void) -> Subscription {
         let deliveries = DispatchQueue(label: "SharedPrefs.etcd.watch")
         let sink: @Sendable (BackendEvent) -> Void = { event in deliveries.async { sink(event) } }
-        let watch = Task.detached { [self] in
+        let watch = Task(executorPreference: EtcdExecutor.shared) { [self] in
             var delay: Duration = .milliseconds(100)
             while !Task.isCancelled {
                 let from = known.withLock { $0.revision } + 1
@@ -148,10 +146,15 @@ final class EtcdBackend: SuiteBackend {
 
     /// Streams the prefix's events from `revision` until the stream ends.
     private func follow(from revision: Int64, _ sink: @escaping @Sendable (BackendEvent) -> Void) async throws {
-        try await client.watch(.init(key: prefix, range_end: prefix.prefixEnd, start_revision: Int64String(revision)), timeout: .hours(24 * 365)) { [self] result, endpoint in
-            if result.canceled == true {
-                guard let compacted = result.compact_revision?.value, compacted > 0 else {
-                    throw EtcdClient.Failure.refused(0, "watch canceled by \(endpoint): \(result.cancel_reason ?? "no reason given")")
+        var create = Etcdserverpb_WatchCreateRequest()
+        create.key = prefix
+        create.rangeEnd = prefix.prefixEnd
+        create.startRevision = revision
+        try await client.watch(create) { [self] result in
+            if result.canceled {
+                let compacted = result.compactRevision
+                guard compacted > 0 else {
+                    throw EtcdClient.Failure.etcd(EtcdError(code: 2, message: "etcd canceled the watch: \(result.cancelReason.isEmpty ? "no reason given" : result.cancelReason)"))
                 }
                 // Below the compaction point: re-read the prefix, diff, and watch on from there.
                 known.withLock { $0.mustResync = true }
@@ -159,7 +162,8 @@ final class EtcdBackend: SuiteBackend {
                 sink(.changed)
                 return false
             }
-            if let events = result.events, !events.isEmpty, let at = result.header?.revision?.value {
+            if !result.events.isEmpty {
+                let (at, events) = (result.header.revision, result.events)
                 known.withLock { $0.events.append((at, events)) }
                 sink(.changed)
             }
@@ -182,11 +186,11 @@ final class EtcdBackend: SuiteBackend {
             for batch in batches where batch.revision > k.revision {
                 for event in batch.events {
                     guard let key = suiteKey(event.kv.key, notices: &notices) else { continue }
-                    let revision = event.kv.mod_revision?.value ?? batch.revision
+                    let revision = event.kv.modRevision
                     // Already known (this process wrote it, or a re-read saw it): skip.
                     if let seen = k.modRevisions[key], seen >= revision { continue }
                     k.modRevisions[key] = revision
-                    changes.append((key, event.type == "DELETE" ? nil : decode(event.kv, notices: &notices), revision))
+                    changes.append((key, event.type == .delete ? nil : decode(event.kv, notices: &notices), revision))
                 }
                 k.revision = batch.revision
             }
@@ -212,9 +216,7 @@ final class EtcdBackend: SuiteBackend {
 
     /// Reads the whole prefix, for the store to diff.
     private func resync() throws(PreferenceError) -> Loaded {
-        let response = try request("read") { () throws(EtcdClient.Failure) in
-            try client.post("/v3/kv/range", RangeRequest(key: prefix, range_end: prefix.prefixEnd), as: RangeResponse.self)
-        }
+        let response = try request("read") { () throws(EtcdClient.Failure) in try client.range(.prefix(prefix)) }
         let loaded = adoptRange(response)
         known.withLock { k in
             k.mustResync = false
@@ -225,18 +227,18 @@ final class EtcdBackend: SuiteBackend {
 
     /// Makes a range of the whole prefix the stored state, at `revision` (the range's own, unless
     /// it was part of a `txn`), and returns it.
-    private func adoptRange(_ response: RangeResponse, at revision: Int64? = nil) -> Loaded {
+    private func adoptRange(_ response: Etcdserverpb_RangeResponse, at revision: Int64? = nil) -> Loaded {
         var values = PlistDictionary()
         var revisions: [PlistKey: Int64] = [:]
         var notices: [PreferenceError] = []
-        for kv in response.kvs ?? [] {
+        for kv in response.kvs {
             guard let key = suiteKey(kv.key, notices: &notices), let value = decode(kv, notices: &notices) else { continue }
             values[key.string] = value
-            revisions[key] = kv.mod_revision?.value ?? 0
+            revisions[key] = kv.modRevision
         }
         let revision = known.withLock { k in
             k.modRevisions = revisions
-            k.revision = max(k.revision, revision ?? response.header?.revision?.value ?? 0)
+            k.revision = max(k.revision, revision ?? response.header.revision)
             return k.revision
         }
         cacheRecord(revisions.map { ($0.key, values.storage[$0.key], $0.value) }, at: revision, complete: true, notices: &notices)
@@ -265,7 +267,7 @@ final class EtcdBackend: SuiteBackend {
             loaded = reread
             attempts += 1
             let waited = ContinuousClock.now - start
-            if waited > .nanoseconds(client.timeout.nanoseconds) * 10 {
+            if waited > client.timeout * 10 {
                 let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
                 throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(waited): each time, another writer had changed what it read first (\(read)). Its values are not written; try again, or read fewer keys in the update.", path: address)
             }
@@ -286,23 +288,24 @@ final class EtcdBackend: SuiteBackend {
         let ordered = Array(operations)
         for start in stride(from: 0, to: ordered.count, by: 128) {
             let chunk = ordered[start..<min(start + 128, ordered.count)]
-            let txn = TxnRequest(compare: [], success: chunk.map { op($0.key, $0.value) }, failure: [])
-            let response: TxnResponse
+            var txn = Etcdserverpb_TxnRequest()
+            txn.success = chunk.map { op($0.key, $0.value) }
+            let response: Etcdserverpb_TxnResponse
             do {
-                response = try request("write") { () throws(EtcdClient.Failure) in try client.post("/v3/kv/txn", txn, as: TxnResponse.self) }
+                response = try request("write") { () throws(EtcdClient.Failure) in try client.txn(txn) }
             } catch where error.code == .clusterUnreachable {
                 // Kept in the offline cache too, so that a restart does not lose them.
                 cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
                 throw error
             }
-            recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header?.revision?.value ?? 0, notices: &notices)
+            recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header.revision, notices: &notices)
         }
     }
 
-    private func op(_ key: PlistKey, _ operation: PendingOperation) -> RequestOp {
+    private func op(_ key: PlistKey, _ operation: PendingOperation) -> Etcdserverpb_RequestOp {
         switch operation {
-        case .set(let value): RequestOp(request_put: .init(key: etcdKey(key), value: Data(PropertyListFormat.binary.encode(value))))
-        case .remove: RequestOp(request_delete_range: .init(key: etcdKey(key)))
+        case .set(let value): .put(etcdKey(key), Data(PropertyListFormat.binary.encode(value)))
+        case .remove: .delete(etcdKey(key))
         }
     }
 
@@ -314,7 +317,7 @@ final class EtcdBackend: SuiteBackend {
     private func attemptTransaction(_ plan: WritePlan, attempt: Int, notices: inout [PreferenceError]) throws -> Loaded? {
         let token = Data(UUID().uuidString.utf8)
         var compared = Set(plan.operations.keys)
-        var compares: [Compare] = []
+        var compares: [Etcdserverpb_Compare] = []
         let (revisions, snapshotRevision, tokenRevision) = known.withLock { ($0.modRevisions, max($0.revision, $0.modRevisions.values.max() ?? 0), $0.tokenRevision) }
         let stored = plan.stored()
         if let reads = plan.reads {
@@ -322,26 +325,26 @@ final class EtcdBackend: SuiteBackend {
         } else {
             // The body read the whole suite: no key may have appeared or changed since.
             compared.formUnion(stored.storage.keys)
-            compares.append(Compare(key: prefix, range_end: prefix.prefixEnd, target: "MOD", result: "LESS", mod_revision: Int64String(snapshotRevision + 1)))
+            compares.append(.modRevision(of: prefix, rangeEnd: prefix.prefixEnd, .less, snapshotRevision + 1))
         }
         for key in compared {
             if stored.storage[key] == nil {
-                compares.append(Compare(key: etcdKey(key), target: "VERSION", result: "EQUAL", version: Int64String(0)))
+                compares.append(.absent(etcdKey(key)))
             } else {
-                compares.append(Compare(key: etcdKey(key), target: "MOD", result: "EQUAL", mod_revision: Int64String(revisions[key] ?? 0)))
+                compares.append(.modRevision(of: etcdKey(key), .equal, revisions[key] ?? 0))
             }
         }
-        compares.append(Compare(key: tokenKey, target: "MOD", result: "EQUAL", mod_revision: Int64String(tokenRevision)))
+        compares.append(.modRevision(of: tokenKey, .equal, tokenRevision))
         guard compares.count <= 128, plan.operations.count < 128 else {
             throw PreferenceError(code: .unsupportedOperation, message: "An update of \(address) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 of each in one transaction (its --max-txn-ops). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: address)
         }
-        var success = plan.operations.map { op($0.key, $0.value) }
-        success.append(RequestOp(request_put: .init(key: tokenKey, value: token)))
-        let failure = [RequestOp(request_range: RangeRequest(key: prefix, range_end: prefix.prefixEnd)), RequestOp(request_range: RangeRequest(key: tokenKey))]
-        let txn = TxnRequest(compare: compares, success: success, failure: failure)
-        let response: TxnResponse
+        var txn = Etcdserverpb_TxnRequest()
+        txn.compare = compares
+        txn.success = plan.operations.map { op($0.key, $0.value) } + [.put(tokenKey, token)]
+        txn.failure = [.range(.prefix(prefix)), .range(.key(tokenKey))]
+        let response: Etcdserverpb_TxnResponse
         do {
-            response = try client.post("/v3/kv/txn", txn, as: TxnResponse.self, failover: false, once: .milliseconds(500 << min(attempt, 6)))
+            response = try client.txn(txn, failover: false, once: .milliseconds(500 << min(attempt, 6)))
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
             if let applied = try resolve(token: token, after: tokenRevision, why: why) {
@@ -352,15 +355,17 @@ final class EtcdBackend: SuiteBackend {
         } catch {
             throw failed("write", error)
         }
-        let revision = response.header?.revision?.value ?? 0
-        if response.succeeded == true {
+        let revision = response.header.revision
+        if response.succeeded {
             recordWritten(plan.operations, at: revision, transaction: true, notices: &notices)
             return nil
         }
         // Someone came first: adopt the prefix and the token key as they are now, and retry.
-        let ranges = response.responses?.compactMap(\.response_range) ?? []
+        let ranges = response.responses.compactMap { op -> Etcdserverpb_RangeResponse? in
+            if case .responseRange(let range) = op.response { range } else { nil }
+        }
         let reread = ranges.first.map { adoptRange($0, at: revision) } ?? Loaded()
-        let latestToken = ranges.dropFirst().first?.kvs?.first?.mod_revision?.value ?? 0
+        let latestToken = ranges.dropFirst().first?.kvs.first?.modRevision ?? 0
         known.withLock { $0.tokenRevision = latestToken }
         return reread
     }
@@ -383,15 +388,15 @@ final class EtcdBackend: SuiteBackend {
     /// still at `revision`. When the fence succeeds, the attempt was not applied and now cannot be;
     /// when it fails, the first write of the key after `revision` tells whose it was.
     private func resolve(token: Data, after revision: Int64, why: String) throws -> Int64? {
-        let fence = TxnRequest(
-            compare: [Compare(key: tokenKey, target: "MOD", result: "EQUAL", mod_revision: Int64String(revision))],
-            success: [RequestOp(request_put: .init(key: tokenKey, value: Data("fence".utf8)))], failure: [])
+        var fence = Etcdserverpb_TxnRequest()
+        fence.compare = [.modRevision(of: tokenKey, .equal, revision)]
+        fence.success = [.put(tokenKey, Data("fence".utf8))]
         var lastFailure = why
         for _ in 0..<20 {
             do {
-                let answer = try client.post("/v3/kv/txn", fence, as: TxnResponse.self)
-                if answer.succeeded == true {
-                    known.withLock { $0.tokenRevision = answer.header?.revision?.value ?? $0.tokenRevision }
+                let answer = try client.txn(fence)
+                if answer.succeeded {
+                    known.withLock { $0.tokenRevision = answer.header.revision }
                     return nil
                 }
                 return try firstWrite(of: tokenKey, after: revision).map { $0.value == token ? $0.revision : nil } ?? nil
@@ -409,9 +414,12 @@ final class EtcdBackend: SuiteBackend {
     /// event), within one request timeout; `nil` when the watch ended with nothing.
     private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
         let first = Lock<(value: Data, revision: Int64)?>(nil)
-        let outcome = watchOnce(.init(key: key, start_revision: Int64String(revision + 1))) { message in
-            guard let event = message.events?.first else { return message.canceled != true }
-            first.withLock { $0 = (event.kv.value ?? Data(), event.kv.mod_revision?.value ?? 0) }
+        var create = Etcdserverpb_WatchCreateRequest()
+        create.key = key
+        create.startRevision = revision + 1
+        let outcome = watchOnce(create) { message in
+            guard let event = message.events.first else { return !message.canceled }
+            first.withLock { $0 = (event.kv.value, event.kv.modRevision) }
             return false
         }
         switch outcome {
@@ -431,17 +439,19 @@ final class EtcdBackend: SuiteBackend {
         guard let first = Int64(exactly: start + 1), let end = Int64(exactly: end) else { return nil }
         let writes = Lock((list: [NumberedWrite](), reached: false))
         let mine = known.withLock { Set($0.written) }
-        let outcome = watchOnce(.init(key: Data([0]), range_end: Data([0]), start_revision: Int64String(first), prev_kv: true)) { [self] message in
+        var create = Etcdserverpb_WatchCreateRequest()
+        (create.key, create.rangeEnd, create.startRevision, create.prevKv) = (Data([0]), Data([0]), first, true)
+        let outcome = watchOnce(create) { [self] message in
             var ignored: [PreferenceError] = []
             return writes.withLock { w in
-                for event in message.events ?? [] {
-                    let revision = event.kv.mod_revision?.value ?? 0
+                for event in message.events {
+                    let revision = event.kv.modRevision
                     guard revision <= end else { break }
                     w.reached = revision == end
                     guard let key = suiteKey(event.kv.key, notices: &ignored) else { continue }
                     let change = NumberedWrite.Change(
-                        key: key.string, old: event.prev_kv.flatMap { decode($0, notices: &ignored) },
-                        new: event.type == "DELETE" ? nil : decode(event.kv, notices: &ignored))
+                        key: key.string, old: event.hasPrevKv ? decode(event.prevKv, notices: &ignored) : nil,
+                        new: event.type == .delete ? nil : decode(event.kv, notices: &ignored))
                     if w.list.last?.sequence == UInt64(revision) {
                         w.list[w.list.count - 1].changes.append(change)
                     } else {
@@ -449,8 +459,8 @@ final class EtcdBackend: SuiteBackend {
                     }
                 }
                 // All of a revision's events come in one message: past `end`, nothing more is due.
-                if let last = message.events?.last?.kv.mod_revision?.value, last >= end { w.reached = true }
-                return !w.reached && message.canceled != true
+                if let last = message.events.last?.kv.modRevision, last >= end { w.reached = true }
+                return !w.reached && !message.canceled
             }
         }
         guard case .success = outcome else { return nil }
@@ -458,26 +468,24 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Runs a watch until `body` returns `false` or the stream ends, waiting on this thread (one
-    /// of the library's, never the cooperative pool's) for three request timeouts at most: the
-    /// watch's own checks end it within about two. `nil` when it did not end in time.
-    private func watchOnce(_ create: WatchRequest.Create, _ body: @escaping @Sendable (WatchResponse.Result) -> Bool) -> Result<Void, any Error>? {
-        let result = Lock<Result<Void, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let client = self.client
-        let watch = Task.detached {
-            defer { done.signal() }
-            do {
-                try await client.watch(create, timeout: client.timeout) { message, _ in body(message) }
-                result.withLock { $0 = .success(()) }
-            } catch {
-                result.withLock { $0 = .failure(error) }
+    /// of the library's, never the etcd thread) for three request timeouts at most: the stream's
+    /// own checks end it within about two. `nil` when it did not end in time.
+    private func watchOnce(_ create: Etcdserverpb_WatchCreateRequest, _ body: @escaping @Sendable (Etcdserverpb_WatchResponse) -> Bool) -> Result<Void, any Error>? {
+        let (client, limit) = (self.client, client.timeout * 3)
+        return EtcdExecutor.shared.wait {
+            await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+                group.addTask {
+                    do { try await client.watch(create, body) } catch { return .failure(error) }
+                    return .success(())
+                }
+                group.addTask {
+                    try? await Task.sleep(for: limit)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                return await group.next() ?? nil
             }
         }
-        if done.wait(timeout: .now() + .nanoseconds(Int(client.timeout.nanoseconds * 3))) == .timedOut {
-            watch.cancel()
-            return nil
-        }
-        return result.withLock { $0 }
     }
 
     // MARK: Errors
@@ -494,8 +502,6 @@ final class EtcdBackend: SuiteBackend {
             return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(address): no endpoint answered (\(why)). Check that the cluster is running and reachable\(then).", path: address)
         case EtcdClient.Failure.etcd(let error):
             return error.preferenceError(doing: doing, address: address, endpoints: client.endpoints)
-        case EtcdClient.Failure.refused(let status, let body):
-            return PreferenceError(code: .ioFailure, message: "etcd refused to \(doing) \(address) (HTTP \(status): \(body.prefix(300))).", path: address)
         default:
             return PreferenceError(code: .ioFailure, message: "Could not \(doing) \(address): \(error)", path: address)
         }

@@ -669,7 +669,9 @@ struct EtcdSuiteTests {
         #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "compact", "\(revision)"]).status == 0)
         let client = try EtcdClient(endpoints: cluster.clientURLs, options: noCache)
         do {
-            _ = try client.post("/v3/kv/range", RangeRequest(key: Data((prefix + "a").utf8), revision: Int64String(revision - 1)), as: RangeResponse.self)
+            var request = Etcdserverpb_RangeRequest.key(Data((prefix + "a").utf8))
+            request.revision = revision - 1
+            _ = try client.range(request)
             Issue.record("a range at a compacted revision was answered")
         } catch .etcd(let refusal) {
             let error = refusal.preferenceError(doing: "read", address: "etcd prefix \(prefix)", endpoints: client.endpoints)

@@ -1,0 +1,357 @@
+#if Etcd
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import GRPCProtobuf
+import SharedPrefs
+import SharedPrefsLocking
+
+/// One etcd cluster as this process reaches it: a gRPC client per member, made when a request
+/// first goes there, and one watch stream, on the member in use, that carries the watch of every
+/// suite of the cluster in this process (etcd multiplexes watches on a stream by watch id, as
+/// clientv3 does).
+///
+/// The stream is kept alive by etcd's progress requests, not by reads: when it has carried nothing
+/// for the request timeout, it asks for the members' progress (`WatchProgressRequest`), and a
+/// member that does not answer within another timeout is left (a hung process, a stalled disk, a
+/// link that died without a reset). A member that loses its leader ends the stream itself (the
+/// stream asks for a leader, as clientv3's `WithRequireLeader`). Either way the stream moves to
+/// the next member, and every watch that had heard from the old one ends with an error: its
+/// suite resumes from its last applied revision + 1, so nothing is missed nor applied twice.
+final class EtcdCluster: Sendable {
+    /// The largest message sent or taken: etcd's own limits (`--max-request-bytes`, and none on
+    /// what it sends) are the ones that apply.
+    static let largestMessage = Int(Int32.max)
+
+    let endpoints: [String]
+    /// The member requests and the watch stream go to first: the last that answered.
+    let preferred = LockedIndex()
+    private let targets: [(host: String, port: Int, security: HTTP2ClientTransport.Posix.TransportSecurity)]
+    private let clients = Lock([Int: GRPCClient<HTTP2ClientTransport.Posix>]())
+    private let hub = Lock(Hub())
+
+    private struct Key: Hashable {
+        var endpoints: [String]
+        var tls: EtcdOptions.TLS?
+    }
+    private static let all = Lock([Key: EtcdCluster]())
+
+    /// The process's one instance for these endpoints and TLS settings.
+    static func shared(endpoints: [String], tls: EtcdOptions.TLS?) throws(PreferenceError) -> EtcdCluster {
+        let key = Key(endpoints: endpoints, tls: tls)
+        if let cluster = all.withLock({ $0[key] }) { return cluster }
+        let made = try EtcdCluster(endpoints: endpoints, tls: tls)
+        return all.withLock { all in
+            if let cluster = all[key] { return cluster }
+            all[key] = made
+            return made
+        }
+    }
+
+    private init(endpoints: [String], tls: EtcdOptions.TLS?) throws(PreferenceError) {
+        self.endpoints = endpoints
+        let secure = try tls.map { (tls) throws(PreferenceError) in try tls.transportSecurity() }
+        targets = try endpoints.map { (endpoint) throws(PreferenceError) in
+            guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                let host = url.host(percentEncoded: false), !host.isEmpty, url.path.isEmpty || url.path == "/"
+            else {
+                throw PreferenceError(code: .invalidName, message: "\"\(endpoint)\" is no etcd endpoint: give each member's client URL, such as http://10.0.0.1:2379 or https://etcd.example:2379.")
+            }
+            let security: HTTP2ClientTransport.Posix.TransportSecurity = scheme == "https" ? (secure ?? .tls) : .plaintext
+            return (host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, url.port ?? 2379, security)
+        }
+    }
+
+    /// An address as itself (TLS then sends no server name, which may not be an address), a
+    /// name through DNS.
+    private static func resolvable(_ host: String, _ port: Int) -> any ResolvableTarget {
+        var address = in6_addr()
+        if inet_pton(AF_INET, host, &address) == 1 { return .ipv4(host: host, port: port) as ResolvableTargets.IPv4 }
+        if inet_pton(AF_INET6, host, &address) == 1 { return .ipv6(host: host, port: port) as ResolvableTargets.IPv6 }
+        return .dns(host: host, port: port) as ResolvableTargets.DNS
+    }
+
+    /// A call's options: `timeout`, no waiting for a connection that is failing (the next member
+    /// is tried), and etcd's own limits on a message's size.
+    static func options(timeout: Duration?) -> CallOptions {
+        var options = CallOptions.defaults
+        options.timeout = timeout
+        options.waitForReady = false
+        options.maxResponseMessageBytes = largestMessage
+        options.maxRequestMessageBytes = largestMessage
+        return options
+    }
+
+    /// The client of the member at `index`, made (and its connections run on the etcd thread) at
+    /// its first use. Its connection is made when a request needs it.
+    func member(_ index: Int) throws -> GRPCClient<HTTP2ClientTransport.Posix> {
+        try clients.withLock { clients in
+            if let client = clients[index] { return client }
+            let target = targets[index]
+            let transport = try HTTP2ClientTransport.Posix(
+                target: Self.resolvable(target.host, target.port), transportSecurity: target.security,
+                config: .defaults { config in
+                    // A member that comes back is reached again within about 2 s.
+                    config.backoff = .init(initial: .milliseconds(100), max: .seconds(2), multiplier: 1.6, jitter: 0.2)
+                    // etcd refuses pings more often than its --grpc-keepalive-min-time (5 s by default).
+                    config.connection.keepalive = .init(time: .seconds(30), timeout: .seconds(10), allowWithoutCalls: false)
+                })
+            let client = GRPCClient(transport: transport)
+            Task(executorPreference: EtcdExecutor.shared) { try? await client.runConnections() }
+            clients[index] = client
+            return client
+        }
+    }
+
+    // MARK: The watch stream
+
+    /// One watch on the stream.
+    private struct Watcher {
+        let create: Etcdserverpb_WatchCreateRequest
+        let messages: AsyncThrowingStream<Etcdserverpb_WatchResponse, any Error>.Continuation
+        /// Its id on the current stream, once etcd has answered its creation.
+        var id: Int64? = nil
+        /// Whether it has been handed a message: after that, a broken stream ends it.
+        var begun = false
+        /// Streams that broke before it began.
+        var failedStreams = 0
+    }
+
+    private struct Hub {
+        var watchers: [UInt64: Watcher] = [:]
+        var nextSerial: UInt64 = 0
+        /// The watchers whose creation the current stream has not answered yet, in the order sent
+        /// (etcd answers them in order); a serial no longer among `watchers` was let go meanwhile.
+        var awaiting: [UInt64] = []
+        var serials: [Int64: UInt64] = [:]
+        /// The current stream's requests; `nil` while none runs.
+        var requests: AsyncStream<Etcdserverpb_WatchRequest>.Continuation? = nil
+        var running = false
+        /// When the current stream last carried something.
+        var heard = ContinuousClock.now
+    }
+
+    private static func request(_ create: Etcdserverpb_WatchCreateRequest) -> Etcdserverpb_WatchRequest {
+        var request = Etcdserverpb_WatchRequest()
+        request.createRequest = create
+        return request
+    }
+
+    /// Watches from `create`, handing each message of the watch to `body` (on the caller's task)
+    /// until `body` returns `false`, then cancels the watch. Throws when the stream breaks after
+    /// the watch began, or when it broke on every member before.
+    func watch(_ create: Etcdserverpb_WatchCreateRequest, timeout: Duration, _ body: @escaping @Sendable (Etcdserverpb_WatchResponse) throws -> Bool) async throws {
+        let (messages, continuation) = AsyncThrowingStream.makeStream(of: Etcdserverpb_WatchResponse.self)
+        let (serial, start) = hub.withLock { hub in
+            let serial = hub.nextSerial
+            hub.nextSerial += 1
+            hub.watchers[serial] = Watcher(create: create, messages: continuation)
+            if let requests = hub.requests {
+                hub.awaiting.append(serial)
+                requests.yield(Self.request(create))
+            }
+            defer { hub.running = true }
+            return (serial, !hub.running)
+        }
+        if start { Task(executorPreference: EtcdExecutor.shared) { await self.run(timeout: timeout) } }
+        defer { release(serial) }
+        for try await message in messages where try !body(message) { return }
+        try Task.checkCancellation()
+    }
+
+    /// Lets the watcher `serial` go, and cancels its watch on the stream.
+    private func release(_ serial: UInt64) {
+        hub.withLock { hub in
+            guard let watcher = hub.watchers.removeValue(forKey: serial) else { return }
+            watcher.messages.finish()
+            if let id = watcher.id {
+                hub.serials[id] = nil
+                var request = Etcdserverpb_WatchRequest()
+                request.cancelRequest.watchID = id
+                hub.requests?.yield(request)
+            }
+            // The last watch gone: the stream closes its side, and etcd ends it.
+            if hub.watchers.isEmpty { hub.requests?.finish() }
+        }
+    }
+
+    /// Hands a message of the stream to its watcher.
+    private func route(_ message: Etcdserverpb_WatchResponse) {
+        hub.withLock { hub in
+            hub.heard = .now
+            if message.created {
+                guard !hub.awaiting.isEmpty else { return }
+                let serial = hub.awaiting.removeFirst()
+                guard hub.watchers[serial] != nil else {
+                    // Let go before etcd answered: cancel it now.
+                    if !message.canceled {
+                        var request = Etcdserverpb_WatchRequest()
+                        request.cancelRequest.watchID = message.watchID
+                        hub.requests?.yield(request)
+                    }
+                    return
+                }
+                if !message.canceled {
+                    hub.watchers[serial]?.id = message.watchID
+                    hub.serials[message.watchID] = serial
+                }
+                hub.watchers[serial]?.begun = true
+                hub.watchers[serial]?.messages.yield(message)
+            } else if let serial = hub.serials[message.watchID] {
+                if message.canceled { hub.serials[message.watchID] = nil }
+                hub.watchers[serial]?.begun = true
+                hub.watchers[serial]?.messages.yield(message)
+            }
+            // Else a progress answer (watch id -1), or a canceled watch's last words.
+        }
+    }
+
+    /// Runs the stream while any watch wants it: on the preferred member, then on the next when
+    /// it breaks, pausing 100 ms to 2 s after each round of members that all failed.
+    private func run(timeout: Duration) async {
+        var failed = 0
+        while true {
+            let index = preferred.value
+            let (requests, continuation) = AsyncStream.makeStream(of: Etcdserverpb_WatchRequest.self)
+            let wanted = hub.withLock { hub in
+                guard !hub.watchers.isEmpty else {
+                    hub.running = false
+                    return false
+                }
+                hub.requests = continuation
+                hub.awaiting = hub.watchers.keys.sorted()
+                hub.serials = [:]
+                hub.heard = .now
+                for serial in hub.awaiting {
+                    hub.watchers[serial]?.id = nil
+                    continuation.yield(Self.request(hub.watchers[serial]!.create))
+                }
+                return true
+            }
+            guard wanted else { return }
+            let why = await stream(on: index, requests, continuation, timeout: timeout)
+            let endpoint = endpoints[index]
+            let gone = hub.withLock { hub in
+                hub.requests = nil
+                continuation.finish()
+                for (serial, watcher) in hub.watchers where why != nil {
+                    let failedStreams = watcher.failedStreams + 1
+                    if watcher.begun || failedStreams >= endpoints.count {
+                        watcher.messages.finish(throwing: EtcdClient.Failure.unreachable("\(endpoint) ended the watch stream: \(why ?? "")"))
+                        hub.watchers[serial] = nil
+                    } else {
+                        hub.watchers[serial]?.failedStreams = failedStreams
+                    }
+                }
+                return hub.watchers.isEmpty
+            }
+            guard why != nil else { continue }  // closed because every watch was let go: any new one gets a new stream
+            preferred.move(past: index, of: endpoints.count)
+            failed += 1
+            if !gone, failed % endpoints.count == 0 {
+                try? await Task.sleep(for: .milliseconds(100) * min(20, 1 << min(failed / endpoints.count, 5)))
+            }
+        }
+    }
+
+    /// One stream on the member at `index`: until it breaks (why), or it is closed because no
+    /// watch wants it any more (`nil`: the last one let go finished `requests`).
+    private func stream(
+        on index: Int, _ requests: AsyncStream<Etcdserverpb_WatchRequest>, _ continuation: AsyncStream<Etcdserverpb_WatchRequest>.Continuation, timeout: Duration
+    ) async -> String? {
+        let options = Self.options(timeout: nil)
+        do {
+            let client = try Etcdserverpb_Watch.Client(wrapping: member(index))
+            return try await withThrowingTaskGroup(of: String?.self) { group in
+                group.addTask {
+                    let request = StreamingClientRequest(of: Etcdserverpb_WatchRequest.self, metadata: EtcdClient.requireLeader) { writer in
+                        for await request in requests { try await writer.write(request) }
+                        // Every watch let go (etcd keeps a stream whose client only stops sending): end it.
+                        throw CancellationError()
+                    }
+                    return try await client.watch(request: request, options: options) { response in
+                        for try await message in response.messages { self.route(message) }
+                        return self.hub.withLock { $0.watchers.isEmpty } ? nil : "the member closed it"
+                    }
+                }
+                group.addTask { try await self.checkWhileSilent(continuation, timeout: timeout) }
+                defer { group.cancelAll() }
+                return try await group.next() ?? nil
+            }
+        } catch {
+            return hub.withLock { $0.watchers.isEmpty } ? nil : "\(EtcdError(error))"
+        }
+    }
+
+    /// Returns (with why) when the stream carried nothing for `timeout` after a progress request
+    /// that followed `timeout` of silence; until then, never.
+    private func checkWhileSilent(_ requests: AsyncStream<Etcdserverpb_WatchRequest>.Continuation, timeout: Duration) async throws -> String? {
+        var asked: ContinuousClock.Instant? = nil
+        while true {
+            let heard = hub.withLock { $0.heard }
+            if let at = asked, heard < at, at.duration(to: .now) >= timeout {
+                return "nothing came for \(timeout), nor an answer to a progress request in \(timeout) more"
+            }
+            if heard.duration(to: .now) >= timeout, asked == nil || heard >= asked! {
+                var request = Etcdserverpb_WatchRequest()
+                request.progressRequest = Etcdserverpb_WatchProgressRequest()
+                requests.yield(request)
+                asked = .now
+            }
+            try await Task.sleep(for: min(timeout, max(.milliseconds(10), timeout - heard.duration(to: .now))))
+        }
+    }
+}
+
+/// The one thread on which SharedPrefsEtcd's async work runs (a task executor, SE-0417: every
+/// task it starts prefers it, and so do their child tasks). The library's blocking calls wait for
+/// that work on their own threads; were it on Swift's cooperative pool, callers that block the
+/// pool's few threads (synchronous calls from async code) could stall the very work they wait for.
+final class EtcdExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = EtcdExecutor()
+    // @unchecked: `jobs` is reached only with `condition` held.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+
+    private init() {
+        let thread = Thread { [unowned self] in run() }
+        thread.name = "SharedPrefs.etcd"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        let executor = asUnownedTaskExecutor()
+        var batch: [UnownedJob] = []
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            swap(&batch, &jobs)
+            condition.unlock()
+            for job in batch { job.runSynchronously(on: executor) }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Runs `body` on this executor and waits for its result on the calling thread, which must
+    /// be another.
+    func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let result = Lock<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: self) {
+            let value = await body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+}
+#endif

@@ -21,7 +21,7 @@ struct EtcdClient: Sendable {
     let cluster: EtcdCluster
 
     init(endpoints: [String], options: EtcdOptions) throws(PreferenceError) {
-        self.endpoints = endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.endpoints = endpoints.map { $0.hasSuffix("/") && !$0.hasSuffix("://") ? String($0.dropLast()) : $0 }
         timeout = options.timeout
         cluster = try EtcdCluster.shared(endpoints: self.endpoints, tls: options.tls)
     }

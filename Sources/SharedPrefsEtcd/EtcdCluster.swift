@@ -66,8 +66,8 @@ final class EtcdCluster: Sendable {
     /// name through DNS.
     private static func resolvable(_ host: String, _ port: Int) -> any ResolvableTarget {
         var address = in6_addr()
-        if inet_pton(AF_INET, host, &address) == 1 { return .ipv4(host: host, port: port) as ResolvableTargets.IPv4 }
-        if inet_pton(AF_INET6, host, &address) == 1 { return .ipv6(host: host, port: port) as ResolvableTargets.IPv6 }
+        if inet_pton(AF_INET, host, &address) == 1 { return .ipv4(address: host, port: port) as ResolvableTargets.IPv4 }
+        if inet_pton(AF_INET6, host, &address) == 1 { return .ipv6(address: host, port: port) as ResolvableTargets.IPv6 }
         return .dns(host: host, port: port) as ResolvableTargets.DNS
     }
 
@@ -124,8 +124,10 @@ final class EtcdCluster: Sendable {
         /// (etcd answers them in order); a serial no longer among `watchers` was let go meanwhile.
         var awaiting: [UInt64] = []
         var serials: [Int64: UInt64] = [:]
-        /// The current stream's requests; `nil` while none runs.
+        /// The current stream's requests; `nil` while none runs, or once it is being closed.
         var requests: AsyncStream<Etcdserverpb_WatchRequest>.Continuation? = nil
+        /// The current stream is being closed: every watch was let go.
+        var closing = false
         var running = false
         /// When the current stream last carried something.
         var heard = ContinuousClock.now
@@ -170,8 +172,12 @@ final class EtcdCluster: Sendable {
                 request.cancelRequest.watchID = id
                 hub.requests?.yield(request)
             }
-            // The last watch gone: the stream closes its side, and etcd ends it.
-            if hub.watchers.isEmpty { hub.requests?.finish() }
+            // The last watch gone: the stream closes its side, and ends (a watch made meanwhile
+            // waits for the next stream).
+            if hub.watchers.isEmpty, let requests = hub.requests {
+                requests.finish()
+                (hub.requests, hub.closing) = (nil, true)
+            }
         }
     }
 
@@ -218,7 +224,7 @@ final class EtcdCluster: Sendable {
                     hub.running = false
                     return false
                 }
-                hub.requests = continuation
+                (hub.requests, hub.closing) = (continuation, false)
                 hub.awaiting = hub.watchers.keys.sorted()
                 hub.serials = [:]
                 hub.heard = .now
@@ -255,7 +261,7 @@ final class EtcdCluster: Sendable {
     }
 
     /// One stream on the member at `index`: until it breaks (why), or it is closed because no
-    /// watch wants it any more (`nil`: the last one let go finished `requests`).
+    /// watch wants it any more (`nil`: the last one let go finished `requests`, and set `closing`).
     private func stream(
         on index: Int, _ requests: AsyncStream<Etcdserverpb_WatchRequest>, _ continuation: AsyncStream<Etcdserverpb_WatchRequest>.Continuation, timeout: Duration
     ) async -> String? {
@@ -271,7 +277,7 @@ final class EtcdCluster: Sendable {
                     }
                     return try await client.watch(request: request, options: options) { response in
                         for try await message in response.messages { self.route(message) }
-                        return self.hub.withLock { $0.watchers.isEmpty } ? nil : "the member closed it"
+                        return self.hub.withLock { $0.closing } ? nil : "the member closed it"
                     }
                 }
                 group.addTask { try await self.checkWhileSilent(continuation, timeout: timeout) }
@@ -279,7 +285,7 @@ final class EtcdCluster: Sendable {
                 return try await group.next() ?? nil
             }
         } catch {
-            return hub.withLock { $0.watchers.isEmpty } ? nil : "\(EtcdError(error))"
+            return hub.withLock { $0.closing } ? nil : "\(EtcdError(error))"
         }
     }
 
@@ -289,16 +295,19 @@ final class EtcdCluster: Sendable {
         var asked: ContinuousClock.Instant? = nil
         while true {
             let heard = hub.withLock { $0.heard }
-            if let at = asked, heard < at, at.duration(to: .now) >= timeout {
-                return "nothing came for \(timeout), nor an answer to a progress request in \(timeout) more"
-            }
-            if heard.duration(to: .now) >= timeout, asked == nil || heard >= asked! {
+            if let at = asked, heard >= at { asked = nil }
+            let now = ContinuousClock.now
+            if let at = asked {
+                if at.duration(to: now) >= timeout { return "nothing came for \(timeout), nor an answer to a progress request in \(timeout) more" }
+                try await Task.sleep(until: at + timeout, clock: .continuous)
+            } else if heard.duration(to: now) >= timeout {
                 var request = Etcdserverpb_WatchRequest()
                 request.progressRequest = Etcdserverpb_WatchProgressRequest()
                 requests.yield(request)
-                asked = .now
+                asked = now
+            } else {
+                try await Task.sleep(until: heard + timeout, clock: .continuous)
             }
-            try await Task.sleep(for: min(timeout, max(.milliseconds(10), timeout - heard.duration(to: .now))))
         }
     }
 }

@@ -5,9 +5,10 @@ import SharedPrefs
 /// How an etcd suite reaches its cluster, and where it keeps its offline cache.
 public struct EtcdOptions: Sendable, Hashable {
     /// How long one request (or a connection) waits for a member before trying the next; default
-    /// 5 seconds. A watch that hears nothing for this long reads once through its member, which
-    /// must answer within it too, or the watch moves to the next member: a member that stops
-    /// answering (a hung process, a link that died without a reset) is left within twice this time.
+    /// 5 seconds. A watch stream that carries nothing for this long asks its member for progress,
+    /// which must answer within it too, or the stream moves to the next member: a member that
+    /// stops answering (a hung process, a link that died without a reset) is left within twice
+    /// this time.
     public var timeout: Duration
     /// Where the suite's last known state and unaccepted writes are kept; default ``OfflineCache/automatic``.
     public var offlineCache: OfflineCache
@@ -79,14 +80,15 @@ extension PreferenceSuite {
     /// `apps.demo`: `/etc/sharedprefs/apps.demo.plist`, `/etc/sharedprefs/locks/apps.demo`).
     ///
     /// - Parameters:
-    ///   - endpoints: The members' client URLs (`http://host:2379`); requests go to the last one
-    ///     that answered, and on to the next when it does not.
+    ///   - endpoints: The members' client URLs (`http://host:2379`, `https://…` with ``EtcdOptions/tls``);
+    ///     requests go to the last one that answered, and on to the next when it does not.
     ///   - prefix: The suite's key prefix; end it with a separator (`/`) so that no other suite's
     ///     prefix starts with it.
     ///   - options: The timeout, the offline cache, TLS.
     /// - Throws: ``PreferenceError`` with ``PreferenceError/Code/clusterUnreachable`` when no
     ///   endpoint answers and the offline cache holds no state of the suite, or
-    ///   ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list, or
+    ///   ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list or an endpoint
+    ///   that is no `http://` or `https://` URL, or
     ///   ``PreferenceError/Code/ioFailure`` for a TLS file that cannot be read.
     public convenience init(etcd endpoints: [String], prefix: String, options: EtcdOptions = EtcdOptions()) throws(PreferenceError) {
         guard !endpoints.isEmpty, !prefix.isEmpty else {

@@ -219,6 +219,21 @@ final class EtcdCluster {
     }
 
     /// The cluster's current revision.
+    /// The value of the metric line that starts with `name` (a name, or a name and the start of
+    /// its labels) on the member at `url`, from its /metrics (Prometheus text); 0 when none.
+    func metric(_ name: String, of url: String) throws -> Double {
+        let page = Process()
+        page.executableURL = URL(filePath: "/usr/bin/env")
+        page.arguments = ["python3", "-c", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + '/metrics', timeout=5).read().decode())", url]
+        let pipe = Pipe()
+        page.standardOutput = pipe
+        try page.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        page.waitUntilExit()
+        return text.split(separator: "\n").filter { $0.hasPrefix(name) && ($0.dropFirst(name.count).first == " " || name.contains("{")) }
+            .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+    }
+
     func revision() throws -> Int64 {
         let out = try etcdctl(["--endpoints", endpoints, "endpoint", "status", "-w", "json"]).output
         let statuses = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]] ?? []
@@ -374,6 +389,34 @@ func changeAndCompact(_ suite: PreferenceSuite, on cluster: EtcdCluster, through
     return revision
 }
 
+/// The established TCP connections of this process to `urls` (`http://address:port`): its
+/// sockets (/proc/self/fd) among /proc/self/net/tcp's, by remote address and port.
+func connections(to urls: [String]) -> Int {
+    let sockets = Set(((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { fd -> String? in
+        guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"), link.hasPrefix("socket:[") else { return nil }
+        return String(link.dropFirst(8).dropLast())
+    })
+    let remotes = Set(urls.compactMap { URL(string: $0) }.map { url -> String in
+        let octets = (url.host() ?? "").split(separator: ".").compactMap { UInt8($0) }
+        return octets.reversed().map { String(format: "%02X", $0) }.joined() + String(format: ":%04X", url.port ?? 2379)
+    })
+    let table = Syscall.procFile("/proc/self/net/tcp") ?? ""
+    return table.split(separator: "\n").dropFirst().count { line in
+        let fields = line.split(separator: " ")
+        return fields.count > 9 && fields[3] == "01" && remotes.contains(String(fields[2])) && sockets.contains(String(fields[9]))
+    }
+}
+
+/// Waits, ten times a second for 30 s at most, until `condition` holds (for a state seen only from
+/// outside, such as another server's metrics).
+func waitFor(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
+    for _ in 0..<300 {
+        if condition() { return }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    Issue.record("waited 30 s for a condition that did not come", sourceLocation: sourceLocation)
+}
+
 /// The test process's own suites keep no offline cache (the children's is under the cluster's directory).
 let noCache = EtcdOptions(offlineCache: .none)
 
@@ -404,6 +447,50 @@ struct EtcdSuiteTests {
         // And the values are what another client reads.
         let reader = try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", "--prefix", prefix, "--keys-only"])
         #expect(reader.output.split(separator: "\n").filter { !$0.isEmpty } == [Substring(prefix + "a")])
+    }
+
+    /// An endpoint that is no http(s) URL is refused when the suite opens, and named.
+    @Test(arguments: ["127.0.0.1:2379", "etcd:2379", "ftp://127.0.0.1:2379", "http://", "http://127.0.0.1:2379/v3"])
+    func anEndpointThatIsNoURLIsRefusedAndNamed(_ endpoint: String) {
+        let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(etcd: [endpoint], prefix: "apps/x/", options: noCache) }
+        #expect(error?.code == .invalidName && error?.message.contains("\"\(endpoint)\"") == true, "\(String(describing: error))")
+    }
+
+    /// Twenty suites of one process on one cluster: one TCP connection, one watch stream with
+    /// twenty watches on the members (their own metrics), every change heard; and while they are
+    /// quiet for three request timeouts, no read (no `Range`), the stream kept by progress requests.
+    @Test func theSuitesOfAProcessShareOneConnectionAndOneWatchStreamAndReadNothingWhileQuiet() async throws {
+        let cluster = try EtcdCluster()
+        let options = EtcdOptions(timeout: .seconds(1), offlineCache: .none)
+        let base = "apps/\(UUID().uuidString)/"
+        let (heard, hear) = AsyncStream.makeStream(of: String.self)
+        var kept: [(PreferenceSuite, PreferenceObservation)] = []
+        for i in 0..<20 {
+            let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: base + "\(i)/", options: options)
+            kept.append((suite, suite.observe(.key("k")) { change in hear.yield("\(i) \(change.newValue.map { "\($0)" } ?? "-")") }))
+        }
+        for i in 0..<20 { #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "put", base + "\(i)/k", "v\(i)"]).status == 0) }
+        var seen = Set<String>()
+        for await line in heard {
+            seen.insert(line)
+            if seen.count == 20 { break }
+        }
+        #expect(seen == Set((0..<20).map { "\($0) \"v\($0)\"" }))
+        func total(_ name: String) throws -> Double { try cluster.clientURLs.reduce(0) { try $0 + cluster.metric(name, of: $1) } }
+        #expect(try total("etcd_debugging_mvcc_watch_stream_total") == 1)
+        #expect(try total("etcd_debugging_mvcc_watcher_total") == 20)
+        #expect(connections(to: cluster.clientURLs) == 1, "TCP connections of this process to the members")
+        let ranges = try total("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Range\"")
+        let received = try total("grpc_server_msg_received_total{grpc_method=\"Watch\"")
+        // Quiet for three timeouts: what is asserted is what does not happen in that time.
+        try await Task.sleep(for: .seconds(3.5))
+        #expect(try total("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Range\"") == ranges, "reads while quiet")
+        #expect(try total("grpc_server_msg_received_total{grpc_method=\"Watch\"") > received, "no progress request was sent")
+        #expect(try total("etcd_debugging_mvcc_watch_stream_total") == 1)
+        #expect(connections(to: cluster.clientURLs) == 1)
+        // Released, each suite's watch is canceled on the stream, and the stream then closed.
+        kept.removeAll()
+        await waitFor { (try? total("etcd_debugging_mvcc_watch_stream_total")) == 0 }
     }
 
     @Test func eightProcessesIncrementingWhileTheLeaderIsKilledLoseNothingAndDoubleNothing() async throws {

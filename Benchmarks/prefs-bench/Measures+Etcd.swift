@@ -67,6 +67,7 @@ extension Measures {
         let children = try (0..<observers).map { _ in try Child(["etcd-observe", endpoints, prefix]) }
         defer { for child in children { child.stop() } }
         for child in children { try child.ready() }
+        let streams = endpoints.split(separator: ",").reduce(0) { $0 + Self.etcdMetric("etcd_debugging_mvcc_watch_stream_total", of: String($1)) }
         let parse: (String) -> Int64? = { Int64($0.split(separator: " ").last ?? "") }
         func arrival(of value: Int64, from child: Child, timeout: Double) -> Int64? {
             while let (line, arrival) = child.nextTimedLine(timeout: timeout) {
@@ -97,7 +98,59 @@ extension Measures {
         let p99s = block.arrivals.map { arrivals in Latencies(block.sent.compactMap { sent in arrivals[sent].map { $0 - sent } }).p99 }.sorted()
         rows.append(Row(
             id: "10.etcd-fan-out", group: "10. etcd (3 members)", name: "put → \(observers) SharedPrefs observers, each its own process, slowest of each put", tally: tally,
-            note: "median observer's p99 \(µs(p99s[p99s.count / 2])); a put some observer missed counts as 5 s"))
+            note: "median observer's p99 \(µs(p99s[p99s.count / 2])); a put some observer missed counts as 5 s; \(Int(streams)) watch streams on the members"))
+    }
+}
+
+extension Measures {
+    /// 10. One process watching `suites` etcd suites (prefixes `<base><i>/`), one put to each in
+    /// turn, 2 ms apart (through a suite on `<base>`, whose key `<i>/stamp` is suite i's `stamp`):
+    /// put → that suite's observer, the watches and streams on the members (their metrics), and
+    /// the members' resident memory per watch.
+    mutating func etcdManySuites(_ endpoints: String, suites: Int) throws {
+        let base = "prefs-bench/\(UUID().uuidString)/"
+        let urls = endpoints.split(separator: ",").map(String.init)
+        func total(_ name: String) -> Double { urls.reduce(0) { $0 + Self.etcdMetric(name, of: $1) } }
+        let memoryBefore = total("process_resident_memory_bytes")
+        let watcher = try Child(["etcd-observe-many", endpoints, base, String(suites)])
+        defer { watcher.stop() }
+        try watcher.ready()
+        let (streams, watches) = (total("etcd_debugging_mvcc_watch_stream_total"), total("etcd_debugging_mvcc_watcher_total"))
+        let memoryPerWatch = (total("process_resident_memory_bytes") - memoryBefore) / Double(max(1, suites))
+        let writer = try PreferenceSuite(etcd: urls, prefix: base, options: EtcdOptions(offlineCache: .none))
+        var block = Block(arrivals: [[:]])
+        for i in 0..<suites {
+            let sent = now()
+            writer.set(sent, forKey: "\(i)/stamp")
+            _ = writer.synchronize()
+            block.sent.append(sent)
+            gap(2)
+        }
+        // The observer prints `change <i> <sent>` for each; every put's line, in any order.
+        var pending = Set(block.sent)
+        while !pending.isEmpty, let (line, arrival) = watcher.nextTimedLine(timeout: 10) {
+            guard let sent = Int64(line.split(separator: " ").last ?? ""), pending.remove(sent) != nil else { continue }
+            block.arrivals[0][sent] = arrival
+        }
+        var tally = Tally(timeout: 10_000_000_000)
+        tally.add(block, warmUp: 0)
+        rows.append(Row(
+            id: "10.etcd-many-suites", group: "10. etcd (3 members)", name: "put → its suite's observer, one process watching \(suites) suites", tally: tally,
+            note: String(format: "%.0f watch streams and %.0f watches on the members; member memory %.1f KiB per watch; %d of %d missed", streams, watches, memoryPerWatch / 1024, pending.count, suites)))
+    }
+
+    /// The sum of the lines of member `url`'s metrics (Prometheus text) whose name is `name`.
+    static func etcdMetric(_ name: String, of url: String) -> Double {
+        let page = Process()
+        page.executableURL = URL(filePath: "/usr/bin/env")
+        page.arguments = ["python3", "-c", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1] + '/metrics', timeout=5).read().decode())", url]
+        let pipe = Pipe()
+        page.standardOutput = pipe
+        guard (try? page.run()) != nil else { return 0 }
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        page.waitUntilExit()
+        return text.split(separator: "\n").filter { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") }
+            .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
     }
 }
 

@@ -424,6 +424,24 @@ enum Role {
     }
     #endif
 
+    #if Etcd
+    /// `etcd-observe-many <endpoints> <base> <n>`: observes `stamp` in the n suites `<base><i>/`;
+    /// prints `ready`, then `change <i> <value>` for each change.
+    static func etcdObserveMany(_ endpoints: String, _ base: String, _ count: Int) throws {
+        let urls = endpoints.split(separator: ",").map(String.init)
+        let kept = try (0..<count).map { i in
+            let suite = try PreferenceSuite(etcd: urls, prefix: "\(base)\(i)/", options: EtcdOptions(offlineCache: .none))
+            return (suite, suite.observe(.key("stamp")) { change in
+                if case .integer(let n)? = change.newValue { print("change \(i) \(n)"); fflush(nil) }
+            })
+        }
+        print("ready")
+        fflush(nil)
+        while true { sleep(3600) }
+        withExtendedLifetime(kept) {}
+    }
+    #endif
+
     /// `exit-flush <timeout-ms> <plist>...`: sets a key in each suite and returns from main;
     /// the exit flush writes them (or gives up); at its end, prints `took <ns>` from main's return.
     static func exitFlush(_ timeoutMilliseconds: Int, _ paths: [String]) {

@@ -34,6 +34,7 @@ case "cold-defaults": exit(Role.coldDefaults(arguments[1]))
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
 #if Etcd
 case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2]); exit(0)
+case "etcd-observe-many": try Role.etcdObserveMany(arguments[1], arguments[2], Int(arguments[3])!); exit(0)
 #endif
 case "--check" where arguments.count >= 2: exit(Check.run(Array(arguments.dropFirst())))
 default: break
@@ -132,6 +133,7 @@ if let given = etcdEndpoints {
     }
     steps.append((10, "etcd", { try $0.etcd(endpoints) }))
     steps.append((10, "etcd fan-out", { try $0.etcdFanOut(endpoints, observers: quick ? 8 : 64) }))
+    steps.append((10, "etcd, many suites", { try $0.etcdManySuites(endpoints, suites: quick ? 50 : 1_000) }))
 }
 defer { ownCluster?.stop() }
 #endif

@@ -213,7 +213,7 @@ final class EtcdCluster: Sendable {
     }
 
     /// Runs the stream while any watch wants it: on the preferred member, then on the next when
-    /// it breaks, pausing 100 ms to 2 s after each round of members that all failed.
+    /// it breaks, pausing 100 ms to 2 s after each round of members on which it carried nothing.
     private func run(timeout: Duration) async {
         var failed = 0
         while true {
@@ -235,9 +235,11 @@ final class EtcdCluster: Sendable {
                 return true
             }
             guard wanted else { return }
+            let opened = ContinuousClock.now
             let why = await stream(on: index, requests, continuation, timeout: timeout)
             let endpoint = endpoints[index]
-            let gone = hub.withLock { hub in
+            let (gone, carried) = hub.withLock { hub in
+                let carried = hub.heard > opened
                 hub.requests = nil
                 continuation.finish()
                 for (serial, watcher) in hub.watchers where why != nil {
@@ -249,11 +251,11 @@ final class EtcdCluster: Sendable {
                         hub.watchers[serial]?.failedStreams = failedStreams
                     }
                 }
-                return hub.watchers.isEmpty
+                return (hub.watchers.isEmpty, carried)
             }
             guard why != nil else { continue }  // closed because every watch was let go: any new one gets a new stream
             preferred.move(past: index, of: endpoints.count)
-            failed += 1
+            failed = carried ? 1 : failed + 1
             if !gone, failed % endpoints.count == 0 {
                 try? await Task.sleep(for: .milliseconds(100) * min(20, 1 << min(failed / endpoints.count, 5)))
             }

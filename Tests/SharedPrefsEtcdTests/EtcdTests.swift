@@ -218,7 +218,6 @@ final class EtcdCluster {
         members[member] = nil
     }
 
-    /// The cluster's current revision.
     /// The value of the metric line that starts with `name` (a name, or a name and the start of
     /// its labels) on the member at `url`, from its /metrics (Prometheus text); 0 when none.
     func metric(_ name: String, of url: String) throws -> Double {
@@ -234,6 +233,7 @@ final class EtcdCluster {
             .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
     }
 
+    /// The cluster's current revision.
     func revision() throws -> Int64 {
         let out = try etcdctl(["--endpoints", endpoints, "endpoint", "status", "-w", "json"]).output
         let statuses = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]] ?? []
@@ -921,6 +921,34 @@ struct EtcdSuiteTests {
         let changes = lines.filter { $0.hasPrefix("change") }
         #expect(changes.count == 2)
         #expect(Set(changes) == ["change a 1 2", "change b - 1"])
+    }
+
+    /// Twenty suites of another process share its one watch stream; each round kills a member (the
+    /// stream's, in the order the stream moves), writes every suite, and restarts the member: each
+    /// suite's observer hears its values in order, none twice, up to the last.
+    @Test func twentySuitesOnOneStreamAcrossMemberKillsMissNothingAndRepeatNothing() async throws {
+        let cluster = try EtcdCluster()
+        let base = "apps/\(UUID().uuidString)/"
+        let (suites, rounds) = (20, 6)
+        let observer = try Child(["observe-many", cluster.endpoints, base, "\(suites)", "\(rounds)"], cacheHome: cluster.cacheHome)
+        #expect(await observer.nextLine() == "ready")
+        let writers = try (0..<suites).map { try PreferenceSuite(etcd: cluster.clientURLs, prefix: base + "\($0)/", options: noCache) }
+        for round in 1...rounds {
+            let victim = (round - 1) % 3
+            cluster.kill(victim)
+            for writer in writers { writer.set(round, forKey: "k") }
+            for writer in writers { try await writer.flush() }
+            try cluster.start(victim)
+            try cluster.waitUntilHealthy()
+        }
+        let (lines, status) = await observer.finish()
+        #expect(status == 0)
+        let heard = lines.filter { $0.hasPrefix("suite ") }
+        #expect(heard.count == suites)
+        for line in heard {
+            let values = line.split(separator: " ").last.map { $0.split(separator: ",").compactMap { Int($0) } } ?? []
+            #expect(values.last == rounds && values == values.sorted() && Set(values).count == values.count, "\(line)")
+        }
     }
 
     @Test(.enabled(if: EtcdCluster.namespaces, "cutting a client's link needs network namespaces (root and ip); on loopback there is no link to cut"))

@@ -30,6 +30,11 @@
 //                                                         standard input until its end: "set <key>=<value>...",
 //                                                         "get <key>...", "flush" (prints "flushed" or
 //                                                         "flush failed <code>")
+//   prefs-etcd-child observe-many <endpoints> <base> <n> <last>
+//                                                         observes "k" in the n suites <base><i>/;
+//                                                         prints "ready", and once each has heard
+//                                                         <last>, "suite <i> <v1>,<v2>,..." (the values
+//                                                         it heard, in order) for each, and exits
 //   prefs-etcd-child changes <endpoints> <prefix> <since> follows suite.changes(since:): prints "write
 //                                                         <seq> <key>=<new>,..." per write and "gap
 //                                                         <from> <to> <key>=<value>,..." per gap (keys
@@ -127,6 +132,27 @@ do {
         say("ready")
         for _ in 0..<(Int(rest.first ?? "") ?? 0) { seen.wait() }
         token.cancel()
+    case "observe-many":
+        let (count, last) = (Int(rest[0]) ?? 0, Int(rest[1]) ?? 0)
+        final class Heard: @unchecked Sendable {
+            let lock = NSLock()
+            var values: [[Int]]
+            init(_ count: Int) { values = Array(repeating: [], count: count) }
+        }
+        let heard = Heard(count)
+        let done = DispatchSemaphore(value: 0)
+        let kept = try (0..<count).map { i in
+            let suite = try PreferenceSuite(etcd: endpoints, prefix: "\(arguments[3])\(i)/", options: EtcdOptions(timeout: .seconds(2)))
+            return (suite, suite.observe(.key("k")) { change in
+                guard case .integer(let n)? = change.newValue else { return }
+                heard.lock.withLock { heard.values[i].append(Int(n)) }
+                if n == Int64(last) { done.signal() }
+            })
+        }
+        say("ready")
+        for _ in 0..<count { done.wait() }
+        for (i, values) in heard.lock.withLock({ heard.values }).enumerated() { say("suite \(i) \(values.map(String.init).joined(separator: ","))") }
+        withExtendedLifetime(kept) {}
     case "get":
         for key in rest { say("\(key) \(text(suite.value(forKey: key)))") }
     case "set":

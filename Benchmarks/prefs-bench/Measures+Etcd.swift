@@ -103,8 +103,8 @@ extension Measures {
 }
 
 extension Measures {
-    /// 10. One process watching `suites` etcd suites (prefixes `<base><i>/`), one put to each in
-    /// turn, 2 ms apart (through a suite on `<base>`, whose key `<i>/stamp` is suite i's `stamp`):
+    /// 10. One process watching `suites` etcd suites (prefixes `<base><i>/`), after a warm-up,
+    /// one put to each in turn, 2 ms apart (through a suite on `<base>`, whose key `<i>/stamp` is suite i's `stamp`):
     /// put → that suite's observer, the watches and streams on the members (their metrics), and
     /// the members' resident memory per watch.
     mutating func etcdManySuites(_ endpoints: String, suites: Int) throws {
@@ -115,9 +115,15 @@ extension Measures {
         let watcher = try Child(["etcd-observe-many", endpoints, base, String(suites)])
         defer { watcher.stop() }
         try watcher.ready()
-        let (streams, watches) = (total("etcd_debugging_mvcc_watch_stream_total"), total("etcd_debugging_mvcc_watcher_total"))
-        let memoryPerWatch = (total("process_resident_memory_bytes") - memoryBefore) / Double(max(1, suites))
         let writer = try PreferenceSuite(etcd: urls, prefix: base, options: EtcdOptions(offlineCache: .none))
+        // Warm-up: one put to each suite, until every watch has delivered (each is made after its
+        // suite opens, and catches up from the revision read).
+        var warming = Set(0..<suites)
+        for i in 0..<suites { writer.set(-1 - Int64(i), forKey: "\(i)/stamp") }
+        _ = writer.synchronize()
+        while !warming.isEmpty, let (line, _) = watcher.nextTimedLine(timeout: 30) {
+            if let value = Int64(line.split(separator: " ").last ?? ""), value < 0 { warming.remove(Int(-1 - value)) }
+        }
         var block = Block(arrivals: [[:]])
         for i in 0..<suites {
             let sent = now()
@@ -132,6 +138,9 @@ extension Measures {
             guard let sent = Int64(line.split(separator: " ").last ?? ""), pending.remove(sent) != nil else { continue }
             block.arrivals[0][sent] = arrival
         }
+        // Read once every watch has delivered (they are made as each suite opens, asynchronously).
+        let (streams, watches) = (total("etcd_debugging_mvcc_watch_stream_total"), total("etcd_debugging_mvcc_watcher_total"))
+        let memoryPerWatch = (total("process_resident_memory_bytes") - memoryBefore) / Double(max(1, suites))
         var tally = Tally(timeout: 10_000_000_000)
         tally.add(block, warmUp: 0)
         rows.append(Row(

@@ -437,8 +437,7 @@ enum Role {
         }
         print("ready")
         fflush(nil)
-        while true { sleep(3600) }
-        withExtendedLifetime(kept) {}
+        while true { withExtendedLifetime(kept) { _ = sleep(3600) } }
     }
     #endif
 

@@ -5,7 +5,7 @@ import SharedPrefsLocking
 
 /// A suite stored under a key prefix of an etcd v3 cluster: each suite key one etcd key, each value
 /// a binary property list. Reads come from the store's snapshot; a watch of the prefix (from the
-/// last revision read, on the process's one watch stream to the cluster: see ``EtcdCluster``) brings other
+/// last revision read, on the process's one watch stream to the cluster: see ``EtcdConnection``) brings other
 /// clients' changes, key by key.
 ///
 /// Plain writes put and delete their keys in one `txn` (the last writer wins per key, as in a

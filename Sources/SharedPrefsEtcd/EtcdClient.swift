@@ -8,7 +8,7 @@ import SharedPrefs
 import SharedPrefsLocking
 
 /// etcd's own v3 API over gRPC (KV `Range` and `Txn`, `Watch`), as etcd's Go and Java clients speak
-/// it. Every client of the same endpoints and TLS in a process shares one ``EtcdCluster``: one
+/// it. Every client of the same endpoints and TLS in a process shares one ``EtcdConnection``: one
 /// HTTP/2 connection to the member in use (another is opened only when a request moves on to the
 /// next member) and one watch stream carrying every suite's watch.
 ///
@@ -18,12 +18,12 @@ import SharedPrefsLocking
 struct EtcdClient: Sendable {
     let endpoints: [String]
     let timeout: Duration
-    let cluster: EtcdCluster
+    let connection: EtcdConnection
 
     init(endpoints: [String], options: EtcdOptions) throws(PreferenceError) {
         self.endpoints = endpoints.map { $0.hasSuffix("/") && !$0.hasSuffix("://") ? String($0.dropLast()) : $0 }
         timeout = options.timeout
-        cluster = try EtcdCluster.shared(endpoints: self.endpoints, tls: options.tls)
+        connection = try EtcdConnection.shared(endpoints: self.endpoints, tls: options.tls)
     }
 
     /// How a request failed.
@@ -71,7 +71,7 @@ struct EtcdClient: Sendable {
         failover: Bool = true, once: Duration? = nil,
         _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
     ) throws(Failure) -> Response {
-        let (cluster, endpoints, timeout) = (self.cluster, self.endpoints, self.timeout)
+        let (connection, endpoints, timeout) = (self.connection, self.endpoints, self.timeout)
         let outcome = EtcdExecutor.shared.wait { () async -> Result<Response, Failure> in
             let clock = ContinuousClock()
             let deadline = clock.now + timeout
@@ -79,21 +79,21 @@ struct EtcdClient: Sendable {
             var attempt = failover ? min(timeout, .milliseconds(500)) : min(timeout, once ?? timeout)
             var failures: [String] = []
             while true {
-                let start = cluster.preferred.value
+                let start = connection.preferred.value
                 var allRefused = true
                 for offset in 0..<(failover ? endpoints.count : 1) {
                     let index = (start + offset) % endpoints.count
-                    let options = EtcdCluster.options(timeout: max(.milliseconds(1), min(attempt, clock.now.duration(to: deadline))))
+                    let options = EtcdConnection.options(timeout: max(.milliseconds(1), min(attempt, clock.now.duration(to: deadline))))
                     do {
-                        let response = try await rpc(Etcdserverpb_KV.Client(wrapping: cluster.member(index)), options)
-                        cluster.preferred.value = index
+                        let response = try await rpc(Etcdserverpb_KV.Client(wrapping: connection.member(index)), options)
+                        connection.preferred.value = index
                         return .success(response)
                     } catch {
                         let refusal = EtcdError(error)
                         guard refusal.memberCannotServe else { return .failure(.etcd(refusal)) }
                         if !refusal.connectionRefused { allRefused = false }
                         failures.append("\(endpoints[index]): \(refusal)")
-                        cluster.preferred.move(past: index, of: endpoints.count)
+                        connection.preferred.move(past: index, of: endpoints.count)
                     }
                 }
                 guard failover, !allRefused, clock.now + .milliseconds(50) < deadline else { break }
@@ -107,11 +107,11 @@ struct EtcdClient: Sendable {
     }
 
     /// Watches from `create` on the process's one watch stream to this cluster (see
-    /// ``EtcdCluster``), handing each message for it to `body` until `body` returns `false`.
+    /// ``EtcdConnection``), handing each message for it to `body` until `body` returns `false`.
     /// Throws when the stream breaks after `body` has seen a message (the caller resumes from
     /// what it saw); before, the watch is created again on the next member's stream.
     func watch(_ create: Etcdserverpb_WatchCreateRequest, _ body: @escaping @Sendable (Etcdserverpb_WatchResponse) throws -> Bool) async throws {
-        try await cluster.watch(create, timeout: timeout, body)
+        try await connection.watch(create, timeout: timeout, body)
     }
 }
 

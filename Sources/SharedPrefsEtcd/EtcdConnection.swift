@@ -18,7 +18,7 @@ import SharedPrefsLocking
 /// stream asks for a leader, as clientv3's `WithRequireLeader`). Either way the stream moves to
 /// the next member, and every watch that had heard from the old one ends with an error: its
 /// suite resumes from its last applied revision + 1, so nothing is missed nor applied twice.
-final class EtcdCluster: Sendable {
+final class EtcdConnection: Sendable {
     /// The largest message sent or taken: etcd's own limits (`--max-request-bytes`, and none on
     /// what it sends) are the ones that apply.
     static let largestMessage = Int(Int32.max)
@@ -34,13 +34,13 @@ final class EtcdCluster: Sendable {
         var endpoints: [String]
         var tls: EtcdOptions.TLS?
     }
-    private static let all = Lock([Key: EtcdCluster]())
+    private static let all = Lock([Key: EtcdConnection]())
 
     /// The process's one instance for these endpoints and TLS settings.
-    static func shared(endpoints: [String], tls: EtcdOptions.TLS?) throws(PreferenceError) -> EtcdCluster {
+    static func shared(endpoints: [String], tls: EtcdOptions.TLS?) throws(PreferenceError) -> EtcdConnection {
         let key = Key(endpoints: endpoints, tls: tls)
         if let cluster = all.withLock({ $0[key] }) { return cluster }
-        let made = try EtcdCluster(endpoints: endpoints, tls: tls)
+        let made = try EtcdConnection(endpoints: endpoints, tls: tls)
         return all.withLock { all in
             if let cluster = all[key] { return cluster }
             all[key] = made

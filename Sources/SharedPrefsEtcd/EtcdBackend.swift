@@ -2,6 +2,7 @@
 import Foundation
 import SharedPrefs
 import SharedPrefsLocking
+import SwiftProtobuf
 
 /// A suite stored under a key prefix of an etcd v3 cluster: each suite key one etcd key, each value
 /// a binary property list. Reads come from the store's snapshot; a watch of the prefix (from the
@@ -146,10 +147,7 @@ final class EtcdBackend: SuiteBackend {
 
     /// Streams the prefix's events from `revision` until the stream ends.
     private func follow(from revision: Int64, _ sink: @escaping @Sendable (BackendEvent) -> Void) async throws {
-        var create = Etcdserverpb_WatchCreateRequest()
-        create.key = prefix
-        create.rangeEnd = prefix.prefixEnd
-        create.startRevision = revision
+        let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.rangeEnd, $0.startRevision) = (prefix, prefix.prefixEnd, revision) }
         try await client.watch(create) { [self] result in
             if result.canceled {
                 let compacted = result.compactRevision
@@ -288,8 +286,7 @@ final class EtcdBackend: SuiteBackend {
         let ordered = Array(operations)
         for start in stride(from: 0, to: ordered.count, by: 128) {
             let chunk = ordered[start..<min(start + 128, ordered.count)]
-            var txn = Etcdserverpb_TxnRequest()
-            txn.success = chunk.map { op($0.key, $0.value) }
+            let txn = Etcdserverpb_TxnRequest.with { $0.success = chunk.map { op($0.key, $0.value) } }
             let response: Etcdserverpb_TxnResponse
             do {
                 response = try request("write") { () throws(EtcdClient.Failure) in try client.txn(txn) }
@@ -388,9 +385,10 @@ final class EtcdBackend: SuiteBackend {
     /// still at `revision`. When the fence succeeds, the attempt was not applied and now cannot be;
     /// when it fails, the first write of the key after `revision` tells whose it was.
     private func resolve(token: Data, after revision: Int64, why: String) throws -> Int64? {
-        var fence = Etcdserverpb_TxnRequest()
-        fence.compare = [.modRevision(of: tokenKey, .equal, revision)]
-        fence.success = [.put(tokenKey, Data("fence".utf8))]
+        let fence = Etcdserverpb_TxnRequest.with {
+            $0.compare = [.modRevision(of: tokenKey, .equal, revision)]
+            $0.success = [.put(tokenKey, Data("fence".utf8))]
+        }
         var lastFailure = why
         for _ in 0..<20 {
             do {
@@ -414,9 +412,7 @@ final class EtcdBackend: SuiteBackend {
     /// event), within one request timeout; `nil` when the watch ended with nothing.
     private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
         let first = Lock<(value: Data, revision: Int64)?>(nil)
-        var create = Etcdserverpb_WatchCreateRequest()
-        create.key = key
-        create.startRevision = revision + 1
+        let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.startRevision) = (key, revision + 1) }
         let outcome = watchOnce(create) { message in
             guard let event = message.events.first else { return !message.canceled }
             first.withLock { $0 = (event.kv.value, event.kv.modRevision) }
@@ -439,8 +435,7 @@ final class EtcdBackend: SuiteBackend {
         guard let first = Int64(exactly: start + 1), let end = Int64(exactly: end) else { return nil }
         let writes = Lock((list: [NumberedWrite](), reached: false))
         let mine = known.withLock { Set($0.written) }
-        var create = Etcdserverpb_WatchCreateRequest()
-        (create.key, create.rangeEnd, create.startRevision, create.prevKv) = (Data([0]), Data([0]), first, true)
+        let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.rangeEnd, $0.startRevision, $0.prevKv) = (Data([0]), Data([0]), first, true) }
         let outcome = watchOnce(create) { [self] message in
             var ignored: [PreferenceError] = []
             return writes.withLock { w in

@@ -6,6 +6,7 @@ import GRPCProtobuf
 import NIOSSL
 import SharedPrefs
 import SharedPrefsLocking
+import SwiftProtobuf
 
 /// etcd's own v3 API over gRPC (KV `Range` and `Txn`, `Watch`), as etcd's Go and Java clients speak
 /// it. Every client of the same endpoints and TLS in a process shares one ``EtcdConnection``: one
@@ -212,54 +213,24 @@ struct EtcdError: Error, Sendable, CustomStringConvertible {
 
 extension Etcdserverpb_RangeRequest {
     /// Every key under `prefix`.
-    static func prefix(_ prefix: Data) -> Self {
-        var request = Self()
-        (request.key, request.rangeEnd) = (prefix, prefix.prefixEnd)
-        return request
-    }
-
+    static func prefix(_ prefix: Data) -> Self { .with { ($0.key, $0.rangeEnd) = (prefix, prefix.prefixEnd) } }
     /// One key.
-    static func key(_ key: Data) -> Self {
-        var request = Self()
-        request.key = key
-        return request
-    }
+    static func key(_ key: Data) -> Self { .with { $0.key = key } }
 }
 
 extension Etcdserverpb_RequestOp {
-    static func put(_ key: Data, _ value: Data) -> Self {
-        var op = Self()
-        (op.requestPut.key, op.requestPut.value) = (key, value)
-        return op
-    }
-
-    static func delete(_ key: Data) -> Self {
-        var op = Self()
-        op.requestDeleteRange.key = key
-        return op
-    }
-
-    static func range(_ range: Etcdserverpb_RangeRequest) -> Self {
-        var op = Self()
-        op.requestRange = range
-        return op
-    }
+    static func put(_ key: Data, _ value: Data) -> Self { .with { ($0.requestPut.key, $0.requestPut.value) = (key, value) } }
+    static func delete(_ key: Data) -> Self { .with { $0.requestDeleteRange.key = key } }
+    static func range(_ range: Etcdserverpb_RangeRequest) -> Self { .with { $0.requestRange = range } }
 }
 
 extension Etcdserverpb_Compare {
     /// The modification revision of `key` (of every key up to `rangeEnd`) compared with `revision`.
     static func modRevision(of key: Data, rangeEnd: Data = Data(), _ result: CompareResult, _ revision: Int64) -> Self {
-        var compare = Self()
-        (compare.key, compare.rangeEnd, compare.target, compare.result, compare.modRevision) = (key, rangeEnd, .mod, result, revision)
-        return compare
+        .with { ($0.key, $0.rangeEnd, $0.target, $0.result, $0.modRevision) = (key, rangeEnd, .mod, result, revision) }
     }
-
     /// `key` does not exist (its version is 0).
-    static func absent(_ key: Data) -> Self {
-        var compare = Self()
-        (compare.key, compare.target, compare.result, compare.version) = (key, .version, .equal, 0)
-        return compare
-    }
+    static func absent(_ key: Data) -> Self { .with { ($0.key, $0.target, $0.result, $0.version) = (key, .version, .equal, 0) } }
 }
 
 extension Data {

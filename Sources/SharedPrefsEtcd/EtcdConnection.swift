@@ -5,6 +5,7 @@ import GRPCNIOTransportHTTP2
 import GRPCProtobuf
 import SharedPrefs
 import SharedPrefsLocking
+import SwiftProtobuf
 
 /// One etcd cluster as this process reaches it: a gRPC client per member, made when a request
 /// first goes there, and one watch stream, on the member in use, that carries the watch of every
@@ -133,11 +134,9 @@ final class EtcdConnection: Sendable {
         var heard = ContinuousClock.now
     }
 
-    private static func request(_ create: Etcdserverpb_WatchCreateRequest) -> Etcdserverpb_WatchRequest {
-        var request = Etcdserverpb_WatchRequest()
-        request.createRequest = create
-        return request
-    }
+    private static func request(_ create: Etcdserverpb_WatchCreateRequest) -> Etcdserverpb_WatchRequest { .with { $0.createRequest = create } }
+
+    private static func cancel(_ id: Int64) -> Etcdserverpb_WatchRequest { .with { $0.cancelRequest.watchID = id } }
 
     /// Watches from `create`, handing each message of the watch to `body` (on the caller's task)
     /// until `body` returns `false`, then cancels the watch. Throws when the stream breaks after
@@ -168,9 +167,7 @@ final class EtcdConnection: Sendable {
             watcher.messages.finish()
             if let id = watcher.id {
                 hub.serials[id] = nil
-                var request = Etcdserverpb_WatchRequest()
-                request.cancelRequest.watchID = id
-                hub.requests?.yield(request)
+                hub.requests?.yield(Self.cancel(id))
             }
             // The last watch gone: the stream closes its side, and ends (a watch made meanwhile
             // waits for the next stream).
@@ -190,11 +187,7 @@ final class EtcdConnection: Sendable {
                 let serial = hub.awaiting.removeFirst()
                 guard hub.watchers[serial] != nil else {
                     // Let go before etcd answered: cancel it now.
-                    if !message.canceled {
-                        var request = Etcdserverpb_WatchRequest()
-                        request.cancelRequest.watchID = message.watchID
-                        hub.requests?.yield(request)
-                    }
+                    if !message.canceled { hub.requests?.yield(Self.cancel(message.watchID)) }
                     return
                 }
                 if !message.canceled {
@@ -303,9 +296,7 @@ final class EtcdConnection: Sendable {
                 if at.duration(to: now) >= timeout { return "nothing came for \(timeout), nor an answer to a progress request in \(timeout) more" }
                 try await Task.sleep(until: at + timeout, clock: .continuous)
             } else if heard.duration(to: now) >= timeout {
-                var request = Etcdserverpb_WatchRequest()
-                request.progressRequest = Etcdserverpb_WatchProgressRequest()
-                requests.yield(request)
+                requests.yield(.with { $0.progressRequest = Etcdserverpb_WatchProgressRequest() })
                 asked = now
             } else {
                 try await Task.sleep(until: heard + timeout, clock: .continuous)

@@ -419,8 +419,7 @@ enum Role {
         }
         print("ready")
         fflush(nil)
-        while true { sleep(3600) }
-        token.cancel()
+        while true { withExtendedLifetime(token) { _ = sleep(3600) } }
     }
     #endif
 

@@ -1,31 +1,23 @@
 import FoundationEssentials
 
-/// Where a store's values live: in memory (``MemoryBackend``), a suite file (``FileBackend``), a
-/// key prefix in an etcd cluster in `SharedPrefsEtcd`. The seam runs one way: a backend reads,
-/// writes and watches, and returns what it read and wrote; the snapshot, the pending operations,
-/// the per-key diff and the observers are ``SuiteStore``'s, which makes every state change. A
-/// backend never sees the store.
-///
-/// The store calls ``load()`` and ``commit(since:_:)`` under its I/O exclusion only, one call at
-/// a time.
+/// Where a store's values live: memory (``MemoryBackend``), a suite file (``FileBackend``), or an
+/// etcd prefix (`SharedPrefsEtcd`). A backend reads, writes and watches and returns what it read
+/// and wrote; the snapshot, diff and observers are ``SuiteStore``'s. The store calls ``load()`` and
+/// ``commit(since:_:)`` one at a time.
 package protocol SuiteBackend: Sendable {
     /// The suite's file path or address, for messages; `nil` in memory.
     var location: String? { get }
 
-    /// The longest a call waits (for a lock, for a cluster's answer): `update`, `synchronize()`
-    /// and a wait for the suite's earlier work in this process end within it, counted from when
-    /// they were called.
+    /// The longest a call waits (a lock, a cluster's answer), counted from when it was called.
     var timeout: Duration { get }
 
     /// Reads what changed in the stored values since the last load or commit.
     func load() throws(PreferenceError) -> Loaded
 
-    /// One write, such that no other writer's change falls between its read and its write (a
-    /// lock, or a compare-and-swap): reads what changed since the last load or commit, calls
-    /// `plan` with it (the store adopts it and returns the operations to write), and writes them.
-    /// After a failed compare-and-swap it calls `plan` again with what changed.
-    /// - Parameter start: When the caller began to wait for this write: a backend that waits (for
-    ///   a lock) gives up one timeout after it.
+    /// One write with no other writer's change between its read and its write (a lock or a
+    /// compare-and-swap): reads what changed, calls `plan` with it (again after a failed
+    /// compare-and-swap), and writes the operations returned.
+    /// - Parameter start: When the caller began to wait: a backend that waits gives up one timeout after.
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed
 
     /// Calls `sink` whenever the stored values may have changed elsewhere, and with failures no
@@ -36,14 +28,12 @@ package protocol SuiteBackend: Sendable {
     /// `nil` when nothing does or the backend cannot tell.
     var holder: String? { get }
 
-    /// After a background write failed with `error`: how long to wait before writing again (a
-    /// lock still held, a cluster that does not answer), or `nil` not to (the values stay pending
-    /// for the next write, flush or exit: never a loop against a full disk).
+    /// After a background write failed with `error`: how long to wait before writing again, or `nil`
+    /// not to (the values stay pending: never a loop against a full disk).
     func retryDelay(after error: PreferenceError) -> Duration?
 
-    /// The writes after the one numbered `start` through `end`, in order, for
-    /// ``PreferenceSuite/changes(since:)``; `nil` when the backend cannot tell them all (they are
-    /// no longer kept, or another program wrote without a number).
+    /// The writes numbered `start`+1 through `end`, in order (``PreferenceSuite/changes(since:)``);
+    /// `nil` when they are not all kept.
     func history(after start: UInt64, through end: UInt64) -> [NumberedWrite]?
 
     /// Whether every change the backend reads carries its write's number (etcd's revision), so

@@ -6,10 +6,9 @@ package struct PropertyListDecodingError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Reads and writes `bplist00` binary property lists (the format of Apple's `CFBinaryPList` and
-/// Python's `plistlib.FMT_BINARY`). Every offset and count in the input is bounds-checked; cycles
-/// and reference bombs stop at a depth limit and a budget of expanded bytes instead of recursing
-/// forever or filling memory.
+/// Reads and writes `bplist00` binary property lists (Apple's `CFBinaryPList`, `plistlib.FMT_BINARY`).
+/// Every offset and count is bounds-checked; cycles and reference bombs stop at a depth limit and a
+/// budget of expanded bytes.
 enum BinaryPropertyList {
     static let magic: [UInt8] = Array("bplist00".utf8)
     static let maximumDepth = 512
@@ -54,9 +53,8 @@ enum BinaryPropertyList {
             objectCount = Int(count)
             topObject = Int(top)
             offsetTable = Int(table)
-            // Shared references may expand a small file into a huge tree: what is decoded may
-            // re-encode to at most twice the file (and 1 MiB at least), so memory stays a small
-            // multiple of the file and rewriting one key never multiplies it.
+            // Shared references may expand a small file into a huge tree: what is decoded may re-encode to
+            // twice the file at most (1 MiB at least).
             budget = max(BinaryPropertyList.minimumExpansionBudget, bytes.count * 2)
         }
 
@@ -534,11 +532,9 @@ enum BinaryPropertyList {
         }
     }
 
-    /// Appends each of `values` as a big-endian integer of `size` bytes (1, 2, 4 or 8), in one
-    /// growth of `out`: the offset table and the references of a large suite.
-    /// (Concrete, not generic: this is a hot loop of every write, also in debug builds. Never with
-    /// no values: an empty `Array(unsafeUninitializedCapacity:)` stores its count in the shared
-    /// empty-array singleton, a race that ThreadSanitizer reports.)
+    /// Appends each of `values` as a big-endian integer of `size` bytes in one growth of `out`.
+    /// (Concrete: a hot loop of every write. Never with no values: an empty
+    /// `Array(unsafeUninitializedCapacity:)` writes the shared empty singleton, a race TSan reports.)
     static func appendBigEndian(_ values: UnsafeBufferPointer<Int>, size: Int, to out: inout [UInt8]) {
         guard !values.isEmpty else { return }
         out += [UInt8](unsafeUninitializedCapacity: values.count * size) { buffer, initialized in

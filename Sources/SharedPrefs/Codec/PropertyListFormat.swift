@@ -41,10 +41,8 @@ public enum PropertyListFormat: Sendable, Hashable {
     /// The largest number a suite file carries (48 bits: 8.9 years of 1,000,000 writes a second).
     static let maximumSequence: UInt64 = 1 << 48 - 1
 
-    /// The number of the write that made a suite file (``PreferenceSuite/sequence``), `0` for a
-    /// file without one (another writer's). A binary file carries it in the first six bytes of its
-    /// trailer, which the format leaves unused and every reader skips (CoreFoundation's
-    /// `_unused` and `_sortVersion`, plistlib's `6x`); an XML file in a comment after its
+    /// The number of the write that made a suite file (``PreferenceSuite/sequence``), `0` for none: in
+    /// a binary file's first six trailer bytes, which every reader skips, or an XML comment after the
     /// prolog, `<!-- SharedPrefs sequence 42 -->`.
     package static func sequence(of bytes: [UInt8]) -> UInt64 {
         if bytes.starts(with: BinaryPropertyList.magic.prefix(6)) {
@@ -89,10 +87,9 @@ public enum PropertyListFormat: Sendable, Hashable {
         return end.prefix(8).elementsEqual("</plist>".utf8.reversed())
     }
 
-    /// Whether `bytes` look like a property list that this library or a peer would write, or the
-    /// beginning of one: empty, a `bplist` header, or an XML prolog or `<plist>` element (after an
-    /// optional byte-order mark and white space). Only such a file is ever moved aside as corrupt;
-    /// anything else is somebody else's file and is left alone.
+    /// Whether `bytes` look like (the start of) a property list this library or a peer would write:
+    /// empty, a `bplist` header, or an XML prolog or `<plist>`. Only such a file is ever moved aside
+    /// as corrupt; anything else is somebody else's.
     package static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
         var rest = bytes[...]
         if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }

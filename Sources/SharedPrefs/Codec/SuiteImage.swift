@@ -6,31 +6,19 @@ import CSharedPrefsShims
 /// Top-level changes of a suite file: each key's new value, `nil` where the key was removed.
 package typealias FileDelta = [(key: PlistKey, value: PlistValue?)]
 
-/// A binary suite file as last read or written: its bytes, and its top-level keys in the order of
-/// its root dictionary.
-///
-/// With it, work follows what changed, not the size of the suite. A re-read walks the new file's
-/// root entries beside the old ones, compares keys and values by their encoded bytes, and decodes
-/// only the values that differ (``changes(to:)``). A write copies the encoded objects of every
-/// entry it does not change and encodes only the rest (``applying(_:)``), keeping the order of
-/// the entries, so that the next reader finds them where they were. The file stays a standard
-/// `bplist00` property list.
-///
-/// In the layout this library writes (``canonical``), the usual change, a few values set to other
-/// numbers, strings, dates or data, costs less still: a write copies the bytes around the new
-/// values and shifts the offsets after them, and a re-read finds the bytes that differ with
-/// `memcmp` and decodes the values there, without visiting the other entries.
+/// A binary suite file as last read or written: its bytes and its root's keys in order. Work follows
+/// what changed, not the suite's size: a re-read compares entries by their encoded bytes and decodes
+/// only those that differ (``changes(to:)``); a write copies unchanged entries' objects and encodes
+/// the rest in place (``applying(_:)``). In this library's own layout (``canonical``), a few scalar
+/// values changed cost less still: the write splices bytes, the re-read finds them with `memcmp`.
 struct SuiteImage: Sendable {
     let bytes: [UInt8]
     let keys: [PlistKey]
-    /// Whether the file has the layout this library's encoder writes: the root dictionary first,
-    /// then its `n` keys and `n` values as objects `1...2n`, referenced by the root alone, then the
-    /// objects nested in values, every object starting where the one before ends. Files from
-    /// other writers (plistlib and CoreFoundation share equal values) usually do not.
+    /// Whether the file has this library's layout: the root first, its `n` keys and `n` values as
+    /// objects `1...2n` referenced by the root alone, then nested objects, each where the last ends.
     let canonical: Bool
-    /// Where each key's entry is: open addressing by the key's hash, at most half full; `0` for
-    /// none, else the entry's index + 1. With it the image is the suite's values in memory
-    /// (``SuiteSnapshot``): a value is decoded when read, and no decoded copy is kept.
+    /// Each key's entry by open addressing on its hash (at most half full; `0` none, else index + 1):
+    /// the image is the suite's values in memory, each decoded when read (``SuiteSnapshot``).
     private let slots: [UInt32]
     /// The file's layout and where its root's references are, for ``value(at:)``.
     private let root: (layout: BinaryPropertyList.Reader.Layout, count: Int, refs: Int)?
@@ -118,11 +106,9 @@ struct SuiteImage: Sendable {
         }
     }
 
-    /// What changed from this image to the binary suite file `newBytes`, and the new file's image.
-    /// The delta holds every key whose value changed, and may hold keys whose value is only
-    /// encoded differently (a nested dictionary's keys in another order): compare before telling.
-    /// Throws on anything unusual, a key that occurs twice among them (the caller then decodes in
-    /// full, where the last one wins, or for the error).
+    /// What changed from this image to the binary file `newBytes`, and the new image. The delta may
+    /// hold keys only encoded differently: compare before telling. Throws on anything unusual, or a
+    /// key twice (the caller then decodes in full).
     func changes(to newBytes: [UInt8]) throws(PropertyListDecodingError) -> (image: SuiteImage, delta: FileDelta) {
         try bytes.withUnsafeBufferPointer { oldBuffer throws(PropertyListDecodingError) in
             try newBytes.withUnsafeBufferPointer { newBuffer throws(PropertyListDecodingError) in
@@ -249,10 +235,8 @@ struct SuiteImage: Sendable {
         }
     }
 
-    /// ``applying(_:)`` for the usual write to a ``canonical`` file: a few of its keys set to
-    /// scalar values where they hold scalars. The new values replace the old ones' bytes, the
-    /// bytes between them are copied, and the offsets after each are shifted; the file keeps its
-    /// layout. `nil` for any other write.
+    /// ``applying(_:)`` for the usual write to a ``canonical`` file, a few scalars set to scalars: new
+    /// bytes replace old, offsets after them shift, the layout stays. `nil` for any other write.
     func splicing(_ operations: Operations) -> (bytes: [UInt8], image: SuiteImage)? {
         splice(operations).map { file in
             let bytes = file.joined()
@@ -351,12 +335,9 @@ struct SuiteImage: Sendable {
         }
     }
 
-    /// ``changes(to:)`` for the usual change between two ``canonical`` files: the same keys in the
-    /// same order, and a few scalar values changed where scalars were. The files' object bytes
-    /// are compared with `memcmp` from both ends; the objects in between must be such values, and
-    /// every other object must sit where it sat, moved by what the values grew or shrank. The new
-    /// file is then canonical too, and only the values in between are decoded. `nil` when the
-    /// files are not so (the caller compares them entry by entry).
+    /// ``changes(to:)`` between two ``canonical`` files with the same keys and a few scalars changed:
+    /// compared with `memcmp` from both ends, every other object where it was (moved by the change in
+    /// size), only the values between decoded. `nil` when the files are not so.
     func scalarChanges(from old: BinaryPropertyList.Reader, to new: inout BinaryPropertyList.Reader) throws(PropertyListDecodingError) -> FileDelta? {
         let n = keys.count
         let count = old.objectCount

@@ -54,9 +54,8 @@ enum XMLPropertyList {
         }
     }
 
-    /// Escapes `&`, `<` and `>`, and a carriage return as `&#13;` (a raw one comes back from any
-    /// XML parser as a line feed), scalar by scalar: compared as Characters, a `<` followed by a
-    /// combining mark is one grapheme that is not `"<"`, and would be written raw (found by the fuzzer).
+    /// Escapes `&`, `<`, `>` and a carriage return (`&#13;`: a raw one reads back as a line feed),
+    /// scalar by scalar (a `<` with a combining mark is no `"<"` Character: found by the fuzzer).
     /// - Throws: ``Uncarriable`` for a character no XML 1.0 document can hold.
     private static func escape(_ text: String) throws(Uncarriable) -> String {
         // Fast path: nothing to escape (no markup, no control character, no U+FFFE/U+FFFF, whose
@@ -130,10 +129,8 @@ enum XMLPropertyList {
             if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
         }
 
-        /// `text` as a message may quote it: its first 64 bytes at most (whole characters),
-        /// control characters escaped, and its length when cut. A file's text can be megabytes
-        /// (a message then would be too, logged by every observing process) or hold escape
-        /// sequences for the terminal that prints it.
+        /// `text` as a message may quote it: 64 bytes at most (whole characters), control characters
+        /// escaped, its length when cut (a file's text can be megabytes, or hold terminal escapes).
         static func quoted(_ text: some StringProtocol) -> String {
             var out = ""
             var size = 0

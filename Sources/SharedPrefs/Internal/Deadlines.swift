@@ -3,11 +3,8 @@ import Dispatch
 import FoundationEssentials
 import SharedPrefsLocking
 
-/// Runs actions at their deadlines, on one thread of the library's own, started at the first
-/// and waiting without a timeout while none is due: the deadlines of async calls that wait for a
-/// suite's earlier work. A thread of its own, because every pool a process shares (Swift's
-/// cooperative pool, libdispatch's global queues) may be blocked by other work exactly when a
-/// deadline matters.
+/// Runs actions at their deadlines (those of async calls that wait for a suite's earlier work) on a
+/// thread of the library's own: a shared pool may be blocked exactly when a deadline matters.
 enum Deadlines {
     private struct State {
         var pending: [UInt64: (deadline: ContinuousClock.Instant, action: @Sendable () -> Void)] = [:]

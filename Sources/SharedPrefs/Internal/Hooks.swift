@@ -42,10 +42,8 @@ import Synchronization
 }
 
 #if SHAREDPREFS_TESTING
-/// Faults the tests inject into this process's watcher and writer: test-only SPI
-/// (`@_spi(Testing) import SharedPrefs`), compiled only into debug builds (where the package
-/// defines `SHAREDPREFS_TESTING`, as swift-system's `ENABLE_MOCKING`): nothing of it runs in a
-/// release build. Not API; may change at any time.
+/// Faults tests inject into the watcher and writer: test-only SPI (`@_spi(Testing)`), compiled
+/// only into debug builds (`SHAREDPREFS_TESTING`). Not API.
 @_spi(Testing) public enum TestingHooks {
     static let watcherHeld = Atomic(false)
     static let failingWatchErrno = Atomic<CInt>(0)
@@ -63,9 +61,8 @@ import Synchronization
         failingWatchErrno.store(errno, ordering: .sequentiallyConsistent)
     }
 
-    /// Calls `body` on the writing thread in every later write, after the temporary file is
-    /// written (and synced) and before it is renamed over the suite, while the suite's lock is
-    /// held; `nil` stops it. The crash test stops a writer there and kills it.
+    /// Calls `body` in every later write after the temporary file is written and before its rename,
+    /// under the lock; `nil` stops it. The crash test kills a writer there.
     public static func beforeRename(_ body: (@Sendable (_ temporaryPath: String) -> Void)?) {
         beforeRenameHook.withLock { $0 = body }
     }

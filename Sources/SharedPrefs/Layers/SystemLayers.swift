@@ -37,14 +37,11 @@ public struct PreferenceSource: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// The system layers of one suite: administrator and vendor defaults and locks, read from files
-/// that only root (or, under `SHAREDPREFS_SYSTEM_ROOT`, the running user) may write.
-///
-/// The layout, in each system directory `D` (`/etc/sharedprefs` for the administrator, then
-/// `<each of $XDG_DATA_DIRS>/sharedprefs` for vendors; `SHAREDPREFS_SYSTEM_ROOT` puts all of them
-/// under another root, for tests and images): `D/<suite>.plist` holds defaults, and `D/locks/<suite>`
-/// lists locked keys, one per line (`prefix*` locks a prefix, `#` starts a comment). A suite in an
-/// app group looks in `D/<group>/` instead of `D/`.
+/// The system layers of one suite: administrator and vendor defaults and locks, from files only
+/// root (or, under `SHAREDPREFS_SYSTEM_ROOT`, the running user) may write. In each system directory
+/// `D` (`/etc/sharedprefs`, then each `$XDG_DATA_DIRS/sharedprefs`): `D/<suite>.plist` holds
+/// defaults, `D/locks/<suite>` locked keys one per line (`prefix*`, `#` comments); an app group's
+/// suite looks in `D/<group>/`. Layers.md has the whole.
 package struct SystemLayers: Sendable, Equatable {
     /// The defaults of every system layer, the higher layer's value kept.
     var defaults = PlistDictionary()
@@ -80,18 +77,16 @@ package struct SystemLayers: Sendable, Equatable {
         return lockedPrefixes.first { key.string.utf8.starts(with: $0.prefix.utf8) }?.path
     }
 
-    /// The value of `key` above registered defaults for a suite whose file holds `stored(key)`
-    /// (with this process's changes), asked only when the rule needs it: a locked key's from the
-    /// system defaults, any other's from the launch arguments, the suite, else the system
-    /// defaults. The one rule every read follows.
+    /// The value of `key` above registered defaults for a suite whose file holds `stored(key)`: a
+    /// locked key's from the system defaults, any other's from the launch arguments, the suite, else
+    /// the system defaults. The one rule every read follows.
     func value(of key: PlistKey, stored: (PlistKey) -> PlistValue?) -> PlistValue? {
         if lock(of: key) != nil { return defaults.storage[key] }
         return arguments.storage[key] ?? stored(key) ?? defaults.storage[key]
     }
 
-    /// The value of `key` for a suite whose file (`file`) holds `stored`, and where it comes from,
-    /// as an open suite reads it, registered defaults aside: for ``PreferenceSuite/source(ofKey:)``,
-    /// and for `prefs-watch read --explain`, which opens nothing.
+    /// The value of `key` and where it comes from, registered defaults aside, for a suite whose file
+    /// holds `stored`: for ``PreferenceSuite/source(ofKey:)`` and `prefs-watch read --explain`.
     package func explain(_ key: PlistKey, stored: (PlistKey) -> PlistValue?, file: String?) -> (value: PlistValue?, source: PreferenceSource?) {
         let value = value(of: key, stored: stored)
         if let lock = lock(of: key) { return (value, PreferenceSource(layer: .locked, path: sources[key]?.path, lockPath: lock)) }
@@ -137,12 +132,9 @@ package struct SystemLayerIdentity: Sendable, Hashable {
         self.launchArguments = launchArguments
     }
 
-    /// The system layers of the suite `suiteName` whose file is in `directory` (an absolute
-    /// path): those of a suite where suites live, the user's preferences directory
-    /// (`<root>/Preferences`) or an app group's container (`<root>/containers/<group>/Library/Preferences`,
-    /// then the group's); none for a file anywhere else (a staging copy, a backup, a file handed
-    /// over), whatever its name: an administrator's lock of `settings` is no lock of every
-    /// `settings.plist` on the machine. The rule `prefs-watch read --explain` names.
+    /// The system layers of `suiteName` in `directory` (absolute): only where suites live, the user's
+    /// `<root>/Preferences` or a group's container (then the group's); none for a file elsewhere (a
+    /// backup, a staging copy), whatever its name.
     package init(suiteName: String, directory: String, launchArguments: Bool = false) {
         self.init(suiteName: suiteName, group: nil, launchArguments: launchArguments)
         let root = AppGroup.rootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingSuffix("/")
@@ -184,9 +176,8 @@ extension SystemLayers {
         var name: String
     }
 
-    /// Reads the system layers of a suite. A file or directory that does not count (a link, a
-    /// FIFO, another owner, writable by others, too large, not a property list) is left unread
-    /// and named in `problems`.
+    /// Reads a suite's system layers; a file or directory that does not count (a link, a FIFO, another
+    /// owner, writable by others, too large, no property list) is named in `problems`.
     package static func load(_ identity: SystemLayerIdentity) -> (layers: SystemLayers, watched: Set<Watched>, problems: [PreferenceError]) {
         var layers = SystemLayers()
         var watched = Set<Watched>()

@@ -9,19 +9,15 @@ import Synchronization
 /// Runs work on an observer's queue, in order.
 typealias Enqueue = @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
 
-/// The handlers in the process that run on the thread that read a change (``OrderedDelivery``'s,
-/// failure observers'): while there are none, a reader thread runs no code but the library's,
-/// and ``InotifyWatcher``'s bells need no guard against a handler that blocks.
+/// Handlers that run on the thread that read a change (``OrderedDelivery``'s, failure observers'):
+/// while there are none, ``InotifyWatcher``'s bells need no guard against one that blocks.
 enum InlineHandlers {
     static let count = Atomic(0)
 }
 
-/// The changes for one observer with ``ObservationOptions/synchronousExternalChanges``, kept in
-/// the order the store went through them and handed to its handler one batch at a time, never
-/// two at once: on the watcher thread right after the re-read that found them, or else on the
-/// observer's queue (this process's changes, and other processes' found elsewhere, as by a
-/// re-read queued behind this process's write). Whichever thread comes first delivers everything
-/// posted so far; the other finds nothing left.
+/// The changes for one observer with ``ObservationOptions/synchronousExternalChanges``, in the
+/// store's order, handed to its handler one batch at a time: on the reader thread right after the
+/// re-read, or else on the observer's queue. Whichever comes first delivers everything posted.
 final class OrderedDelivery: Sendable {
     private let enqueue: Enqueue
     private let handler: @Sendable ([PreferenceChange]) -> Void
@@ -44,9 +40,8 @@ final class OrderedDelivery: Sendable {
         state.withLock { $0.pending += changes }
     }
 
-    /// Delivers what is pending, on this thread, unless another thread is delivering (it then
-    /// delivers this too, after what it has). A handler that blocks holds this delivery and the
-    /// thread, nothing else: the reader threads stay enough for the process's other suites.
+    /// Delivers what is pending on this thread, unless another thread is delivering (it then delivers
+    /// this too). A handler that blocks holds this delivery and its thread, nothing else.
     func deliverPending() {
         while let batch = state.withLock({ s -> [PreferenceChange]? in
             let process = sharedprefs_fork_count()
@@ -67,10 +62,9 @@ final class OrderedDelivery: Sendable {
 }
 
 /// The first values of an observer with both ``ObservationOptions/initial`` and
-/// ``ObservationOptions/synchronousLocalChanges``: its queue delivers them, unless a change this
-/// process makes comes first; then the setter's thread delivers them before its change. Whoever
-/// comes second waits until they are delivered, so they always come first; a handler that sets a
-/// value while it takes them gets that change at once, as any synchronous change.
+/// ``ObservationOptions/synchronousLocalChanges``: its queue delivers them, unless this process's
+/// change comes first, whose thread delivers them before it. Whoever comes second waits, so they
+/// always come first.
 final class FirstDelivery: Sendable {
     /// The first values until taken; then the thread delivering them, and the process it does so
     /// in (``sharedprefs_fork_count()``: a child forked meanwhile has no such thread to wait for).
@@ -86,9 +80,8 @@ final class FirstDelivery: Sendable {
         state.withLock { $0.changes = changes }
     }
 
-    /// Delivers the first values on this thread, unless another thread took them: then waits
-    /// until they are delivered (at once when this thread is delivering them, or a thread of the
-    /// parent process was, in a forked child).
+    /// Delivers the first values on this thread, unless another took them: then waits until they are
+    /// delivered (at once when it is this thread, or the parent's in a forked child).
     func deliver(to handler: (PreferenceChange) -> Void) {
         let taken = state.withLock { s -> [PreferenceChange]? in
             guard let changes = s.changes else { return nil }

@@ -5,14 +5,10 @@ import Dispatch
 import FoundationEssentials
 import SharedPrefsLocking
 
-/// One live store per suite in this process, keyed by its backend's identity (a file's directory
-/// and name, a cluster and prefix), and the exit hook that flushes them all.
-///
-/// A suite is opened (its file read, a cluster asked) outside the registry's lock, once: the
-/// registry's entry for it is a once-cell that other openers of the same suite wait on, while
-/// openers of other suites go on. Stores are held weakly, and a weak reference is only loaded
-/// outside every lock: a load that finds the store alive makes a strong reference, whose release
-/// can be the last (the app let the suite go meanwhile), and no `deinit` runs under a lock.
+/// One live store per suite in this process, keyed by its backend's identity, and the exit hook
+/// that flushes them all. A suite is opened outside the registry's lock, once: its entry is a
+/// once-cell other openers of it wait on. Stores are held weakly, and loaded outside every lock
+/// (the strong reference a load makes may be the last, and no `deinit` runs under a lock).
 package enum StoreRegistry {
     /// A suite's once-cell: opening, then open (its store held weakly) or failed.
     private final class Entry: @unchecked Sendable {
@@ -64,10 +60,8 @@ package enum StoreRegistry {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
         return try store(id: FileSuite(directory: dir.identity, fileName: file.fileName)) { () throws(PreferenceError) in
-            // Read now, to fail early and clearly on an unusable file (a link, unreadable, not a
-            // property list). Watched from the first read of the cached values or the first
-            // observer on, which reads again what changed meanwhile: a process that only writes
-            // starts no watcher.
+            // Read now, to fail early on an unusable file. Watched from the first read of cached values or
+            // first observer on: a process that only writes starts no watcher.
             let backend = FileBackend(file: file)
             let loaded = try backend.load(in: dir)
             var layers = layers
@@ -76,9 +70,8 @@ package enum StoreRegistry {
         }
     }
 
-    /// Returns the live store for the suite `id` names (another backend's identity: a cluster and
-    /// prefix), or the one `open` makes, which then is flushed at exit like every other. `open`
-    /// runs outside the registry's lock; whoever opens the same suite meanwhile waits for it.
+    /// The live store for the suite `id` names, or the one `open` makes (outside the registry's lock;
+    /// openers of the same suite wait for it), flushed at exit like every other.
     package static func store(id: some Hashable & Sendable, open: () throws(PreferenceError) -> SuiteStore) throws(PreferenceError) -> SuiteStore {
         _ = installExitHook
         let key = Key(id: AnyHashable(id))
@@ -118,9 +111,8 @@ package enum StoreRegistry {
         }
     }
 
-    /// Flushes every live store with pending writes, in parallel, all within one timeout counted
-    /// from now (the longest of theirs): a held lock cannot hold the exit up longer, however many
-    /// suites wait for one. Runs at normal process exit (return from `main`, or `exit`).
+    /// Flushes every live store with pending writes, in parallel, within one timeout counted from now,
+    /// at normal process exit.
     static func flushAll() {
         let start = ContinuousClock.now
         let entries = stores.withLock { Array($0.values) }

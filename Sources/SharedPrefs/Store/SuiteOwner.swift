@@ -5,21 +5,17 @@ import CSharedPrefsShims
 import Dispatch
 import SharedPrefsLocking
 
-/// The one owner of a suite's I/O and delivery order: a serial executor. Its jobs (`update`,
-/// `synchronize`, flushes, re-reads) run one at a time, in the order they came, each on one
-/// thread from start to end:
+/// The one owner of a suite's I/O and delivery order: a serial executor whose jobs (`update`,
+/// `synchronize`, flushes, re-reads) run one at a time, in order, each on one thread:
 ///
-/// - a job that comes while none runs or waits runs at once on the thread that brings it (a
-///   caller's `update`, a reader thread's re-read: no hand-over, no wake-up);
-/// - a caller's job that comes while one runs waits for its turn, until its deadline at most,
-///   and then runs on the caller's thread. Jobs of the library's own (a flush, a re-read: each
-///   bounded by its own deadline where it waits) are the suite's own reading and writing: a
-///   caller waits for them past its deadline, and its deadline counts from when they ended;
-/// - a background job (a coalesced flush) runs on the owner's own queue, made at the first one.
+/// - a job that comes while none runs or waits runs at once on the thread that brings it;
+/// - a caller's job otherwise waits for its turn until its deadline, then runs on the caller's
+/// thread; it waits past the deadline for the library's own jobs (bounded where they wait),
+/// and its deadline counts from when they ended;
+/// - a background flush runs on the owner's queue, made at the first one.
 ///
-/// The thread that runs a job is the owner's until the job ends: a job that calls back into the
-/// suite for I/O is told (``isCurrent``) instead of waiting for itself. Only the owner's short
-/// bookkeeping is behind a lock; nothing waits under it.
+/// A job that calls back into the suite for I/O is told (``isCurrent``) instead of waiting for
+/// itself. Nothing waits under the owner's lock.
 final class SuiteOwner: Sendable {
     private final class Waiter: Sendable {
         let thread: UInt
@@ -56,9 +52,8 @@ final class SuiteOwner: Sendable {
         /// The process whose threads these are (``sharedprefs_fork_count()``).
         var process = sharedprefs_fork_count()
 
-        /// In a child forked since: of the parent's threads only the one that forked goes on,
-        /// so a job another one ran, and callers they were, are forgotten; background jobs
-        /// waiting stay, for a thread of the child's to run.
+        /// In a child forked since, only the forking thread goes on: jobs and callers of the others are
+        /// forgotten; background jobs stay for the child's threads.
         mutating func settleAfterFork() {
             let forks = sharedprefs_fork_count()
             guard process != forks else { return }
@@ -115,9 +110,8 @@ final class SuiteOwner: Sendable {
         if let queue { drainLater(on: queue) }
     }
 
-    /// Runs `work` on the owner's queue after the jobs before it, unless `deadline` passes before
-    /// its turn comes: then `expired` runs instead, at the deadline, and `work` never. For callers
-    /// that must not block a thread while they wait (async code).
+    /// Runs `work` on the owner's queue after the jobs before it, or `expired` at `deadline` if its
+    /// turn has not come by then. For callers that must not block a thread (async code).
     func async(until deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () -> Void, expired: @escaping @Sendable () -> Void) {
         let taken = Lock(false)
         let take: @Sendable () -> Bool = { taken.withLock { was in defer { was = true }; return !was } }
@@ -140,14 +134,11 @@ final class SuiteOwner: Sendable {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [self] in async(work) }
     }
 
-    /// Runs `work` on this thread once the jobs before it are done, waiting for them until
-    /// `deadline` at most, and past it while every job before it is the library's own
-    /// (``Job/isBounded``). `work` is given how long the wait went on past the deadline, by which
-    /// its own deadlines move. `isBounded`: `work` runs no code of the app's.
-    /// - Throws: ``Busy`` when the deadline passed before its turn came (nothing ran); what
-    ///   `work` throws.
-    /// `pastDeadline`, asked once the deadline passed: whether waiting on is still waiting for
-    /// work, not for what a job ahead gave up on.
+    /// Runs `work` on this thread once the jobs before it are done, waiting until `deadline` at most,
+    /// and past it while every job ahead is the library's own (``Job/isBounded``); `work` is given how
+    /// long the wait went past the deadline. `isBounded`: `work` runs no code of the app's.
+    /// `pastDeadline`: whether waiting on still waits for work, not for a job ahead that gave up.
+    /// - Throws: ``Busy`` when the deadline passed before its turn came; what `work` throws.
     func sync<T>(until deadline: ContinuousClock.Instant, isBounded: Bool, pastDeadline: () -> Bool = { true }, _ work: (_ overtime: Duration) throws -> T) throws -> T {
         let me = Self.thisThread
         let waiter = state.withLock { s -> Waiter? in

@@ -1,8 +1,6 @@
-/// What a store holds of its suite's values: the stored file's image when it is a binary one,
-/// whose values are decoded when read (``SuiteImage/value(of:)``), and the keys whose value differs
-/// from it (this process's own changes, and what was heard since the image). Without an image
-/// (an XML file, etcd, memory), every key is among those. A suite in memory so costs its file's
-/// bytes and an index, not a decoded copy beside them.
+/// What a store holds of its suite's values: the binary file's image, decoded when read
+/// (``SuiteImage/value(of:)``), and the keys whose value differs from it. Without an image (XML,
+/// etcd, memory) every key is among those. A suite costs its file's bytes and an index.
 struct SuiteSnapshot: Sendable {
     private(set) var image: SuiteImage?
     /// The keys whose value is not the image's: `.some(nil)` for a key the image holds and this

@@ -20,15 +20,11 @@ extension SuiteStore {
         }
     }
 
-    /// Runs `work` as the store's job on this thread, once the jobs before it are done: waits for
-    /// them until one ``SuiteBackend/timeout`` after `start` at most, and past it while they are
-    /// the suite's own reading and writing (a flush, a re-read: ``SuiteOwner``); `work` gets
-    /// `start` moved on by that (its lock wait counts from there), unless one of them gave up on
-    /// the lock meanwhile. `isBounded`: `work` runs no
-    /// code of the app's. Throws
-    /// ``PreferenceError/Code/unsupportedOperation`` from a job of this store (a transaction body,
-    /// what it calls), which would wait for itself; with `reporting`, that failure and a wait
-    /// that timed out are reported to failure observers too (the job reports its own).
+    /// Runs `work` as the store's job on this thread once the jobs before it are done, waiting one
+    /// ``SuiteBackend/timeout`` after `start` at most (longer while they are the suite's own reading
+    /// and writing, with `start` moved on by that unless one gave up on the lock). `isBounded`: `work`
+    /// runs no code of the app's. Throws ``PreferenceError/Code/unsupportedOperation`` from a job of
+    /// this store, which would wait for itself; `reporting` reports that and a timed-out wait too.
     private func runAsJob<T>(
         _ what: String, since start: ContinuousClock.Instant, isBounded: Bool, reporting: Bool = false, _ work: (_ start: ContinuousClock.Instant) throws -> T
     ) throws -> T {
@@ -40,10 +36,8 @@ extension SuiteStore {
                 path: backend.location)
         } else {
             do {
-                // Once a job ahead gave up on the lock, the lock is held: waiting on past the
-                // deadline would wait for the next job's lock timeout too, and its own wait would
-                // take one more, so a held lock would cost two timeouts or more, not one. So it
-                // waits no longer, and its own wait gets no time more (it tries once).
+                // Once a job ahead gave up on the lock, the lock is held: waiting past the deadline would cost
+                // two timeouts or more, so this one tries once.
                 let timeouts = lockTimeouts.load(ordering: .acquiring)
                 let lockHeld = { self.lockTimeouts.load(ordering: .acquiring) != timeouts }
                 return try owner.sync(until: start + backend.timeout, isBounded: isBounded, pastDeadline: { !lockHeld() }) { overtime in
@@ -69,10 +63,8 @@ extension SuiteStore {
             path: backend.location)
     }
 
-    /// Writes everything pending now; returns when it is on disk.
-    /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this
-    ///   suite, where waiting for the write would wait for itself.
-    /// Every failure is reported to failure observers, once.
+    /// Writes everything pending now; returns when it is on disk. Every failure is reported once.
+    /// - Throws: ``PreferenceError/Code/unsupportedOperation`` inside an `update` body of this suite.
     package func flushSynchronously(since start: ContinuousClock.Instant = .now) throws {
         guard hasPendingWrites else { return }
         // One timeout in all, counted from `start`: waiting for a write already running (for
@@ -86,10 +78,8 @@ extension SuiteStore {
     /// The keys set and not written yet, for messages.
     var pendingKeys: [String] { state.withLock { $0.pendingKeys } }
 
-    /// Writes everything pending without blocking the caller's thread, after the store's
-    /// earlier jobs (a background write under way among them, which ends within its own
-    /// timeout): then nothing is left when that write succeeded, and what is left is written with
-    /// a lock wait counted from the call.
+    /// Writes everything pending without blocking the caller's thread, after the store's earlier jobs,
+    /// with a lock wait counted from the call.
     func flush() async throws {
         let start = ContinuousClock.now
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -126,12 +116,10 @@ extension SuiteStore {
         _ = try commit(nil as ((inout PreferenceTransaction) throws -> Void)?, since: start)
     }
 
-    /// The write path: the backend brings the values up to date under its lock (or
-    /// compare-and-swap) → merge the pending operations key by key → run the transaction → the
-    /// backend writes → tell observers. Returns `nil` when there was nothing to do.
-    /// A job of the owner's.
-    /// - Parameter start: When the caller began to wait: a lock is waited for until one lock
-    ///   timeout after it.
+    /// The write path: the backend brings the values up to date under its lock (or compare-and-swap),
+    /// the pending operations merge key by key, the transaction runs, the backend writes, observers
+    /// hear. `nil` when there was nothing to do. A job of the owner's.
+    /// - Parameter start: When the caller began to wait (the lock wait's deadline counts from it).
     private func commit<R>(_ transaction: ((inout PreferenceTransaction) throws -> R)?, since start: ContinuousClock.Instant) throws -> R? {
         // The pending operations become the ones being written. (One still taken by a write as
         // this job begins was taken by a thread of the parent's, in a forked child: that write
@@ -197,11 +185,9 @@ extension SuiteStore {
             if let failure = committed.failure { throw failure }
             return result
         } catch {
-            // Put the operations back unless newer ones replaced them (after a quarantine they
-            // were written and adopted). After a failed transaction body they are
-            // written by the next background flush; after an I/O failure, by the next write, flush
-            // or exit (not in a loop against a full disk). A failure of the write itself reaches
-            // failure observers here, once, whoever else hears of it.
+            // Put the operations back unless newer ones replaced them: the next flush writes them after a
+            // failed body, the next write, flush or exit after an I/O failure (never a loop against a full
+            // disk). A failure of the write itself reaches failure observers here, once.
             let (retry, unwritten) = state.withLock { s in
                 for (key, local) in s.local where local.operations.writing != nil {
                     s.local[key]!.operations = .pending(local.operations.pending ?? local.operations.writing!)
@@ -222,11 +208,9 @@ extension SuiteStore {
 
     // MARK: Re-reading
 
-    /// Called by a reader thread (or a backend's watch) with a burst of events already coalesced:
-    /// re-reads on the calling thread when no job of the store runs, otherwise queues one re-read
-    /// behind the running job. Never waits for the store's I/O. Observers that take other
-    /// processes' changes on this thread (``OrderedDelivery``) get them once the re-read's job has
-    /// ended, so that their handlers may use the suite's I/O (`synchronize()`, `update`).
+    /// Called with a coalesced burst of events: re-reads on this thread when no job of the store runs,
+    /// else queues one re-read behind it; never waits. Deliveries on this thread (``OrderedDelivery``)
+    /// come once the job has ended, so handlers may `synchronize()` or `update`.
     package func scheduleReload() {
         _Stages.mark("R")
         var inline: [OrderedDelivery] = []

@@ -1,9 +1,8 @@
 /// The system layers of a store: read at opening, watched with the suite, and adopted through
 /// the one way the state changes.
 extension SuiteStore {
-    /// Re-reads the system layers as a job of the owner's: on this thread when no job runs (or
-    /// this thread runs one), else queued once for a burst of events. (Queued each time, the
-    /// first watch of every suite would start a thread of the owner's queue.)
+    /// Re-reads the system layers as a job of the owner's: on this thread when it may, else queued
+    /// once for a burst.
     func scheduleLayerReload() {
         if owner.isCurrent { return reloadLayers() }
         if owner.runIfIdle({ reloadLayers() }) { return }
@@ -14,19 +13,14 @@ extension SuiteStore {
         }
     }
 
-    /// How long a system file that vanished, emptied or stopped parsing must stay so before a
-    /// running process acts on it. A file replaced in place (GNU `install` unlinks it and writes a
-    /// new one; `tee` empties it and writes) is missing, empty or half written for a moment, and
-    /// read then it would lift a lock and drop defaults until the next event. Only a loss waits: a
-    /// lock or default that goes away stays in force until its files were quiet for a second,
-    /// the safe side (more locked, the value read a moment longer); what is added or changed
-    /// counts at once. (200 ms was too short for an `install` starved of CPU: under a loaded
-    /// ThreadSanitizer run, defaults flickered.)
+    /// How long a system file that vanished, emptied or stopped parsing must stay so before a running
+    /// process acts on it: replaced in place (`install`, `tee`), it is so for a moment, and would lift a
+    /// lock. Only a loss waits (the safe side); what is added counts at once. (200 ms was too short
+    /// under a loaded ThreadSanitizer run.)
     static let layerSettle = Duration.seconds(1)
 
-    /// Reads the system layers, adopts them (a loss once it is confirmed, see ``layerSettle``),
-    /// and watches what they are read from (while the suite is watched). `confirming`: adopts
-    /// what it reads, a loss included (the first read, and the one after the settle).
+    /// Reads the system layers, adopts them (a loss once confirmed, ``layerSettle``), and watches their
+    /// files while the suite is watched. `confirming`: adopts a loss too.
     func reloadLayers(confirming: Bool = false) {
         guard let layerIdentity else { return }
         var (layers, watched, problems) = SystemLayers.load(layerIdentity)
@@ -62,9 +56,8 @@ extension SuiteStore {
         }
     }
 
-    /// Makes `layers` the suite's system layers: observers of each key whose value (or
-    /// writability) changed hear it, with the layer that changed as origin. Failures new since
-    /// the last read are logged and reported; all stand for failure observers to come.
+    /// Makes `layers` the suite's system layers: observers hear each key whose value or writability
+    /// changed, with the layer as origin. New failures are logged and reported.
     package func adoptLayers(_ layers: SystemLayers?, problems: [PreferenceError] = []) {
         let fresh = change { s, changes -> [PreferenceError] in
             let fresh = s.newNotices(problems)

@@ -5,17 +5,11 @@ import Dispatch
 import SharedPrefsLocking
 import Synchronization
 
-/// The one live store of a suite in this process, shared by every `PreferenceSuite` for the same
-/// file (or etcd prefix). Reads come from an in-memory snapshot; writes change it at once and are
-/// persisted by a coalescing background writer; the backend's subscription schedules re-reads
-/// when the stored values change. The store makes every state change: its backend only returns
-/// what it read and wrote (``SuiteBackend``).
-///
-/// All I/O of a store (its ``SuiteBackend``'s calls) runs as jobs of its ``SuiteOwner``, one at a
-/// time and in order: `update` and `synchronize()` on the caller's thread, background flushes on
-/// the owner's queue (made at the first: a store only ever written synchronously makes none), and
-/// a re-read on the reader thread that found the change, when nothing else runs. Everything else
-/// is in `state`, behind a mutex that is never held across I/O or code of the app's.
+/// The one live store of a suite in this process, shared by every `PreferenceSuite` of the same
+/// file (or etcd prefix): reads come from its snapshot, writes change it at once and are persisted
+/// in the background, and it makes every state change (its ``SuiteBackend`` only reads and writes).
+/// Its I/O runs as jobs of its ``SuiteOwner``, one at a time; `state` is behind a mutex never held
+/// across I/O or the app's code.
 package final class SuiteStore: Sendable {
     package let name: String
     /// Where the values live.
@@ -76,9 +70,8 @@ package final class SuiteStore: Sendable {
     struct State {
         /// What this process sees: the stored values with its own operations applied.
         var values = SuiteSnapshot()
-        /// The keys this process changed whose change is not yet adopted as stored. Every other
-        /// key has its stored value in `values`: the stored state costs no second dictionary,
-        /// and no copy of the suite is made when either changes.
+        /// The keys this process changed whose change is not yet adopted as stored; every other key has
+        /// its stored value in `values` (no second dictionary).
         var local: [PlistKey: Local] = [:]
         var registered = PlistDictionary()
         /// The suite's system layers (administrator and vendor defaults, locks); `nil` when it
@@ -98,16 +91,14 @@ package final class SuiteStore: Sendable {
         var flushScheduled = false
         var reloadScheduled = false
         var observers: [UInt64: Observer] = [:]
-        /// While a reader thread re-reads inline: that thread (`pthread_self`), and the
-        /// ``OrderedDelivery``s it delivers once its job has ended. (A thread's own: in a child
-        /// forked meanwhile, the thread is not there to deliver them.)
+        /// While a reader thread re-reads inline: that thread, and the ``OrderedDelivery``s it delivers
+        /// once its job has ended.
         var inlineDeliveries: (thread: UInt, deliveries: [ObjectIdentifier: OrderedDelivery])? = nil
         var failureObservers: [UInt64: @Sendable (PreferenceError) -> Void] = [:]
         var nextObserverID: UInt64 = 0
         var reportedMismatches: Set<String> = []
-        /// Failures found in the stored values that still stand (a corrupt file, a value or key
-        /// that cannot be read): each is logged and reported once, and told to every failure
-        /// observer when it subscribes. A full read replaces them.
+        /// Failures in the stored values that still stand: logged and reported once, told to each new
+        /// failure observer; a full read replaces them.
         var standingNotices: [PreferenceError] = []
         var statistics = PreferenceSuite.Statistics()
         /// The number of the last write read or made (``PreferenceSuite/sequence``).
@@ -144,9 +135,9 @@ package final class SuiteStore: Sendable {
             registered.merging(visibleValues) { _, visible in visible }
         }
 
-        /// The first values of an observer of `filter` (``ObservationOptions/initial``), as changes
-        /// from nothing to the value this process reads, in key order: every key named by
-        /// `.key` or `.keys`, held or not (`nil`), and every key held that passes `.prefix` or `.all`.
+        /// The first values of an observer of `filter` (``ObservationOptions/initial``) as changes from
+        /// nothing, in key order: every key `.key`/`.keys` name, held or not, and every held key that
+        /// passes `.prefix` or `.all`.
         func initialChanges(_ filter: KeyFilter, suite: String) -> [PreferenceChange] {
             let current: [(key: String, value: PlistValue?)] = switch filter {
             case .key(let key): [(key, visible(PlistKey(key)))]
@@ -218,9 +209,8 @@ package final class SuiteStore: Sendable {
         if layers != nil { reloadLayers(confirming: true) }
     }
 
-    /// Starts watching, at the first read of the cached values or the first observer, and reads
-    /// once more what changed since the store was opened, unwatched (at once when no write is
-    /// running; a running write reads it under the lock anyway).
+    /// Starts watching, at the first read of the cached values or the first observer, and reads once
+    /// more what changed since the store was opened.
     func watch() {
         guard !watching.load(ordering: .acquiring),
             watching.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
@@ -298,9 +288,8 @@ package final class SuiteStore: Sendable {
 
     // MARK: Writing
 
-    /// Applies local operations: visible at once, observers told at once, persisted in the background.
-    /// A value no reader would accept (see ``refusal(of:forKey:)``) is not stored; it is logged and
-    /// reported to failure observers.
+    /// Applies local operations: visible and told at once, persisted in the background. A value no
+    /// reader would accept (``refusal(of:forKey:)``) is logged and reported instead.
     package func apply(_ operations: Operations, forceFlush: Bool = false) {
         var operations = operations
         for (key, operation) in operations {
@@ -345,9 +334,8 @@ package final class SuiteStore: Sendable {
         if scheduleFlush { scheduleBackgroundFlush() }
     }
 
-    /// A local operation: seen at once, written by the next flush. A value for a locked key is
-    /// refused (reported once the state lock is let go); its removal is not: the file may hold a
-    /// value stored before the lock, which no reader sees, and removing it changes nothing read.
+    /// A local operation, written by the next flush. A value for a locked key is refused; its removal
+    /// is not (it changes nothing read).
     private func record(_ operation: PendingOperation, forKey key: PlistKey, in s: inout State, changes: inout [PreferenceChange]) {
         if operation.value != nil, let lock = s.layers?.lock(of: key) { return s.unreported.append(lockedKey([key.string], lockedBy: lock)) }
         switch s.local[key]?.operations {
@@ -360,9 +348,8 @@ package final class SuiteStore: Sendable {
 
     // MARK: Changing state
 
-    /// The one way the state changes: runs `body` under the state lock, hands what it changed to
-    /// observers in the order the state went through it, and makes the synchronous deliveries
-    /// once the lock is let go (their handlers may call back into the suite).
+    /// The one way the state changes: runs `body` under the state lock, hands its changes to observers
+    /// in order, and makes the synchronous deliveries after the lock (handlers may call back in).
     func change<T>(_ body: (inout State, inout [PreferenceChange]) throws -> T) rethrows -> T {
         var synchronous: [() -> Void] = []
         var unreported: [PreferenceError] = []
@@ -386,9 +373,8 @@ package final class SuiteStore: Sendable {
         return result
     }
 
-    /// Makes `new` the value of `key` this process sees, and notes the change for observers.
-    /// With system layers, what observers hear is the value this process reads: a change under
-    /// a locked key, or of a key the suite's file now holds as a layer did, is no change.
+    /// Makes `new` the value of `key` this process sees, and notes the change for observers when what
+    /// this process reads changed (not under a lock, nor where a layer held the same value).
     func see(_ key: PlistKey, _ new: PlistValue?, _ origin: PreferenceChange.Origin, sequence: UInt64 = 0, in s: inout State, changes: inout [PreferenceChange]) {
         let sequence = sequence == 0 ? nil : sequence
         let before = s.layers == nil ? nil : s.visible(key)

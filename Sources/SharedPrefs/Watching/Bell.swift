@@ -4,38 +4,26 @@ import Glibc
 import CSharedPrefsShims
 import SharedPrefsLocking
 
-/// This user's bells: one futex word per watched directory in one small file of the user's own,
-/// mapped shared by every process of the user that observes or writes suites.
+/// This user's bells: one futex word per watched directory in a small file of the user's own,
+/// mapped shared by each process of the user that observes or writes suites, so that one process
+/// per directory holds an inotify watch (Linux gives a user 128 instances).
 ///
-/// Linux allows each user 128 inotify instances (`fs.inotify.max_user_instances`), shared with
-/// every other program of the user. So of the processes of one user that observe a directory,
-/// one has the *duty* of watching it with inotify: it holds a write lock on one byte of the file,
-/// far past its end, chosen by the directory's device and inode (an open file description lock,
-/// which the kernel lets go the moment the process dies),
-/// and rings the bell (adds 1 to the word and wakes every waiter, in one `FUTEX_WAKE_OP`) for
-/// what it hears there that no writer of this user rang for. The others wait on the word with `futex_waitv`, and each keeps
-/// one thread blocked on that lock: when the process on duty dies or lets the directory go, one
-/// of them gets it at once and takes the duty over (``InotifyWatcher``).
+/// That process has the directory's *duty*: an open file description lock on a byte chosen by the
+/// directory's device and inode, which the kernel lets go when it dies. It rings the bell
+/// (`FUTEX_WAKE_OP`) for what no writer rang for; the others wait with `futex_waitv`, each with
+/// a thread blocked on the lock to take the duty over (``InotifyWatcher``). A writer rings itself
+/// after its rename and records the file's inode, so the process on duty does not ring again.
 ///
-/// A writer of this library rings the bell itself once its file is renamed in, and records the
-/// file's inode beside the word: the process on duty, which hears the rename too, does not ring
-/// again for it. So a write reaches every process as soon as inotify would have brought it.
-///
-/// A directory's word is chosen by its device and inode: two directories may share one, whose
-/// waiters then also wake for the other's changes, find their suites unchanged, and wait again.
-///
-/// The file is `$SHAREDPREFS_BELLS` if set (`off`: no bells, every process watches with inotify
-/// of its own), else `sharedprefs.bells` in `$XDG_RUNTIME_DIR`, else
-/// `/dev/shm/sharedprefs-<uid>.bells`; it is used only if it is a regular file of this user's
-/// that nobody else may read or write. Where there is none (or the kernel has no `futex_waitv`,
-/// before Linux 5.16), every process watches with inotify of its own, as before.
+/// The file is `$SHAREDPREFS_BELLS` (`off`: none), else `$XDG_RUNTIME_DIR/sharedprefs.bells`,
+/// else `/dev/shm/sharedprefs-<uid>.bells`; used only as a regular file of this user's nobody else
+/// may read or write. Without one, or without `futex_waitv`, each process watches itself.
+/// ManyProcesses.md has the whole.
 final class Bell: Sendable {
     /// Words in the file (64 KiB), followed by as many records of 8 bytes (128 KiB).
     static let slots = 16_384
     private static let size = slots * (4 + 8)
-    /// The process's bells, opened anew in a child forked without exec (whose locks must be its
-    /// own: an open file description lock belongs to the description, which a fork shares).
-    /// `nil` where there are none.
+    /// The process's bells (`nil` where there are none), opened anew in a child forked without exec:
+    /// its locks must be its own.
     static var shared: Bell? {
         let forks = sharedprefs_fork_count()
         return current.withLock { current in
@@ -131,9 +119,8 @@ final class Bell: Sendable {
         _ = moved ? sharedprefs_futex_ring_shared_moved(words + slot) : sharedprefs_futex_ring_shared(words + slot)
     }
 
-    /// Before a writer of this process renames the file `inode` into the directory `identity`
-    /// (and rings its bell once it has): records it, so that the process on duty, woken by the
-    /// rename, does not ring again for it.
+    /// Before a writer renames the file `inode` into the directory `identity`: records it, so that the
+    /// process on duty does not ring again for it.
     func willRename(_ inode: UInt64, in identity: FileIdentity) {
         var inode = inode
         _ = withUnsafeBytes(of: &inode) { pwrite(fd, $0.baseAddress, 8, off_t(Self.slots * 4 + slot(of: identity) * 8)) }
@@ -158,9 +145,8 @@ final class Bell: Sendable {
         futex_waitv(val: UInt64(value), uaddr: UInt64(UInt(bitPattern: words + slot)), flags: UInt32(FUTEX_32), __reserved: 0)
     }
 
-    /// Takes the duty of watching the directory `identity` and ringing its bell if no other
-    /// process has it, or, `waiting`, once none has it any more (blocking the calling thread until
-    /// then). Whether this process has it.
+    /// Takes the duty of the directory `identity` if no other process has it, or, `waiting`, blocks
+    /// until none has. Whether this process has it.
     func takeDuty(_ identity: FileIdentity, waiting: Bool = false) -> Bool {
         while true {
             if sharedprefs_byte_lock(fd, Int16(F_WRLCK), Self.dutyOffset(identity), waiting ? 1 : 0) == 0 { return true }

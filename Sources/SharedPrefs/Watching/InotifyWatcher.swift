@@ -7,44 +7,24 @@ import SharedPrefsLocking
 import Synchronization
 import SystemPackage
 
-/// What a watched suite's subscriber is told (``SuiteBackend/subscribe(_:)``).
-///
-/// The watcher never calls a sink while it holds its lock: a sink may release the last reference
-/// to its store (the app let the suite go meanwhile), and the store's release unwatches, which
-/// takes that lock. Under the lock the watcher copies sinks out (``Batch``) and calls them once
-/// the lock is let go.
+/// What a watched suite's subscriber is told (``SuiteBackend/subscribe(_:)``). Never called under
+/// the watcher's lock: a sink may release its store, whose release unwatches (``Batch``).
 typealias Sink = @Sendable (BackendEvent) -> Void
 
 /// A watched suite: its path, for messages, and its sink.
 typealias Watcher = (path: String, sink: Sink)
 
-/// One inotify instance for the whole process, one watch per directory shared by every suite in
-/// it, and a few reader threads that turn events into store re-reads.
+/// One inotify instance per process, one watch per directory, and reader threads that turn events
+/// into store re-reads (a burst is one re-read; an overflow re-reads everything; a vanished
+/// directory, a failed watch, or a network or FUSE file system is polled, with a warning).
 ///
-/// - A burst of events for one suite becomes one call of its sink, and one re-read
-///   (``SuiteStore/scheduleReload()`` coalesces).
-/// - `IN_Q_OVERFLOW` re-reads every suite; per-key diffing makes that exact.
-/// - A directory that disappears is polled for until it comes back, then watched again.
-/// - If inotify is unavailable or a watch cannot be added (`ENOSPC`, `EMFILE`), the suite is
-///   polled, with a logged warning; so are suites and listeners on network and FUSE file systems.
-///
-/// **Readers.** The reader threads wait in one epoll instance, in which the inotify descriptor is
-/// armed for one wake-up at a time (`EPOLLONESHOT`), and the kernel wakes one waiting thread per
-/// event: an isolated change wakes one thread, which reads the events, arms the descriptor again
-/// and runs the re-read (and the handlers of ``ObservationOptions/synchronousExternalChanges``)
-/// itself. While it runs, the next events go to a reader still waiting; work found for several
-/// suites at once is shared out to other readers (a counting eventfd in the same epoll instance),
-/// as many started at once as the jobs need; and a reader about to run work that may block (a
-/// sink, a listener, a poll tick) that would leave no reader free starts one more (up to
-/// ``maximumReaders`` in all), while one that only reads events starts none. So a sink or
-/// listener that blocks (a handler that waits, a file system that hangs) holds its own thread
-/// and nothing else: other suites' changes and new suites keep arriving. Readers beyond
-/// ``freeReaders`` free end once their work is done. Polling runs on a timer in the same
-/// epoll instance, armed only while something is polled: an idle process never wakes.
+/// Readers wait in one epoll instance on the inotify descriptor (`EPOLLONESHOT`: one wake-up per
+/// event), a counting eventfd of shared-out work, and a poll timer armed only while something is
+/// polled. A reader about to run work that may block starts another if none would be free (up to
+/// ``maximumReaders``), so a blocked handler holds only its own thread. HowItWorks has the rest.
 final class InotifyWatcher: Sendable {
-    /// The process's watcher. In a child forked without exec, a new one that takes over the
-    /// parent's watches (``init(takingOver:)``): the parent's inotify instance is shared with the
-    /// parent, whose readers take its events, and its reader threads are not in the child.
+    /// The process's watcher; in a child forked without exec, a new one that takes the parent's
+    /// watches over (``init(takingOver:)``).
     static var shared: InotifyWatcher {
         let forks = sharedprefs_fork_count()
         return current.withLock { current in
@@ -59,35 +39,27 @@ final class InotifyWatcher: Sendable {
     }
     private static let current = Lock<(forks: UInt, watcher: InotifyWatcher)?>(nil)
 
-    /// `IN_CREATE` notices a suite published with `link(2)`. (A write makes its temporary file
-    /// in the directory of writes, which is not watched; where it cannot, the file's creation and
-    /// close may wake a reader on their own, which finds no suite to read or the suite unchanged.)
-    /// `IN_ATTRIB` hears a file or the directory itself change its mode or owner: what decides
-    /// whether a system layer counts (`chmod go-w`, `chown root:`).
+    /// `IN_CREATE` notices a suite published with `link(2)`; `IN_ATTRIB` a mode or owner change, which
+    /// decides whether a system layer counts.
     static let mask: UInt32 =
         UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_ATTRIB) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// How often polled suites and vanished directories are checked, in milliseconds.
     static let pollInterval = 100
-    /// The most reader threads at once: as many sinks or listeners may block at once before the
-    /// next change waits for one of them.
+    /// The most reader threads at once (sinks or listeners that may block at once).
     static let maximumReaders = 64
-    /// The most readers kept free, waiting, once their work is done. Two start; a third stays
-    /// once two were busy at once (changes of two suites, or a write's rename and close read by
-    /// two readers where the directory of writes cannot be used): ending it after each change
-    /// would start and end a thread per change.
+    /// The most readers kept free once their work is done: a third stays once two were busy at once,
+    /// rather than a thread started and ended per change.
     static let freeReaders = 3
 
     private struct Directory {
         var location: DirectoryLocation
         /// Device and inode of the directory watched, to tell when its path leads elsewhere.
         var identity: FileIdentity?
-        /// On a file system where inotify misses other machines' changes: its listeners are
-        /// polled for good, never given an inotify watch.
+        /// On a file system where inotify misses other machines' changes: polled for good.
         var pollOnly = false
         var path: String { location.path }
-        /// The word of its bell (``Bell``): the one this process rings for the others (watched, or
-        /// vanished after it was), or waits on (heard through its bell).
+        /// The word of its bell (``Bell``) this process rings for the others or waits on.
         var bell: Int? = nil
         /// The bell's value when this process last heard it.
         var heard: UInt32 = 0
@@ -108,8 +80,8 @@ final class InotifyWatcher: Sendable {
 
     private struct State {
         var watched: [CInt: Directory] = [:]
-        /// Directories that vanished (or cannot be watched), by path, waiting to be watched again,
-        /// and those whose listeners are polled for good (``Directory/pollOnly``).
+        /// Directories vanished or unwatchable, by path, waiting to be watched again, and those polled
+        /// for good (``Directory/pollOnly``).
         var vanished: [String: Directory] = [:]
         /// Listing of directories whose listeners are polled, by path.
         var listings: [String: Set<String>] = [:]
@@ -126,8 +98,7 @@ final class InotifyWatcher: Sendable {
         var bellsBusy = 0
         /// Of those, how many run re-reads that may run handlers (``bellGuard`` is armed then).
         var bellsGuarded = 0
-        /// Watches on the ancestors of watched directories, by path, for `IN_MOVE_SELF` and
-        /// `IN_DELETE_SELF` only: renaming a container away moves no watched directory itself.
+        /// Watches on ancestors of watched directories, for `IN_MOVE_SELF` and `IN_DELETE_SELF` only.
         var ancestors: [String: CInt] = [:]
         /// Ancestors that moved or vanished, whose descendants are checked at the next poll tick.
         var movedAncestors: Set<String> = []
@@ -135,8 +106,7 @@ final class InotifyWatcher: Sendable {
         var nextID: UInt64 = 0
         /// Work a reader found for other readers, one count of `work` each, in order.
         var jobs: [@Sendable () -> Void] = []
-        /// Reader threads, and how many of them run work that may block; the others are free:
-        /// waiting in `epoll_wait`, or reading events, which never blocks.
+        /// Reader threads, and how many run work that may block (the others wait or read events).
         var readers = 0
         var busy = 0
         var timerArmed = false
@@ -146,8 +116,7 @@ final class InotifyWatcher: Sendable {
         /// The bells this process rings: those of the directories it is on duty for.
         var ringing: Set<Int> { Set(watched.values.compactMap(\.bell)) }
 
-        /// Lets go of the duties no directory of this process needs any more: those of
-        /// directories watched on duty, and of those vanished after they were, are kept.
+        /// Lets go of the duties no watched or vanished directory needs any more.
         mutating func settleDuties() {
             let needed = Set((Array(watched.values) + vanished.values).filter { $0.bell != nil }.compactMap(\.identity))
             for identity in duties.subtracting(needed) { Bell.shared?.releaseDuty(identity) }
@@ -162,13 +131,10 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// The inotify instance, made when a directory is first watched with it
-    /// (``inotifyDescriptor()``): -2 before, -1 where there is none (everything is polled then).
-    /// A process that hears every directory through its bell has none.
+    /// The inotify instance, made at the first watch: -2 before, -1 where there is none.
     private let inotify: Atomic<CInt>
     private var fd: CInt { inotify.load(ordering: .acquiring) }
-    /// What the thread that waits on bells also waits on: this process rings it when the
-    /// directories heard through bells change.
+    /// Rung when the directories heard through bells change; the bell thread waits on it too.
     nonisolated(unsafe) private let control = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
     /// Where the readers wait: `fd` (one-shot), `work`, and `timer` (one-shot).
     private let epoll: CInt
@@ -176,17 +142,13 @@ final class InotifyWatcher: Sendable {
     private let work: CInt
     /// Expires every ``pollInterval`` while something is polled.
     private let timer: CInt
-    /// Expires every ``bellGuardInterval`` while a thread that waits on bells runs re-reads that
-    /// may run handlers (the process has an observer with
-    /// ``ObservationOptions/synchronousExternalChanges`` or of failures, ``InlineHandlers``): if
-    /// they still run then, a reader starts another such thread. Other re-reads run no code but
-    /// the library's, and arm nothing (two system calls less per change).
+    /// Armed while a bell thread runs re-reads that may run handlers (``InlineHandlers``): expiring
+    /// with them still running, it starts another bell thread.
     private let bellGuard: CInt
     private let state = Lock(State())
 
-    /// - Parameter old: The watcher of the process this one was forked from, whose watches,
-    ///   polled suites and listeners it takes over: each directory watched there is watched anew
-    ///   here at the first poll tick, and its suites re-read then (what changed meanwhile is heard).
+    /// - Parameter old: The watcher of the process this one was forked from: its directories are
+    /// watched anew at the first poll tick, and their suites re-read.
     private init(takingOver old: InotifyWatcher? = nil) {
         // Without an epoll instance, one reader polls everything (no inotify then).
         control.initialize(to: 0)
@@ -225,9 +187,7 @@ final class InotifyWatcher: Sendable {
         for _ in 0..<readers { Threads.start(named: "prefs.watcher") { [self] in read() } }
     }
 
-    /// File systems (statfs `f_type`) on which inotify reports only what this machine does
-    /// through that mount, never writes by other machines or through other paths: suites on them
-    /// are polled.
+    /// File systems (statfs `f_type`) on which inotify misses other machines' writes: polled.
     static let fileSystemsWithoutRemoteEvents: [Int: String] = [
         0x6969: "NFS", 0x517B: "SMB", 0xFF53_4D42: "CIFS", 0xFE53_4D42: "SMB2", 0x6573_5546: "FUSE",
         0x0102_1997: "9P", 0x00C3_6400: "Ceph", 0x5346_414F: "AFS", 0x0BD0_0BD0: "Lustre",
@@ -237,8 +197,7 @@ final class InotifyWatcher: Sendable {
     /// The mask of ancestor watches: added to whatever the inode is watched for already.
     static let ancestorMask = UInt32(IN_MOVE_SELF) | UInt32(IN_DELETE_SELF) | UInt32(IN_ONLYDIR) | UInt32(IN_MASK_ADD)
 
-    /// Why the directory at `location` is polled rather than watched, if it is on a file system
-    /// where inotify misses other machines' changes. Asks the file system: call it without the lock.
+    /// Why the directory at `location` is polled, if its file system is remote. Call it without the lock.
     private static func remoteFileSystem(_ location: DirectoryLocation) -> String? {
         guard case .success(let type) = Syscall.fileSystemType(location.path) else { return nil }
         return fileSystemsWithoutRemoteEvents[type]
@@ -260,9 +219,8 @@ final class InotifyWatcher: Sendable {
         return fd
     }
 
-    /// Opens the directory at `location` by the same link-refusing walk as every write: a link
-    /// swapped in below the trusted directory is never watched. Walks the file system: call it
-    /// without the lock.
+    /// Opens the directory at `location` by the link-refusing walk of every write. Call it without
+    /// the lock.
     private func open(_ location: DirectoryLocation) -> Result<(OpenDirectory, FileIdentity?), PreferenceError> {
         do {
             guard let dir = try location.open(creating: false) else {
@@ -294,16 +252,14 @@ final class InotifyWatcher: Sendable {
 
     /// How this process hears a directory.
     private enum Attachment {
-        /// Through an inotify watch of its own; `duty`: the word of the directory's bell, which it
-        /// rings for the other processes of this user (``Bell``).
+        /// Through an inotify watch of its own; `duty`: the bell word it rings for the others.
         case watch(CInt, FileIdentity?, duty: Int?)
         /// Through its bell, which another process rings; `heard`: the bell's value before.
         case bell(FileIdentity, slot: Int, heard: UInt32)
     }
 
-    /// Hears the directory at `location` through its bell where another process of this user
-    /// rings it, or else watches it, and then rings it for the others. Walks the file system:
-    /// call it without the lock.
+    /// Hears the directory at `location` through its bell where another process rings it, or else
+    /// watches it and rings for the others. Call it without the lock.
     private func attach(_ location: DirectoryLocation) -> Result<Attachment, PreferenceError> {
         open(location).flatMap { dir, identity in
             defer { dir.close() }
@@ -327,8 +283,7 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// Watches the ancestors of the directory at `location` below and including its trusted
-    /// directory (never above it) for being moved or deleted. Resolves paths: call it without the lock.
+    /// Watches the ancestors of `location` up to its trusted directory for moves and deletions.
     private func watchAncestors(of location: DirectoryLocation) {
         guard fd >= 0 else { return }
         var ancestor = location.trusted
@@ -342,8 +297,7 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// Arms the poll timer while something is polled. Under the state lock (`timerfd_settime`
-    /// touches no file system).
+    /// Arms the poll timer while something is polled (under the state lock).
     private func armTimer(_ s: inout State) {
         guard s.needsPolling != s.timerArmed else { return }
         s.timerArmed = s.needsPolling
@@ -380,8 +334,7 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// Files `dir` (its suites and listeners) as `attachment` says. Its identity if it is to be
-    /// heard through its bell.
+    /// Files `dir` as `attachment` says; its identity if it is heard through its bell.
     private func place(_ dir: Directory, _ attachment: Attachment, _ s: inout State) -> FileIdentity? {
         var dir = dir
         dir.bell = nil
@@ -411,17 +364,9 @@ final class InotifyWatcher: Sendable {
     /// How long re-reads run on a thread that waits on bells before another such thread starts.
     static let bellGuardInterval = 250
 
-    /// The thread that waits on the bells of the directories heard through them (and on
-    /// ``control``, rung when they change), and re-reads their suites when one rings. A
-    /// directory whose path no longer leads to it (moved away, removed) is polled for until it
-    /// is back, as a watched one is. Where the bells cannot be waited on, their suites are polled.
-    ///
-    /// It re-reads the suites itself: a hand-over to a reader would cost each process a second
-    /// thread's wake-up per change. A sink that blocks (a handler of
-    /// ``ObservationOptions/synchronousExternalChanges`` that waits) would hold the bells with
-    /// it; so while it runs re-reads that may run handlers, ``bellGuard`` is armed, and a reader
-    /// starts another thread that waits on bells once it expires with the re-reads still running.
-    /// Of several, the one whose re-reads end while another waits ends.
+    /// The thread that waits on the bells of the directories heard through them (and on ``control``),
+    /// and re-reads their suites itself (a hand-over would cost a second wake-up per change). While
+    /// its re-reads may run handlers, ``bellGuard`` is armed (``guardBells()``).
     private func waitOnBells() {
         guard let bell = Bell.shared else { return }
         while true {
@@ -498,11 +443,8 @@ final class InotifyWatcher: Sendable {
         Syscall.epollRearm(epoll, bellGuard)
     }
 
-    /// A thread for each directory this process hears through its bell: it blocks until it has
-    /// the directory's duty (the process on duty died, or let the directory go), and then hands
-    /// the directory to the next poll tick, which watches it, re-reads its suites and rings its
-    /// bell once for the other processes (what changed meanwhile). A process killed on duty lets its lock go in
-    /// the kernel at once: nobody is deaf for longer than ``pollInterval`` and a thread's wake-up.
+    /// Blocks until this process has the duty of the directory (the process on duty died or let it
+    /// go), then hands it to the next poll tick, which watches it, re-reads and rings once.
     private func standBy(_ identity: FileIdentity) {
         guard let bell = Bell.shared else { return }
         let taken = bell.takeDuty(identity, waiting: true)
@@ -519,9 +461,7 @@ final class InotifyWatcher: Sendable {
         sharedprefs_futex_ring_private(control)
     }
 
-    /// Stops a ``watch(_:fileName:_:)``; a directory's watch goes when its last suite does.
-    /// (Searches every directory: the watch descriptor changes when a vanished directory returns.)
-    /// Never waits for a file system.
+    /// Stops a ``watch(_:fileName:_:)``; a directory's watch goes with its last suite.
     func unwatch(_ id: UInt64) {
         state.withLock { _ = $0.polled.removeValue(forKey: id) }
         removeFromEveryDirectory { dir in
@@ -557,11 +497,8 @@ final class InotifyWatcher: Sendable {
         for wd in emptied { Syscall.inotifyRemoveWatch(fd, wd) }
     }
 
-    /// Calls `listener` with the name of every file written in, linked into or moved into the
-    /// directory at `location` (a name may come more than once). Where the directory cannot be
-    /// watched (no inotify instance or watch left, a network or FUSE file system), its listing is
-    /// polled instead, with a logged warning, as suites are; on a network or FUSE file system, for
-    /// as long as the listener lives.
+    /// Calls `listener` with the name of every file written, linked or moved into the directory at
+    /// `location` (a name may come more than once); polls its listing where it cannot be watched.
     /// - Returns: An identifier for ``removeListener(_:)``.
     func addListener(_ location: DirectoryLocation, _ listener: @escaping @Sendable (String) -> Void) -> UInt64 {
         let directory = location.path
@@ -662,10 +599,8 @@ final class InotifyWatcher: Sendable {
         }
     }
 
-    /// Before work that may block (a sink or a listener): counts this reader busy and
-    /// shares out `jobs`, starting at once a reader for each of them and one more to stay free,
-    /// less those free already (one started by another in turn would take a thread's start-up
-    /// per job).
+    /// Before work that may block: counts this reader busy, shares out `jobs`, and starts a reader
+    /// for each and one more to stay free, less those free already.
     private func begin(_ jobs: [@Sendable () -> Void]) {
         let helpers = state.withLock { s in
             s.busy += 1
@@ -732,9 +667,7 @@ final class InotifyWatcher: Sendable {
         return bell.rang(for: UInt64(st.st_ino), slot)
     }
 
-    /// Reads the events queued, until a read that did not fill the buffer: the queue was empty
-    /// then, and what comes later wakes a reader again (which saves the read that would only say
-    /// `EAGAIN`).
+    /// Reads the events queued, until a read that did not fill the buffer (the queue was empty).
     private func readEvents(_ buffer: UnsafeMutableRawPointer, _ size: Int, into batch: inout Batch) {
         let mostOfOneEvent = MemoryLayout<inotify_event>.size + Int(NAME_MAX) + 1
         var count = size
@@ -804,10 +737,8 @@ final class InotifyWatcher: Sendable {
         if let drop { Syscall.inotifyRemoveWatch(fd, drop) }
     }
 
-    /// Once per ``pollInterval`` while something is polled: checks the directories below
-    /// ancestors that moved, watches vanished directories that are back, tells polled listeners
-    /// of new or rewritten files, and re-reads polled suites (a re-read only stats the file
-    /// unless it changed). What it asks the file system, it asks without the lock.
+    /// Once per ``pollInterval`` while something is polled: revalidates below moved ancestors, watches
+    /// directories that are back, tells polled listeners, re-reads polled suites. Outside the lock.
     private func pollTick(into batch: inout Batch) {
         let (moved, vanished, polled) = state.withLock { s in
             defer { s.movedAncestors = [] }
@@ -876,10 +807,8 @@ final class InotifyWatcher: Sendable {
         for error in unwatchable.values { logger.warning("\(error) Polling every \(Self.pollInterval) ms instead.") }
     }
 
-    /// After ancestors moved or vanished: every watched directory below one whose path no longer
-    /// leads to the directory watched is dropped and waits, like a vanished one, for its path to
-    /// come back; the ancestor watches below the moved ones are laid anew for the paths as they
-    /// are now.
+    /// After ancestors moved: every watched directory whose path leads elsewhere now is dropped and
+    /// waits like a vanished one; ancestor watches below are laid anew.
     private func revalidate(below moved: Set<String>, into batch: inout Batch) {
         func isBelowMoved(_ path: String) -> Bool { moved.contains { path == $0 || path.hasPrefix($0 == "/" ? "/" : $0 + "/") } }
         let affected = state.withLock { s in s.watched.filter { isBelowMoved($0.value.path) } }

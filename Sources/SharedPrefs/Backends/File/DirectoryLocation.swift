@@ -36,19 +36,13 @@ struct OpenDirectory {
     func close() { Syscall.close(fd) }
 }
 
-/// Where a suite directory is: a trusted directory that the caller named (an app group's
-/// container, the root, or the directory of a file URL), and components below it that are opened
-/// one at a time, by descriptor, without following links.
-///
-/// Nobody but the caller chooses the trusted directory, so links in its path are followed, as any
-/// program follows the paths it is given. Below it, a container is shared with other users: one of
-/// them could replace `Library` or `Preferences` with a link to somewhere else at any moment. Each
-/// component is therefore opened with `openat(O_NOFOLLOW | O_DIRECTORY)` relative to the one above,
-/// and must be owned by this user or root, or else belong to one of this user's groups and not be
-/// writable by others. A link there is an error, and no write can ever land outside the trusted
-/// directory, however the components are swapped. Where there are components (an app group's
-/// container, the root's `Preferences`), the trusted directory is held to the same rule: in a
-/// root that anyone may write (sticky, like `/tmp`), another user could have made the container.
+/// Where a suite directory is: a trusted directory the caller named (a group's container, the root,
+/// a file URL's directory), and components below it opened one at a time by descriptor
+/// (`openat(O_NOFOLLOW | O_DIRECTORY)`), each owned by this user or root, or by a group of this
+/// user's and not writable by others. Links in the trusted path are followed, as any program follows
+/// the paths it is given; a link below it is an error, so no write lands outside it however the
+/// components are swapped. With components, the trusted directory must pass ``Trust`` too (another
+/// user could have made a container in a sticky root).
 struct DirectoryLocation: Sendable, Hashable {
     /// The directory the caller named, without a trailing slash.
     let trusted: String
@@ -72,10 +66,9 @@ struct DirectoryLocation: Sendable, Hashable {
         hasher.combine(path)
     }
 
-    /// The suite directories below a trusted one that this process walked to, by identity. Opened
-    /// again by its path, a directory that is still the one walked to (the same device and inode)
-    /// needs only its own checks, whatever its path leads through: two system calls, where the
-    /// walk takes three a component. Anything else is walked again.
+    /// The suite directories this process walked to, by identity: one opened again that is still the
+    /// same (device and inode) needs only its own checks, two system calls where the walk takes three
+    /// a component.
     private static let walked = Lock<[DirectoryLocation: FileIdentity]>([:])
 
     /// Opens the directory, walking from the trusted directory without following links.

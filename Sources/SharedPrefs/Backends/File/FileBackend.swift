@@ -6,13 +6,10 @@ import SharedPrefsLocking
 /// suite's lock file by an atomic replace.
 final class FileBackend: SuiteBackend {
     let file: SuiteFile
-    /// The file as last read or written, and its image when it is a binary one: reads and writes
-    /// then work on what changed. `nil` until this process has read the file or found it missing.
-    /// Used under the store's I/O exclusion only. Kept with the process it was read in
-    /// (``sharedprefs_fork_count()``): a child forked as a thread of its parent had read a version
-    /// but not yet handed its values to the store reads the whole file first (``known``).
-    /// `followed`: the number the journal's records brought the store to since (``follow(in:after:)``),
-    /// without reading the file.
+    /// The file as last read or written, with its image when binary, so reads and writes work on what
+    /// changed; `nil` until read or found missing. Under the store's I/O exclusion only, and kept with
+    /// the process it was read in (a child forked meanwhile reads in full, ``known``). `followed`: the
+    /// number the journal brought the store to since (``follow(in:after:)``).
     private let last = Lock<(version: FileVersion, image: SuiteImage?, process: UInt, followed: UInt64?)?>(nil)
 
     /// ``last``, if this process read or wrote it.
@@ -24,9 +21,8 @@ final class FileBackend: SuiteBackend {
     private func remember(_ version: FileVersion, _ image: SuiteImage?) {
         last.withLock { $0 = (version, image, sharedprefs_fork_count(), nil) }
     }
-    /// The smallest suite file whose changes are taken from the journal: a smaller one is read
-    /// in fewer system calls than the journal (a 100-key suite: 1.07× to 1.22× slower to reach
-    /// an observer through the journal, prefs-bench row 3; a 10,000-key one, 0.83×).
+    /// The smallest suite file whose changes are taken from the journal (a 100-key one is read in fewer
+    /// system calls: 1.07–1.22× slower through the journal, prefs-bench row 3; 10,000 keys: 0.83×).
     static let followedSize = 32 << 10
     /// When this process last looked for temporary files a dead writer left, or first wrote
     /// (``staleScanDue(journaled:lostWrite:)``).
@@ -56,9 +52,8 @@ final class FileBackend: SuiteBackend {
         error.code == .lockTimedOut ? .seconds(1) : nil
     }
 
-    /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good
-    /// snapshot and is reported (the next event, a complete write, is read again); other failures
-    /// throw.
+    /// Re-reads the file if its stamp changed. A file that does not parse keeps the last good snapshot
+    /// and is reported; other failures throw.
     func load() throws(PreferenceError) -> Loaded {
         // The directory gone, the suite is gone with it.
         guard let dir = try file.openDirectory(creating: false) else { return adopt(.missing) }
@@ -80,12 +75,10 @@ final class FileBackend: SuiteBackend {
         return adopt(try file.read(in: dir, previous: known?.image))
     }
 
-    /// The writes after number `start`, from the journal instead of the suite file: when the file
-    /// is a binary one numbered N (its header and trailer read, not the rest) of at least
-    /// ``followedSize`` and the journal tells every write from `start` to N, with every value in
-    /// it. `nil` otherwise (also for a file that still carries `start`, which may have been
-    /// changed in place): the file is read. The file read or written last stays the base of the
-    /// next read or write, which compare with it, so a write always starts from the file's bytes.
+    /// The writes after `start` from the journal instead of the file: when the file is binary, numbered
+    /// N (header and trailer read), at least ``followedSize``, and the journal tells every write from
+    /// `start` to N in full. `nil` otherwise: the file is read. The file read or written last stays the
+    /// base that the next read or write compares with.
     private func follow(in dir: OpenDirectory, after start: UInt64) -> Loaded? {
         guard let number = file.sequence(in: dir, minimumSize: Self.followedSize), number > start, let records = history(after: start, through: number, in: dir) else { return nil }
         // Each key once, with its last value, in the order of the records (each in key order).
@@ -109,10 +102,8 @@ final class FileBackend: SuiteBackend {
         return loaded
     }
 
-    /// The write path: the directory (and its directory of writes) opened from its trusted base →
-    /// lock the lock file, then the suite file (``SuiteFile/lockSuiteFile(in:until:)``) → re-read
-    /// if changed → plan → journal record → atomic write → unlock → ring the bell, `fsync` the
-    /// directory, close. Nothing stays open between writes.
+    /// The write path: the directory opened from its trusted base, the lock file and then the suite file
+    /// locked, re-read if changed, plan, journal record, atomic write, unlock, bell, `fsync`, close.
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         guard let dir = try file.openDirectory(creating: true) else { throw file.missingDirectory() }
         defer { dir.close() }
@@ -215,10 +206,8 @@ final class FileBackend: SuiteBackend {
         return committed
     }
 
-    /// The writes after number `start` up to `end`, in order, from the suite's journal: each the
-    /// base of the next, from `start` to `end`; `nil` when the journal cannot tell them all (it no
-    /// longer reaches back, a write was not numbered, it cannot be read). From `0`: the writes
-    /// since a file without a number, or none.
+    /// The writes after `start` through `end`, in order, from the journal; `nil` when it cannot tell them
+    /// all. From `0`: the writes since a file without a number.
     func history(after start: UInt64, through end: UInt64) -> [Journal.Record]? {
         guard let dir = try? file.openDirectory(creating: false) else { return nil }
         defer { dir.close() }
@@ -265,14 +254,10 @@ final class FileBackend: SuiteBackend {
         }
     }
 
-    /// Whether this write removes the temporary files dead writers left. A writer of this library
-    /// appends its record to the journal before it makes its temporary file, so one that died
-    /// before its rename left a record the file does not carry (`lostWrite`; a foreign writer's
-    /// file carries none): then at once. Else at most once a minute in a process that writes
-    /// on (a directory listing per write would cost more than the rare crash it cleans up
-    /// after), from a minute after its first write: a process that writes once and exits (a
-    /// command-line tool) lists nothing. Without a journal that tells (none, or a new one: an
-    /// earlier version's writer may have died), at the first write too.
+    /// Whether this write sweeps dead writers' temporary files: at once when the journal holds a record
+    /// the file does not carry (`lostWrite`: a writer died before its rename); else at most once a
+    /// minute, from a minute after a process's first write (a one-shot tool lists nothing); and at the
+    /// first write without a journal that tells.
     private func staleScanDue(journaled: Bool, lostWrite: Bool) -> SuiteFile.StaleSweep? {
         lastStaleScan.withLock { last -> SuiteFile.StaleSweep? in
             let now = ContinuousClock.now

@@ -31,18 +31,12 @@ struct FileStamp: Equatable, Sendable {
     }
 }
 
-/// The version of a suite file that a store last read or wrote, and how to tell whether the file
-/// on disk is still that version without holding a descriptor open.
-///
-/// An equal stamp alone does not prove the same file: ext4 hands a freed inode number to the next
-/// new file at once, and a file of the same size written within the same timestamp tick gets
-/// the same times. So a stamp is trusted only when its status-change time lies more than
-/// ``granularity`` before the moment it was taken (as git trusts its index only for files not
-/// modified in the second it was written): every later change, rename or new file then gets a
-/// later `ctime`, which nobody can set by hand. A stamp taken sooner than that is "racy", and an
-/// equal racy stamp is confirmed by the content: the file must hold the bytes read or written,
-/// except for a file this process wrote of ``Syscall/readChunk`` bytes or more, where its
-/// ``proof`` may prove it without reading it all.
+/// The version of a suite file a store last read or wrote, and how to tell the file on disk is still
+/// it without a descriptor. An equal stamp alone proves nothing (ext4 reuses a freed inode number at
+/// once; a same-size write in the same tick keeps the times), so a stamp is trusted only when its
+/// `ctime` lies more than ``granularity`` before it was taken, as git trusts its index. An equal
+/// "racy" stamp is confirmed by the content, or for a file this process wrote of
+/// ``Syscall/readChunk`` bytes or more, by its ``proof``.
 struct FileVersion: Sendable {
     /// `nil` when there is no file.
     var stamp: FileStamp?
@@ -53,15 +47,10 @@ struct FileVersion: Sendable {
     /// What proves an equal racy stamp without reading the file.
     var proof: Proof = .none
 
-    /// How a file this process wrote is known to be unchanged while its stamp is, content unseen.
-    ///
-    /// Where timestamps are multigrain (Linux 6.13 and later, on ext4, XFS, Btrfs and tmpfs), a
-    /// change made to a file after a `stat` of it gets a later `ctime`, however soon: the writer's
-    /// `fstat` right after its rename makes an equal stamp prove that nobody changed that inode
-    /// since. What it cannot prove is that the inode is still the same one: ext4 hands a freed
-    /// inode number to the next new file at once. So the inode's generation number must be the
-    /// same too (``Syscall/generation(_:)``), or the file system must never hand an inode number
-    /// out again soon (tmpfs counts them up).
+    /// How a file this process wrote is known unchanged while its stamp is. With multigrain timestamps
+    /// (Linux 6.13+ on ext4, XFS, Btrfs, tmpfs) any later change gets a later `ctime`, so an equal stamp
+    /// proves the inode unchanged; the generation (``Syscall/generation(_:)``) proves it is the same
+    /// inode, or the file system never reuses numbers soon (tmpfs).
     enum Proof: Sendable, Equatable {
         case none
         case generation(Int)
@@ -83,11 +72,8 @@ struct FileVersion: Sendable {
             return numbers.count == 2 && (numbers[0], numbers[1]) >= (6, 13)
         }()
 
-        /// The proof for the file open as `fd`, on the file system of type `fileSystem`, which
-        /// this process just wrote and `fstat`ed as `st`. A `ctime` of whole seconds says the
-        /// file system keeps no finer times (ext2 and ext3, and ext4 with 128-byte inodes, share
-        /// ext4's `f_type`): a change in the same second leaves the stamp as it was, so nothing
-        /// but the content proves it.
+        /// The proof for `fd`, just written and `fstat`ed as `st` on a file system of type `fileSystem`. A
+        /// `ctime` of whole seconds means no finer times (ext2/3 share ext4's `f_type`): only content proves.
         static func of(_ fd: CInt, _ st: stat, on fileSystem: Int?) -> Proof {
             guard let fileSystem, let unique = multigrain[fileSystem], st.st_ctim.tv_nsec != 0, kernelHasMultigrain else { return .none }
             if unique { return .uniqueInodes }

@@ -4,29 +4,21 @@ import Glibc
 import FoundationEssentials
 import SharedPrefsLocking
 
-/// A suite's journal, `.<suite>.plist.journal` beside it: its last writes, each with its number,
-/// the number of the file it was made on (its base), and the keys it changed with their values
-/// before and after.
+/// A suite's journal, `.<suite>.plist.journal`: its last writes, each with its number, its base
+/// (the number of the file it was made on), and the keys it changed with their old and new values.
 ///
-/// A write appends its record under the suite's lock, before it renames in the file that carries
-/// the number (``PropertyListFormat/sequence(of:)``). So after a crash at any point the journal
-/// holds every number a file was given, and perhaps one more that no file got, which the next
-/// record's base passes over. The next number is one more than the larger of the file's and the
-/// journal's last: no number is given twice, also after another writer replaced the file with
-/// one that carries none.
-///
-/// A record is `SPJ1`, the length of its payload (4 bytes), its number, its base and the
-/// journal's first number when it was written (8 bytes each), the payload (a binary property
-/// list: `pid`, `time`, `set` with the new values, `old` with the values before, `removed` with
-/// the keys removed, `large` with the keys whose values were too large to copy), and the length
-/// again, so that the last record is found from the end. Past ``maximumRecords`` numbers or ``maximumBytes``, the writer rewrites
-/// the journal with its newer half.
+/// A write appends its record under the suite's lock before it renames in the file that carries
+/// the number, so after any crash the journal holds every number a file was given (and perhaps one
+/// no file got). The next number is one more than the larger of the file's and the journal's last:
+/// none is given twice. A record is `SPJ1`, its payload's length (4 bytes), its number, base and the
+/// journal's first number (8 bytes each), the payload (a binary property list: `pid`, `time`,
+/// `set`, `old`, `removed`, `large`), and the length again, to be found from the end. Past
+/// ``maximumRecords`` or ``maximumBytes`` it is rewritten with its newer half.
 struct Journal {
     typealias Record = NumberedWrite
 
-    /// How many numbers the journal spans at most before it is rewritten with its newer half: it
-    /// keeps the last 10,000 writes at least (unless ``maximumBytes`` comes first), so that a
-    /// consumer away for 10,000 writes catches up without a gap.
+    /// How many numbers the journal spans before it is halved: a consumer away for 10,000 writes catches
+    /// up without a gap (unless ``maximumBytes`` comes first).
     static let maximumRecords: UInt64 = 20_000
     /// How large the journal grows at most before it is rewritten with its newer half.
     static let maximumBytes = 4 << 20
@@ -43,9 +35,8 @@ struct Journal {
     /// Its size when opened.
     let size: Int
 
-    /// Opens (or creates) the journal of `file` in the directory of writes (`writes`, where no
-    /// observer wakes for it), or where that cannot be used in the suite directory, with the
-    /// suite file's mode; `nil`, said once, when it cannot be used: the write goes on, numbered
+    /// Opens (or creates) the journal of `file` with the suite file's mode, in the directory of writes
+    /// where it can (no observer wakes for it); `nil`, said once, where it cannot: writes go on numbered
     /// from the file alone.
     static func open(_ file: SuiteFile, in dir: OpenDirectory, writes: CInt?) -> Journal? {
         let path = file.directory + (writes == nil ? "/" : "/" + SuiteFile.writesDirectoryName + "/") + file.journalName
@@ -80,12 +71,10 @@ struct Journal {
 
     private static let unusable = Lock<Set<String>>([])
 
-    /// The records of the journal of `file` in `directory` (the directory of writes, or the
-    /// suite's) numbered above `after`, newest first, read from its end, if it is a regular file
-    /// that the suite's trust rule admits. Where the journal does not end with a whole record (a
-    /// writer is appending one, under the lock this reader does not take, or died doing so), the
-    /// whole records are read from its start. A record that is not whole anywhere else ends the
-    /// reading there.
+    /// The records of `file`'s journal in `directory` numbered above `after`, newest first, read from its
+    /// end, if the suite's trust rule admits it. Where it does not end with a whole record (a writer is
+    /// appending one, or died doing so), whole records are read from its start; a broken record
+    /// elsewhere ends the reading.
     static func read(_ file: SuiteFile, in dir: OpenDirectory, directory: CInt, after: UInt64) -> [Record] {
         guard case .success(let fd) = Syscall.openat(directory, file.journalName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return [] }
         defer { Syscall.close(fd) }
@@ -151,10 +140,9 @@ struct Journal {
         return tail
     }
 
-    /// Appends `record` where the whole records end (cutting off a record a crash left short),
-    /// and rewrites the journal with its newer half once it spans too much. Not flushed to disk:
-    /// after a power loss its last records may be missing (a consumer hears a gap), never a
-    /// number given twice, which the suite file's own number rules out.
+    /// Appends `record` where the whole records end (cutting off a short one), halving the journal once
+    /// it spans too much. Not flushed: a power loss may lose its last records (a gap), never give a
+    /// number twice.
     func append(_ record: Record, after tail: Tail, file: SuiteFile) throws(PreferenceError) {
         let first = tail.end == 0 ? record.sequence : tail.first
         let bytes = Self.encode(record, first: first)
@@ -234,9 +222,8 @@ struct Journal {
         return value.map(take) ?? true
     }
 
-    /// Where the record at `offset` of `bytes` has its number, base, the journal's first number
-    /// when it was written, and its payload, and where it ends; `nil` unless a whole record
-    /// starts there. `wholeAt`: the record's length when `bytes` hold only its beginning.
+    /// Where the record at `offset` has its header fields and payload, and where it ends; `nil` unless a
+    /// whole record starts there. `wholeAt`: the length when `bytes` hold only its beginning.
     static func frame(in bytes: [UInt8], at offset: Int, wholeAt: Int? = nil) -> (sequence: UInt64, base: UInt64, first: UInt64, payload: Range<Int>, end: Int)? {
         guard offset >= 0, bytes.count - offset >= header + (wholeAt == nil ? 4 : 0), bytes[offset..<(offset + 4)].elementsEqual(magic) else { return nil }
         let length = Int(number(bytes[(offset + 4)..<(offset + 8)]))

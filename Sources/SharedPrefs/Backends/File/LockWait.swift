@@ -6,15 +6,10 @@ import FoundationEssentials
 import SharedPrefsLocking
 import SystemPackage
 
-/// A blocking `flock(LOCK_EX)` that the caller can stop waiting for.
-///
-/// `flock` has no timeout, and polling it with `LOCK_NB` starves a waiter under contention (the
-/// kernel hands a released lock to a blocked waiter at once; a poller asleep between tries
-/// misses it: eight writers made one wait over five seconds). So the wait runs on a thread of its
-/// own, on a duplicate of the descriptor (the lock belongs to the open file description, which
-/// both share), while the caller waits for it with a timeout. A caller that gives up leaves the
-/// thread blocked; when it gets the lock nobody wants any more, it releases it at once. At most
-/// one such abandoned wait exists per lock file: later callers poll until it ends.
+/// A blocking `flock(LOCK_EX)` the caller can stop waiting for. Polling with `LOCK_NB` starves under
+/// contention (eight writers made one wait over five seconds), so the wait runs on a thread of its
+/// own on a duplicate descriptor, and the caller waits for it with a timeout. An abandoned wait
+/// releases the lock it gets at once; at most one exists per lock file (later callers poll).
 final class LockWait: Sendable {
     private enum Outcome { case waiting, acquired, failed(Errno), abandoned }
     private let outcome = Lock(Outcome.waiting)

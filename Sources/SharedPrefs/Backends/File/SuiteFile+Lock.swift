@@ -8,10 +8,8 @@ import FoundationEssentials
 extension SuiteFile {
     // MARK: Locking
 
-    /// The lock file's mode: the mode the suite file gets in `dir` (``PreferenceSuite/Options/filePermissions``,
-    /// less the umask outside a group container) less read access for whoever may not write,
-    /// since `flock` needs only read access, and a reader holding the lock would block every
-    /// writer. From the first write on: under umask 022 a new suite is `0640`, and its lock `0600`.
+    /// The lock file's mode: the suite file's less read access for whoever may not write (`flock`
+    /// needs only read access, and a reader holding it would block every writer): `0640` → `0600`.
     func lockMode(in dir: OpenDirectory) -> mode_t {
         let mode = options.filePermissions & 0o777 & (dir.isGroupContainer ? 0o777 : ~Syscall.umask)
         var result = mode
@@ -36,20 +34,17 @@ extension SuiteFile {
             return true
         }
 
-        /// Lets the lock go, then closes the descriptor. Closing alone would not: a child that
-        /// another thread forks meanwhile shares the open file description, and the lock with
-        /// it, until it runs another program or exits (a helper forked and never exec'd, for good).
+        /// Lets the lock go, then closes: a child forked meanwhile shares the description, and the lock,
+        /// until it execs or exits.
         func unlock() {
             _ = Syscall.lock(fd, LOCK_UN)
             Syscall.close(fd)
         }
     }
 
-    /// Takes the suite's exclusive lock, waiting until `deadline` at most (a lock timeout after
-    /// the caller began to wait, see ``PreferenceSuite/Options/lockTimeout``). Once `flock` returns, the lock file must still be the one at its name (the pattern
-    /// lock files use): if another process deleted or replaced it meanwhile, it is let go and the
-    /// name opened and locked again. The kernel releases the lock when the process dies, so a
-    /// crashed writer never blocks the others.
+    /// Takes the suite's exclusive lock by `deadline` at most (``PreferenceSuite/Options/lockTimeout``).
+    /// A lock file deleted or replaced while waited for is let go and its name locked again. The kernel
+    /// releases it when the process dies.
     /// - Throws: ``PreferenceError/Code/lockTimedOut`` naming the holder where `/proc/locks` tells.
     func lock(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
         while true {
@@ -59,24 +54,14 @@ extension SuiteFile {
         }
     }
 
-    /// Locks the suite file itself (`flock`), once ``lock(in:until:)`` holds the lock file: a
-    /// lock file can be deleted while it is locked, and a writer that comes then locks a new one,
-    /// so the lock file alone cannot keep two writers of this library apart; the suite file is
-    /// replaced only by a writer, which holds its lock until then. Once `flock` returns, the file
-    /// must still be the one at the suite's name (another writer may have replaced it while this
-    /// one waited), or else the new one is locked. `nil` when there is no suite file yet, or
-    /// something other than a regular file stands there (the read reports it).
+    /// Locks the suite file itself, once ``lock(in:until:)`` holds the lock file: a lock file can be
+    /// deleted while locked, so it alone cannot keep two writers apart; the suite file is replaced only
+    /// by a writer holding its lock. A file replaced while waited for is locked anew. `nil` when there
+    /// is no suite file, or no regular file (the read reports it).
     ///
-    /// Anyone who may read the suite file may `flock` it, and only the lock file's mode keeps
-    /// readers out of that one: so a lock on the suite file held only by processes that may not
-    /// write its directory (readers: a writer must be able to rename into it) is passed by, the
-    /// lock file alone excluding the writers. Where `/proc` does not show who holds it, it is
-    /// waited for.
-    ///
-    /// Held until the write ends, the descriptor also keeps the file the write replaces from being
-    /// freed inside the rename: where freeing is slow (ext4 without a journal, mounted with
-    /// `discard`, discards the blocks at once; tmpfs frees its pages), the rename's watchers are
-    /// woken first.
+    /// Anyone who may read the suite file may `flock` it, so a lock held only by processes that may not
+    /// write its directory is passed by. Held until the write ends, the descriptor also keeps the file
+    /// the write replaces from being freed inside the rename (slow on ext4 with `discard`, tmpfs).
     func lockSuiteFile(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile? {
         while true {
             guard case .success(let fd) = Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) else { return nil }
@@ -112,9 +97,8 @@ extension SuiteFile {
     }
 
     private func lockOnce(in dir: OpenDirectory, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> LockFile {
-        // Read-only: flock needs no write access, and closing a descriptor opened for writing
-        // would be an IN_CLOSE_WRITE that wakes every watcher of the directory. Non-blocking: a
-        // FIFO planted here must not hang the open.
+        // Read-only (closing a writable descriptor would wake every watcher) and non-blocking (a FIFO
+        // planted here must not hang the open).
         let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
         var opened = Syscall.openat(dir.fd, lockName, flags)
         if case .failure(let errno) = opened, errno == .noSuchFileOrDirectory {
@@ -145,11 +129,9 @@ extension SuiteFile {
         return (dir.isGroupContainer ? mode != wanted : mode & ~wanted != 0) && st.st_uid == geteuid()
     }
 
-    /// Creates the lock file with its final mode in one step: unnamed, given its mode, then linked
-    /// in (a lost race with another creator is `EEXIST`, and fine). Created by `open`, it would
-    /// have the umask's mode (`0600` under `umask 077`) until the `fchmod` after it, and a group
-    /// member opening it then would get `EACCES`. Where unnamed files are not available, `open`
-    /// creates it.
+    /// Creates the lock file with its final mode at once: unnamed, given its mode, then linked in
+    /// (`EEXIST` from a lost race is fine). `open` would give the umask's mode until an `fchmod`, and a
+    /// group member opening it then `EACCES`. Without unnamed files, `open` creates it.
     private func createLockFile(in dir: OpenDirectory) {
         let mode = lockMode(in: dir)
         guard Self.canLinkUnnamedFiles,

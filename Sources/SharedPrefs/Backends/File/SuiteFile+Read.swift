@@ -8,11 +8,9 @@ import FoundationEssentials
 extension SuiteFile {
     // MARK: Reading
 
-    /// Whether the suite file is still `version`: returns the version (its stamp retaken) when it
-    /// is, `nil` when the file changed. One `fstatat`, plus, when the stamp alone does not prove
-    /// it (see ``FileVersion``), an open and the version's ``FileVersion/Proof`` or a read.
-    /// - Parameter locked: The suite file, open and locked (``lockSuiteFile(in:until:)``): it is
-    ///   the file at the suite's name, and is inspected and read through this descriptor.
+    /// The version (its stamp retaken) when the suite file is still `version`, `nil` when it changed:
+    /// one `fstatat`, plus an open and a ``FileVersion/Proof`` or a read where the stamp is racy.
+    /// - Parameter locked: The suite file, open and locked (``lockSuiteFile(in:until:)``): used instead.
     func confirm(_ version: FileVersion, in dir: OpenDirectory, locked: LockFile? = nil) throws(PreferenceError) -> FileVersion? {
         var size: Int64 = 0
         return try confirm(version, in: dir, locked: locked, size: &size)
@@ -62,15 +60,13 @@ extension SuiteFile {
         return trailer.prefix(6).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
-    /// Reads and decodes the suite file. Never follows a symbolic link, never blocks, and never
-    /// reads more than ``PreferenceSuite/Options/maximumFileSize`` bytes.
+    /// Reads and decodes the suite file; never follows a link, blocks, or reads more than
+    /// ``PreferenceSuite/Options/maximumFileSize`` bytes.
     /// - Parameters:
-    ///   - previous: The image of the file as last read or written: a binary file is then decoded
-    ///     only where it differs from it.
-    ///   - whole: Only a file that ends as a whole property list does (``PropertyListFormat/looksWhole(_:)``)
-    ///     is decoded; one still being appended to is corrupt at once (the reads of a settling read).
-    ///   - locked: The suite file, open and locked (``lockSuiteFile(in:until:)``), read through
-    ///     this descriptor rather than opened again.
+    /// - previous: The file's image as last read or written: a binary file is decoded where it differs.
+    /// - whole: Only a file that ends as a whole property list is decoded
+    /// (``PropertyListFormat/looksWhole(_:)``); one being appended to is corrupt at once.
+    /// - locked: The suite file, open and locked, read through this descriptor.
     func read(in dir: OpenDirectory, previous: SuiteImage? = nil, whole: Bool = false, locked: LockFile? = nil) throws(PreferenceError) -> SuiteFileContents {
         let fd: CInt
         switch locked.map({ .success($0.fd) }) ?? Syscall.openat(dir.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) {
@@ -120,13 +116,10 @@ extension SuiteFile {
         }
     }
 
-    /// ``read(in:previous:)``, but a file that looks like a property list and does not parse is
-    /// read again, with growing pauses, while a program rewrites it in place: while it changes,
-    /// and while some process holds it open for writing (a read lease is refused then). It is
-    /// called corrupt once nobody is writing it, at once for a file no writer holds. Where no
-    /// lease can be taken (only a file's owner may take one: in a group container, another
-    /// member's file), nothing tells whether a paused writer still holds it, so it is called
-    /// corrupt only if it stayed unchanged until `deadline`. A good file costs one read and no pause.
+    /// ``read(in:previous:)``, but a file that looks like a property list and does not parse is read
+    /// again, with growing pauses, while a program rewrites it in place (while it changes, and while a
+    /// process holds it open for writing: a read lease is refused then). Where no lease can be taken
+    /// (another member's file), it is corrupt only if unchanged until `deadline`. A good file costs one read.
     /// - Throws: ``PreferenceError/Code/corruptFile`` when a writer still holds it at `deadline`.
     /// - Parameter locked: The suite file, open and locked: read through it the first time.
     func readSettled(in dir: OpenDirectory, previous: SuiteImage?, locked: LockFile?, until deadline: ContinuousClock.Instant) throws(PreferenceError) -> SuiteFileContents {

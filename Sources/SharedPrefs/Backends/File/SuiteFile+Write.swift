@@ -10,20 +10,14 @@ import SharedPrefsLocking
 extension SuiteFile {
     // MARK: Writing
 
-    /// Writes `bytes` to a new temporary file and renames it over the suite file (`fsync`ed first
-    /// for `.full`: then ``syncDirectory(_:)`` once the lock is let go), and returns the new
-    /// file's version. Nothing stays open.
+    /// Writes `bytes` to the new temporary file `tempName` (``temporaryName(_:)``) and renames it over
+    /// the suite file (`fsync`ed first for `.full`, then ``syncDirectory(_:)`` after the lock), and
+    /// returns the new file's version. Nothing stays open.
     ///
-    /// The temporary file is `tempName` (``temporaryName(_:)``), created `O_EXCL` in the
-    /// directory of writes (``openWritesDirectory(in:creating:)``), or in the suite directory where
-    /// that cannot be used: there too when the directory of writes refuses the file, cannot rename
-    /// into the suite directory (`EXDEV`: another mount), or had the file replaced before its
-    /// rename (by someone who may write it); each is said once in the log and remembered. A
-    /// write never reports success for a file it did not write: the suite file is checked after
-    /// the rename to be the one written. One that a writer killed mid-write leaves behind is
-    /// removed by a later writer (``removeStaleTemporaryFiles(in:writes:listingAnew:)``). Call it holding both
-    /// locks (``lock(in:until:)``, ``lockSuiteFile(in:until:)``); with `removingStale`, that is
-    /// done first. `writes`: the directory of writes, open, or `nil` where it cannot be used.
+    /// The file is made `O_EXCL` in the directory of writes (``openWritesDirectory(in:creating:)``), or
+    /// in the suite directory where that one refuses the file, cannot rename across (`EXDEV`) or had the
+    /// file replaced before its rename: each said once and remembered. The suite file is checked after
+    /// the rename to be the one written. Call it holding both locks; `removingStale` sweeps first.
     func write(_ bytes: FileBytes, in dir: OpenDirectory, through writes: CInt?, as tempName: String, removingStale sweep: StaleSweep? = nil) throws(PreferenceError) -> FileVersion {
         if let sweep {
             let removed = removeStaleTemporaryFiles(in: dir, writes: writes, listingAnew: sweep == .listingAnew)
@@ -35,9 +29,9 @@ extension SuiteFile {
         return try publish(bytes, in: dir, through: nil, as: tempName)!
     }
 
-    /// ``write(_:in:as:)`` through the directory of writes `writes`, or the suite directory
-    /// when `nil`; `nil` where the directory of writes failed in a way the suite directory serves.
-    /// Throws ``PreferenceError/Code/fileTooLarge`` for a suite of `count` bytes that its readers would refuse.
+    /// ``write(_:in:as:)`` through `writes` (the suite directory when `nil`); `nil` where the directory
+    /// of writes failed in a way the suite directory serves. Throws ``PreferenceError/Code/fileTooLarge``
+    /// for `count` bytes its readers would refuse.
     func checkSize(_ count: Int) throws(PreferenceError) {
         guard count > options.maximumFileSize else { return }
         throw PreferenceError(
@@ -75,10 +69,8 @@ extension SuiteFile {
             // as cheap as a proof's `ioctl`: only a larger file gets a proof.
             let proven = bytes.count >= Syscall.readChunk
             let fileSystem = proven || options.durability == .none ? try? Syscall.fileSystemType(of: fd).get() : nil
-            // On ext4 without fsync, blocks allocated before the data is written: it would
-            // otherwise allocate them, and start writing them back, inside the rename that
-            // replaces a file (`auto_da_alloc`). The fsync of `.full` allocates them anyway.
-            // (Elsewhere this would only cost: tmpfs would zero the pages.)
+            // ext4 without fsync: blocks allocated before the data is written, not inside the rename that
+            // replaces a file (`auto_da_alloc`). `.full`'s fsync allocates them anyway.
             if fileSystem == FileVersion.Proof.ext4, options.durability == .none { _ = sharedprefs_allocate(fd, bytes.count) }
             try bytes.write(to: fd).get("write", path: tempPath, doing: "write")
             _Stages.mark("w")
@@ -132,9 +124,8 @@ extension SuiteFile {
         return version
     }
 
-    /// After a write's rename, with `.full` durability: `fsync`s the suite directory, so that the
-    /// rename survives a power loss. Needs no lock: a later writer's rename, if it came first, is
-    /// made durable along with it, and it holds this write's keys.
+    /// With `.full`: `fsync`s the suite directory after a rename. Needs no lock: a later rename that
+    /// came first is made durable with it, and holds this write's keys.
     func syncDirectory(_ dir: OpenDirectory) {
         guard options.durability == .full else { return }
         // The new file is in place; a failed directory sync only weakens crash durability.
@@ -161,11 +152,9 @@ extension SuiteFile {
         return nil
     }
 
-    /// Opens the directory of writes (made first when missing and `creating`): a temporary file
-    /// is created and closed there, where no observer watches, so that the rename that publishes
-    /// a write is its only event in the suite directory, and each observer wakes once per write
-    /// instead of three times. `nil` where it may not be used (``Trust/refusal(of:as:)``,
-    /// or this process stopped using it): the suite directory serves then, as it always may.
+    /// Opens the directory of writes (made when missing and `creating`): temporary files there wake no
+    /// observer, so the rename is a write's one event. `nil` where it may not be used
+    /// (``Trust/refusal(of:as:)``, or given up on): the suite directory serves then.
     func openWritesDirectory(in dir: OpenDirectory, creating: Bool = true) -> CInt? {
         guard Self.distrusted.withLock({ $0[directory] == nil }) else { return nil }
         // Group members write it in a group container.
@@ -179,9 +168,8 @@ extension SuiteFile {
         return fd
     }
 
-    /// A name for a temporary file of this suite: `.<suite>.plist.<number>.tmp`, the number in
-    /// base 36. A write's is its own number (``FileBackend``), which no other write is given:
-    /// made under the lock, the name needs no randomness.
+    /// A temporary file's name: `.<suite>.plist.<number>.tmp`, the write's own number in base 36 (made
+    /// under the lock: no randomness needed).
     func temporaryName(_ number: UInt64 = .random(in: 0...UInt64.max)) -> String {
         "." + fileName + "." + String(number, radix: 36) + ".tmp"
     }
@@ -203,18 +191,13 @@ extension SuiteFile {
         case listingAnew
     }
 
-    /// The names of temporary files in each suite directory, listed at most once a minute per
-    /// process and shared by its suites: ten thousand suites in one directory (and their lock
-    /// files and journals) must not list it, nor look through its names, ten thousand times.
+    /// Temporary file names per suite directory, listed at most once a minute per process and shared by
+    /// its suites (ten thousand suites must not list it ten thousand times).
     private static let listings = Lock<[String: (taken: ContinuousClock.Instant, names: [String])]>([:])
 
-    /// Deletes temporary files a writer left when it died between writing and renaming, in the
-    /// directory of writes and in the suite directory. Call it only while holding the lock: every
-    /// live writer creates and renames its temporary file under the lock, so any of this suite's
-    /// temporary files that exists now is stale, even when the listing that named it is up to a
-    /// minute old (`listingAnew`: not older than now, for a file a writer just left). Lists and
-    /// unlinks through the directories' descriptors (`writes`: the directory of writes, open).
-    /// Returns how many were removed.
+    /// Deletes temporary files of this suite that writers left when they died before their rename, in
+    /// both directories. Under the lock only: any such file that exists then is stale, even when the
+    /// listing is a minute old (`listingAnew`: listed now). Returns how many were removed.
     func removeStaleTemporaryFiles(in dir: OpenDirectory, writes: CInt?, listingAnew: Bool = false) -> Int {
         let now = ContinuousClock.now
         var removed = 0

@@ -17,11 +17,9 @@ enum SuiteFileContents {
     case corrupt(PreferenceError, looksLikePropertyList: Bool, stamp: FileStamp)
 }
 
-/// The on-disk protocol of one suite: `<directory>/<suite>.plist`, the lock file
-/// `.<suite>.plist.lock` and temporary files `.<suite>.plist.<random>.tmp` (in the directory of
-/// writes, `.sharedprefs-writes`, where it can be used), all opened relative to a directory's
-/// descriptor with `O_NOFOLLOW | O_CLOEXEC`, and never blocking: a FIFO or device planted in their
-/// place is an error, not a hang.
+/// The on-disk protocol of one suite: `<suite>.plist`, its lock file `.<suite>.plist.lock` and
+/// temporary files (``temporaryName(_:)``), opened relative to a directory's descriptor with
+/// `O_NOFOLLOW | O_CLOEXEC` and never blocking: a FIFO planted there is an error, not a hang.
 struct SuiteFile: Sendable {
     let location: DirectoryLocation
     let fileName: String

@@ -37,20 +37,15 @@ enum Trust {
 
     /// The one trust rule: why `st` may not be used as `use`, or `nil` when it may.
     ///
-    /// - A suite directory, and every directory below the trusted one: owned by this user or
-    ///   root, or by a group of this user's that others may not write (a group container is
-    ///   shared with its group, and with nobody else); never writable by every user without the
-    ///   sticky bit. The trusted directory: only the latter.
-    /// - The directory of writes: on the suite directory's device, admitting no writer the suite
-    ///   directory does not admit. Nobody else may write it; its group only where that group may
-    ///   write the suite directory; its owner is this user (who writes the suite directory through
-    ///   it, or fails to), the suite directory's owner, or root. (One made 0770 before its suite
-    ///   directory was tightened to 0750 let a group member swap the temporary files of a suite
-    ///   it may not write.)
-    /// - A suite, lock or temporary file in a directory every user may write: owned by this user
-    ///   or root.
-    /// - A system layer's directory or file: of the kind expected, owned by root (or this user,
-    ///   under a test root), writable by nobody else.
+    /// - A suite directory and each one below the trusted one: owned by this user or root, or by a
+    /// group of this user's that others may not write; never world-writable without the sticky bit
+    /// (the trusted directory: only the latter).
+    /// - The directory of writes: on the suite directory's device, admitting no writer it does not
+    /// admit: nobody else may write it, its group only where that group may write the suite
+    /// directory, its owner this user, the suite directory's owner or root.
+    /// - A suite, lock or temporary file in a world-writable directory: this user's or root's.
+    /// - A system layer's directory or file: of the kind expected, root's (or this user's under a test
+    /// root), writable by nobody else.
     static func refusal(of st: stat, as use: Use) -> Refusal? {
         // Asked only where it decides (a system call each time: the effective user may change).
         func mine() -> Bool { st.st_uid == 0 || st.st_uid == geteuid() }

@@ -25,12 +25,19 @@ final class EtcdBackend: SuiteBackend {
         var revision: Int64 = 0
         /// Each known key's last modification revision (a deletion's revision for a removed key).
         var modRevisions: [PlistKey: Int64] = [:]
+        /// The keys of `modRevisions` that are removed.
+        var removed: Set<PlistKey> = []
         /// The transaction key's modification revision as last seen (0: never written).
         var tokenRevision: Int64 = 0
         /// Watch events not yet handed to the store, in order.
         var events: [(revision: Int64, events: [Etcdserverpb_Event])] = []
         /// A full re-read is due: first load, or the watch fell below the compaction point.
         var mustResync = true
+        /// The last compaction point the watch fell below: it resumes above it.
+        var compacted: Int64 = 0
+        /// Revisions in which the prefix changed nothing (``quiet(through:)``), `after` excluded,
+        /// for ``history(after:through:)`` across a compaction; the latest few.
+        var quiet: [(after: Int64, through: Int64)] = []
         /// The suite's number (``PreferenceSuite/sequence``): the highest revision read or written.
         var numbered: Int64 = 0
         /// The revisions of this process's latest writes, to tell its own in ``history(after:through:)``.
@@ -61,6 +68,7 @@ final class EtcdBackend: SuiteBackend {
             known.withLock { k in
                 k.revision = cached.revision
                 k.modRevisions = cached.revisions
+                k.removed = Set(cached.revisions.keys.filter { cached.values.storage[$0] == nil })
                 k.mustResync = false
             }
             return (numbered(Loaded(.full(cached.values))), cached.queued)
@@ -128,10 +136,18 @@ final class EtcdBackend: SuiteBackend {
         let watch = Task(executorPreference: EtcdExecutor.shared) { [self] in
             var delay: Duration = .milliseconds(100)
             while !Task.isCancelled {
-                let from = known.withLock { $0.revision } + 1
+                let from = known.withLock { max($0.revision, $0.compacted) } + 1
                 do {
                     try await follow(from: from, sink)
                     delay = .milliseconds(100)
+                } catch let error as Compacted {
+                    let compacted = error.revision
+                    known.withLock { $0.compacted = max($0.compacted, compacted) }
+                    if await quiet(through: compacted) { continue }
+                    // Below the compaction point: re-read the prefix, diff, and watch on from there.
+                    known.withLock { $0.mustResync = true }
+                    sink(.failed(PreferenceError(code: .resynchronized, message: "The watch of \(address) fell below etcd's compaction point (revision \(compacted)), and suite keys changed in what was compacted; the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: address)))
+                    sink(.changed)
                 } catch EtcdClient.Failure.etcd(let refusal) {
                     sink(.failed(refusal.preferenceError(doing: "watch", address: address, endpoints: client.endpoints)))
                 } catch {
@@ -150,15 +166,10 @@ final class EtcdBackend: SuiteBackend {
         let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.rangeEnd, $0.startRevision) = (prefix, prefix.prefixEnd, revision) }
         try await client.watch(create) { [self] result in
             if result.canceled {
-                let compacted = result.compactRevision
-                guard compacted > 0 else {
+                guard result.compactRevision > 0 else {
                     throw EtcdClient.Failure.etcd(EtcdError(code: 2, message: "etcd canceled the watch: \(result.cancelReason.isEmpty ? "no reason given" : result.cancelReason)"))
                 }
-                // Below the compaction point: re-read the prefix, diff, and watch on from there.
-                known.withLock { $0.mustResync = true }
-                sink(.failed(PreferenceError(code: .resynchronized, message: "The watch of \(address) fell below etcd's compaction point (revision \(compacted)); the suite was read again in full and diffed, so observers hear of every key that changed, but not of each step between.", path: address)))
-                sink(.changed)
-                return false
+                throw Compacted(revision: result.compactRevision)
             }
             if !result.events.isEmpty {
                 let (at, events) = (result.header.revision, result.events)
@@ -188,6 +199,7 @@ final class EtcdBackend: SuiteBackend {
                     // Already known (this process wrote it, or a re-read saw it): skip.
                     if let seen = k.modRevisions[key], seen >= revision { continue }
                     k.modRevisions[key] = revision
+                    if event.type == .delete { k.removed.insert(key) } else { k.removed.remove(key) }
                     changes.append((key, event.type == .delete ? nil : decode(event.kv, notices: &notices), revision))
                 }
                 k.revision = batch.revision
@@ -210,6 +222,33 @@ final class EtcdBackend: SuiteBackend {
             return UInt64(max(0, k.numbered))
         }
         return loaded
+    }
+
+    /// A watch that etcd canceled because the revision it starts from was compacted away
+    /// (`revision`: the compaction point; `0`, a history that failed otherwise).
+    private struct Compacted: Error { let revision: Int64 }
+
+    /// Whether the prefix changed nothing from the revision the suite is at through `compacted`,
+    /// the compaction point a watch fell below: its keys there are the ones this process knows,
+    /// with the same modification revisions. Then the suite moves to `compacted` with no re-read
+    /// and no gap. (A key made and removed again entirely within the compacted revisions leaves
+    /// nothing etcd can show; so does nothing else.)
+    private func quiet(through compacted: Int64) async -> Bool {
+        guard case .success(let response) = await client.asyncRange(.with { ($0.key, $0.rangeEnd, $0.revision) = (prefix, prefix.prefixEnd, compacted) }) else { return false }
+        var ignored: [PreferenceError] = []
+        return known.withLock { k in
+            guard !k.mustResync, k.events.isEmpty, k.revision < compacted else { return false }
+            var unmatched = k.modRevisions.count - k.removed.count
+            for kv in response.kvs {
+                guard let key = suiteKey(kv.key, notices: &ignored) else { continue }
+                guard !k.removed.contains(key), k.modRevisions[key] == kv.modRevision else { return false }
+                unmatched -= 1
+            }
+            guard unmatched == 0 else { return false }
+            k.quiet = Array((k.quiet + [(k.revision, compacted)]).suffix(16))
+            k.revision = compacted
+            return true
+        }
     }
 
     /// Reads the whole prefix, for the store to diff.
@@ -236,6 +275,7 @@ final class EtcdBackend: SuiteBackend {
         }
         let revision = known.withLock { k in
             k.modRevisions = revisions
+            k.removed = []
             k.revision = max(k.revision, revision ?? response.header.revision)
             return k.revision
         }
@@ -371,7 +411,10 @@ final class EtcdBackend: SuiteBackend {
     /// for an `update`), here and in the offline cache.
     private func recordWritten(_ operations: Operations, at revision: Int64, transaction: Bool = false, notices: inout [PreferenceError]) {
         known.withLock { k in
-            for key in operations.keys { k.modRevisions[key] = max(k.modRevisions[key] ?? 0, revision) }
+            for (key, operation) in operations where revision >= k.modRevisions[key] ?? 0 {
+                k.modRevisions[key] = revision
+                if operation.value == nil { k.removed.insert(key) } else { k.removed.remove(key) }
+            }
             if transaction { k.tokenRevision = max(k.tokenRevision, revision) }
             k.numbered = max(k.numbered, revision)
             k.written.append(revision)
@@ -429,11 +472,25 @@ final class EtcdBackend: SuiteBackend {
     /// watch of every key from `start + 1`: every revision is some key's write, so the watch
     /// reaches `end` whether or not a suite key changed there. `nil` when etcd compacted them
     /// away, the cluster did not answer in three request timeouts, or this client may not watch
-    /// every key (a role limited to the prefix): the stream then gives a gap.
+    /// every key (a role limited to the prefix): the stream then gives a gap. Revisions compacted
+    /// away in which this process saw the prefix change nothing (``quiet(through:)``) are passed
+    /// over: no gap for them.
     func history(after start: UInt64, through end: UInt64) -> [NumberedWrite]? {
         guard start < end else { return start == end ? [] : nil }
         guard let first = Int64(exactly: start + 1), let end = Int64(exactly: end) else { return nil }
-        let writes = Lock((list: [NumberedWrite](), reached: false))
+        switch history(from: first, through: end, base: start) {
+        case .success(let writes): return writes
+        case .failure(let compacted):
+            guard compacted.revision > 0, let quiet = known.withLock({ $0.quiet.last { $0.after < first && $0.through >= compacted.revision - 1 } }) else { return nil }
+            return try? history(from: quiet.through + 1, through: end, base: start).get()
+        }
+    }
+
+    /// The writes under the prefix from revision `first` through `end`; the compaction point
+    /// (`0`: another failure) when etcd no longer has them all.
+    private func history(from first: Int64, through end: Int64, base start: UInt64) -> Result<[NumberedWrite], Compacted> {
+        guard first <= end else { return .success([]) }
+        let writes = Lock((list: [NumberedWrite](), reached: false, compacted: Int64(0)))
         let mine = known.withLock { Set($0.written) }
         let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.rangeEnd, $0.startRevision, $0.prevKv) = (Data([0]), Data([0]), first, true) }
         let outcome = watchOnce(create) { [self] message in
@@ -455,11 +512,12 @@ final class EtcdBackend: SuiteBackend {
                 }
                 // All of a revision's events come in one message: past `end`, nothing more is due.
                 if let last = message.events.last?.kv.modRevision, last >= end { w.reached = true }
+                if message.canceled { w.compacted = message.compactRevision }
                 return !w.reached && !message.canceled
             }
         }
-        guard case .success = outcome else { return nil }
-        return writes.withLock { $0.reached ? $0.list : nil }
+        guard case .success = outcome else { return .failure(Compacted(revision: 0)) }
+        return writes.withLock { $0.reached ? .success($0.list) : .failure(Compacted(revision: $0.compacted)) }
     }
 
     /// Runs a watch until `body` returns `false` or the stream ends, waiting on this thread (one

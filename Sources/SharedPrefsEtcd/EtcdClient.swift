@@ -46,6 +46,11 @@ struct EtcdClient: Sendable {
         try call { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
     }
 
+    /// ``range(_:)`` for async code on the etcd thread, which must not block it.
+    func asyncRange(_ request: Etcdserverpb_RangeRequest) async -> Result<Etcdserverpb_RangeResponse, Failure> {
+        await perform { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
+    }
+
     /// A `txn`; `failover` and `once` as for ``call(failover:once:_:)``.
     func txn(_ request: Etcdserverpb_TxnRequest, failover: Bool = true, once: Duration? = nil) throws(Failure) -> Etcdserverpb_TxnResponse {
         try call(failover: failover, once: once) { kv, options in try await kv.txn(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
@@ -72,39 +77,45 @@ struct EtcdClient: Sendable {
         failover: Bool = true, once: Duration? = nil,
         _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
     ) throws(Failure) -> Response {
+        let client = self
+        return try EtcdExecutor.shared.wait { await client.perform(failover: failover, once: once, rpc) }.get()
+    }
+
+    /// ``call(failover:once:_:)``'s work, on the etcd thread.
+    private func perform<Response: Sendable>(
+        failover: Bool = true, once: Duration? = nil,
+        _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
+    ) async -> Result<Response, Failure> {
         let (connection, endpoints, timeout) = (self.connection, self.endpoints, self.timeout)
-        let outcome = EtcdExecutor.shared.wait { () async -> Result<Response, Failure> in
-            let clock = ContinuousClock()
-            let deadline = clock.now + timeout
-            let electionWindow = clock.now + .seconds(3)
-            var attempt = failover ? min(timeout, .milliseconds(500)) : min(timeout, once ?? timeout)
-            var failures: [String] = []
-            while true {
-                let start = connection.preferred.value
-                var allRefused = true
-                for offset in 0..<(failover ? endpoints.count : 1) {
-                    let index = (start + offset) % endpoints.count
-                    let options = EtcdConnection.options(timeout: max(.milliseconds(1), min(attempt, clock.now.duration(to: deadline))))
-                    do {
-                        let response = try await rpc(Etcdserverpb_KV.Client(wrapping: connection.member(index)), options)
-                        connection.preferred.value = index
-                        return .success(response)
-                    } catch {
-                        let refusal = EtcdError(error)
-                        guard refusal.memberCannotServe else { return .failure(.etcd(refusal)) }
-                        if !refusal.connectionRefused { allRefused = false }
-                        failures.append("\(endpoints[index]): \(refusal)")
-                        connection.preferred.move(past: index, of: endpoints.count)
-                    }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let electionWindow = clock.now + .seconds(3)
+        var attempt = failover ? min(timeout, .milliseconds(500)) : min(timeout, once ?? timeout)
+        var failures: [String] = []
+        while true {
+            let start = connection.preferred.value
+            var allRefused = true
+            for offset in 0..<(failover ? endpoints.count : 1) {
+                let index = (start + offset) % endpoints.count
+                let options = EtcdConnection.options(timeout: max(.milliseconds(1), min(attempt, clock.now.duration(to: deadline))))
+                do {
+                    let response = try await rpc(Etcdserverpb_KV.Client(wrapping: connection.member(index)), options)
+                    connection.preferred.value = index
+                    return .success(response)
+                } catch {
+                    let refusal = EtcdError(error)
+                    guard refusal.memberCannotServe else { return .failure(.etcd(refusal)) }
+                    if !refusal.connectionRefused { allRefused = false }
+                    failures.append("\(endpoints[index]): \(refusal)")
+                    connection.preferred.move(past: index, of: endpoints.count)
                 }
-                guard failover, !allRefused, clock.now + .milliseconds(50) < deadline else { break }
-                try? await Task.sleep(for: .milliseconds(50))
-                // Half a second an attempt while an election may run (etcd's take 1–3 s); then longer.
-                if clock.now > electionWindow { attempt = min(attempt * 2, timeout) }
             }
-            return .failure(.unreachable(failures.suffix(endpoints.count * 2).joined(separator: "; ")))
+            guard failover, !allRefused, clock.now + .milliseconds(50) < deadline else { break }
+            try? await Task.sleep(for: .milliseconds(50))
+            // Half a second an attempt while an election may run (etcd's take 1–3 s); then longer.
+            if clock.now > electionWindow { attempt = min(attempt * 2, timeout) }
         }
-        return try outcome.get()
+        return .failure(.unreachable(failures.suffix(endpoints.count * 2).joined(separator: "; ")))
     }
 
     /// Watches from `create` on the process's one watch stream to this cluster (see

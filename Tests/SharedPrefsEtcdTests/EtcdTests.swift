@@ -566,6 +566,51 @@ struct EtcdSuiteTests {
         #expect(Set(lines.filter { $0.hasPrefix("change") }) == ["change a 1 2", "change b x -", "change c - 4"])
     }
 
+    /// A watch that falls below a compaction point in which the prefix changed nothing (another
+    /// prefix written and compacted while its only member was down) goes on without a re-read:
+    /// its observer hears no resynchronization, a change stream following it no gap, and both
+    /// hear the next write as it is. (The children are stopped until the member has the
+    /// compaction, so that their watches resume below it.)
+    @Test func aCompactionInWhichThePrefixChangedNothingGivesNoResyncAndNoGap() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let others = [cluster.clientURLs[1], cluster.clientURLs[2]]
+        let suite = try PreferenceSuite(etcd: others, prefix: prefix, options: noCache)
+        suite.set(1, forKey: "a")
+        try await suite.flush()
+        let observer = try Child(["observe", cluster.clientURLs[0], prefix, "2"], cacheHome: cluster.cacheHome)
+        #expect(await observer.nextLine() == "ready")
+        let consumer = try Child(["changes", cluster.clientURLs[0], prefix, String(try cluster.revision())], cacheHome: cluster.cacheHome)
+        defer { kill(consumer.process.processIdentifier, SIGKILL) }
+        suite.set(1, forKey: "b")
+        try await suite.flush()
+        let first = try cluster.revision()
+        #expect(await consumer.nextLine() == "write \(first) b=1")
+        #expect(await observer.nextLine() == "change b - 1")
+
+        for child in [observer, consumer] { kill(child.process.processIdentifier, SIGSTOP) }
+        cluster.kill(0)
+        let other = try PreferenceSuite(etcd: others, prefix: "other/\(UUID().uuidString)/", options: noCache)
+        for n in 1...5 {
+            other.set(n, forKey: "k\(n)")
+            try await other.flush()
+        }
+        let compacted = try cluster.revision()
+        #expect(try cluster.etcdctl(["--endpoints", others[0], "compact", "\(compacted)"]).status == 0)
+        try cluster.start(0)
+        // A linearizable read answered by member 0 has it apply everything committed: the compaction too.
+        await waitFor { (try? cluster.etcdctl(["--endpoints", cluster.clientURLs[0], "get", prefix + "a"]).status) == 0 }
+        for child in [observer, consumer] { kill(child.process.processIdentifier, SIGCONT) }
+
+        suite.set(2, forKey: "a")
+        try await suite.flush()
+        let written = try cluster.revision()
+        #expect(await consumer.nextLine() == "write \(written) a=2")
+        let (lines, status) = await observer.finish()
+        #expect(status == 0)
+        #expect(lines.filter { !$0.hasPrefix("failure clusterUnreachable") } == ["change a 1 2"], "\(lines)")
+    }
+
     /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,
     /// with its bytes, and left alone; an update that reads the whole suite gets through (it was
     /// compared under a name with U+FFFD, which no key has, and retried about 1,000 times a

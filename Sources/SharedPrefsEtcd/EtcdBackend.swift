@@ -252,8 +252,8 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Reads the whole prefix, for the store to diff.
-    private func resync() throws(PreferenceError) -> Loaded {
-        let response = try request("read") { () throws(EtcdClient.Failure) in try client.range(.prefix(prefix)) }
+    private func resync(by deadline: ContinuousClock.Instant? = nil) throws(PreferenceError) -> Loaded {
+        let response = try request("read") { () throws(EtcdClient.Failure) in try client.range(.prefix(prefix), by: deadline) }
         let loaded = adoptRange(response)
         known.withLock { k in
             k.mustResync = false
@@ -285,31 +285,33 @@ final class EtcdBackend: SuiteBackend {
 
     // MARK: Writing
 
-    /// Writes what `plan` makes of the values read. An `update` whose comparison fails runs again
-    /// on what the writer that came first left: at once for the first 8 attempts, then after
-    /// random pauses of up to 1, 2, 4 … 50 ms (contending writers fall out of step); past ten
-    /// request timeouts since `start` it fails, saying which keys it kept comparing. Contention
-    /// alone does not get there: every failed comparison is another writer's success.
+    /// Writes what `plan` makes of the values read, by one deadline that every request it makes
+    /// is given (what remains of it): a plain write's one request timeout after `start`, an
+    /// `update`'s ten. An `update` whose comparison fails runs again on what the writer that came
+    /// first left: at once for the first 8 attempts, then after random pauses of up to 1, 2, 4 …
+    /// 50 ms (contending writers fall out of step); past its deadline it fails, saying which keys
+    /// it kept comparing. Contention alone does not get there: every failed comparison is another
+    /// writer's success.
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
-        var loaded = known.withLock({ $0.mustResync }) ? try resync() : Loaded()
+        var loaded = known.withLock({ $0.mustResync }) ? try resync(by: start + client.timeout) : Loaded()
         var notices: [PreferenceError] = []
         var attempts = 0
         while true {
             let plan = try plan(loaded)
             guard plan.changesSomething || plan.isTransaction else { return Committed(wrote: false) }
             if !plan.isTransaction {
-                try putPlain(plan.operations, notices: &notices)
+                try putPlain(plan.operations, by: start + client.timeout, notices: &notices)
                 return committed(notices)
             }
-            guard let reread = try attemptTransaction(plan, attempt: attempts, notices: &notices) else { return committed(notices) }
+            let deadline = start + client.timeout * 10
+            let pause: Duration = attempts < 9 ? .zero : .microseconds(Int.random(in: 0...min(1000 << min(attempts - 8, 6), 50_000)))
+            if attempts > 0, ContinuousClock.now + pause >= deadline {
+                let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
+                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(ContinuousClock.now - start): each time, another writer had changed what it read first (\(read)). Its values are not written; try again, or read fewer keys in the update.", path: address)
+            }
+            guard let reread = try attemptTransaction(plan, attempt: attempts, pause: pause, by: deadline, notices: &notices) else { return committed(notices) }
             loaded = reread
             attempts += 1
-            let waited = ContinuousClock.now - start
-            if waited > client.timeout * 10 {
-                let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
-                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(waited): each time, another writer had changed what it read first (\(read)). Its values are not written; try again, or read fewer keys in the update.", path: address)
-            }
-            if attempts > 8 { Thread.sleep(forTimeInterval: .random(in: 0...min(0.001 * Double(1 << min(attempts - 8, 6)), 0.05))) }
         }
     }
 
@@ -322,14 +324,14 @@ final class EtcdBackend: SuiteBackend {
 
     /// Plain writes: the last writer wins per key, so no comparison; at most 128 operations per
     /// `txn` (etcd's default `--max-txn-ops`). A lost answer is retried: the same puts again.
-    private func putPlain(_ operations: Operations, notices: inout [PreferenceError]) throws(PreferenceError) {
+    private func putPlain(_ operations: Operations, by deadline: ContinuousClock.Instant, notices: inout [PreferenceError]) throws(PreferenceError) {
         let ordered = Array(operations)
         for start in stride(from: 0, to: ordered.count, by: 128) {
             let chunk = ordered[start..<min(start + 128, ordered.count)]
             let txn = Etcdserverpb_TxnRequest.with { $0.success = chunk.map { op($0.key, $0.value) } }
             let response: Etcdserverpb_TxnResponse
             do {
-                response = try request("write") { () throws(EtcdClient.Failure) in try client.txn(txn) }
+                response = try request("write") { () throws(EtcdClient.Failure) in try client.txn(txn, by: deadline) }
             } catch where error.code == .clusterUnreachable {
                 // Kept in the offline cache too, so that a restart does not lose them.
                 cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
@@ -350,8 +352,9 @@ final class EtcdBackend: SuiteBackend {
     /// writer that came first changed, for the body to run again on. The first attempt waits half
     /// a second for its answer (a member that forwarded it to a leader that just died never
     /// answers), each later one twice as long, up to the request timeout; an answer not come in
-    /// time is resolved by the fence, so the attempt is applied once or not at all.
-    private func attemptTransaction(_ plan: WritePlan, attempt: Int, notices: inout [PreferenceError]) throws -> Loaded? {
+    /// time is resolved by the fence, so the attempt is applied once or not at all. `pause`
+    /// comes before it is sent; nothing goes past `deadline`.
+    private func attemptTransaction(_ plan: WritePlan, attempt: Int, pause: Duration, by deadline: ContinuousClock.Instant, notices: inout [PreferenceError]) throws -> Loaded? {
         let token = Data(UUID().uuidString.utf8)
         var compared = Set(plan.operations.keys)
         var compares: [Etcdserverpb_Compare] = []
@@ -381,10 +384,10 @@ final class EtcdBackend: SuiteBackend {
         txn.failure = [.range(.prefix(prefix)), .range(.key(tokenKey))]
         let response: Etcdserverpb_TxnResponse
         do {
-            response = try client.txn(txn, failover: false, once: .milliseconds(500 << min(attempt, 6)))
+            response = try client.txn(txn, failover: false, once: .milliseconds(500 << min(attempt, 6)), pause: pause, by: deadline)
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
-            if let applied = try resolve(token: token, after: tokenRevision, why: why) {
+            if let applied = try resolve(token: token, after: tokenRevision, why: why, by: deadline) {
                 recordWritten(plan.operations, at: applied, transaction: true, notices: &notices)
                 return nil
             }
@@ -426,37 +429,40 @@ final class EtcdBackend: SuiteBackend {
     /// Whether the attempt with `token` was applied, and at which revision; `nil` when it was not
     /// and never will be. A fence first: a `txn` that writes the transaction key only if it is
     /// still at `revision`. When the fence succeeds, the attempt was not applied and now cannot be;
-    /// when it fails, the first write of the key after `revision` tells whose it was.
-    private func resolve(token: Data, after revision: Int64, why: String) throws -> Int64? {
+    /// when it fails, the first write of the key after `revision` tells whose it was. Asked again
+    /// every quarter second while no member answers, until the update's `deadline`.
+    private func resolve(token: Data, after revision: Int64, why: String, by deadline: ContinuousClock.Instant) throws -> Int64? {
         let fence = Etcdserverpb_TxnRequest.with {
             $0.compare = [.modRevision(of: tokenKey, .equal, revision)]
             $0.success = [.put(tokenKey, Data("fence".utf8))]
         }
-        var lastFailure = why
-        for _ in 0..<20 {
+        let (start, quarter) = (ContinuousClock.now, Duration.milliseconds(250))
+        var (lastFailure, pause) = (why, Duration.zero)
+        while ContinuousClock.now + pause < deadline {
             do {
-                let answer = try client.txn(fence)
+                let answer = try client.txn(fence, pause: pause, by: deadline)
                 if answer.succeeded {
                     known.withLock { $0.tokenRevision = answer.header.revision }
                     return nil
                 }
-                return try firstWrite(of: tokenKey, after: revision).map { $0.value == token ? $0.revision : nil } ?? nil
+                return try firstWrite(of: tokenKey, after: revision, by: deadline).map { $0.value == token ? $0.revision : nil } ?? nil
             } catch EtcdClient.Failure.unreachable(let why) {
-                lastFailure = why
-                Thread.sleep(forTimeInterval: 0.25)
+                (lastFailure, pause) = (why, quarter)
+            } catch EtcdClient.Failure.deadlinePassed {
+                break
             } catch {
                 throw failed("find out whether an update was applied", error)
             }
         }
-        throw PreferenceError(code: .clusterUnreachable, message: "An update of \(address) may or may not have been applied: its answer was lost (\(why)), and the cluster did not answer for 5 seconds after (\(lastFailure)). It is not retried, so that it is never applied twice; read the suite when the cluster is back.", path: address)
+        throw PreferenceError(code: .clusterUnreachable, message: "An update of \(address) may or may not have been applied: its answer was lost (\(why)), and the cluster did not answer in the \(ContinuousClock.now - start) left before the update's deadline (\(lastFailure)). It is not retried, so that it is never applied twice; read the suite when the cluster is back.", path: address)
     }
 
     /// The first write of `key` after `revision` (a watch from `revision + 1`, read to its first
-    /// event), within one request timeout; `nil` when the watch ended with nothing.
-    private func firstWrite(of key: Data, after revision: Int64) throws -> (value: Data, revision: Int64)? {
+    /// event), by `deadline`; `nil` when the watch ended with nothing.
+    private func firstWrite(of key: Data, after revision: Int64, by deadline: ContinuousClock.Instant) throws -> (value: Data, revision: Int64)? {
         let first = Lock<(value: Data, revision: Int64)?>(nil)
         let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.startRevision) = (key, revision + 1) }
-        let outcome = watchOnce(create) { message in
+        let outcome = watchOnce(create, by: deadline) { message in
             guard let event = message.events.first else { return !message.canceled }
             first.withLock { $0 = (event.kv.value, event.kv.modRevision) }
             return false
@@ -464,7 +470,7 @@ final class EtcdBackend: SuiteBackend {
         switch outcome {
         case .success: return first.withLock { $0 }
         case .failure(let error): throw failed("find out whether an update was applied", error)
-        case nil: throw PreferenceError(code: .clusterUnreachable, message: "Could not find out whether an update of \(address) was applied: no member answered a watch of its transaction key in \(timeout * 3). It is not retried, so that it is never applied twice; read the suite when the cluster answers.", path: address)
+        case nil: throw PreferenceError(code: .clusterUnreachable, message: "Could not find out whether an update of \(address) was applied: no member answered a watch of its transaction key before the update's deadline. It is not retried, so that it is never applied twice; read the suite when the cluster answers.", path: address)
         }
     }
 
@@ -521,10 +527,10 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Runs a watch until `body` returns `false` or the stream ends, waiting on this thread (one
-    /// of the library's, never the etcd thread) for three request timeouts at most: the stream's
-    /// own checks end it within about two. `nil` when it did not end in time.
-    private func watchOnce(_ create: Etcdserverpb_WatchCreateRequest, _ body: @escaping @Sendable (Etcdserverpb_WatchResponse) -> Bool) -> Result<Void, any Error>? {
-        let (client, limit) = (self.client, client.timeout * 3)
+    /// of the library's, never the etcd thread) for three request timeouts at most (the stream's
+    /// own checks end it within about two), or until `deadline`. `nil` when it did not end in time.
+    private func watchOnce(_ create: Etcdserverpb_WatchCreateRequest, by deadline: ContinuousClock.Instant? = nil, _ body: @escaping @Sendable (Etcdserverpb_WatchResponse) -> Bool) -> Result<Void, any Error>? {
+        let (client, limit) = (self.client, min(client.timeout * 3, ContinuousClock.now.duration(to: deadline ?? .now + client.timeout * 3)))
         return EtcdExecutor.shared.wait {
             await withTaskGroup(of: Result<Void, any Error>?.self) { group in
                 group.addTask {
@@ -555,6 +561,8 @@ final class EtcdBackend: SuiteBackend {
             return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(address): no endpoint answered (\(why)). Check that the cluster is running and reachable\(then).", path: address)
         case EtcdClient.Failure.etcd(let error):
             return error.preferenceError(doing: doing, address: address, endpoints: client.endpoints)
+        case EtcdClient.Failure.deadlinePassed:
+            return PreferenceError(code: .clusterUnreachable, message: "Could not \(doing) \(address): the call's deadline passed before the request was sent (\(client.timeout) a request, ten for an update); nothing was sent. Check that the cluster answers, or raise EtcdOptions.timeout.", path: address)
         default:
             return PreferenceError(code: .ioFailure, message: "Could not \(doing) \(address): \(error)", path: address)
         }

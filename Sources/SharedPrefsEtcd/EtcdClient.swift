@@ -33,17 +33,20 @@ struct EtcdClient: Sendable {
         case unreachable(String)
         /// etcd refused the request, with its gRPC code and message.
         case etcd(EtcdError)
+        /// The call's deadline had passed: the request was not sent.
+        case deadlinePassed
 
         var description: String {
             switch self {
             case .unreachable(let why): why
             case .etcd(let error): "\(error)"
+            case .deadlinePassed: "the call's deadline passed before the request was sent"
             }
         }
     }
 
-    func range(_ request: Etcdserverpb_RangeRequest) throws(Failure) -> Etcdserverpb_RangeResponse {
-        try call { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
+    func range(_ request: Etcdserverpb_RangeRequest, by deadline: ContinuousClock.Instant? = nil) throws(Failure) -> Etcdserverpb_RangeResponse {
+        try call(by: deadline) { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
     }
 
     /// ``range(_:)`` for async code on the etcd thread, which must not block it.
@@ -51,16 +54,20 @@ struct EtcdClient: Sendable {
         await perform { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
     }
 
-    /// A `txn`; `failover` and `once` as for ``call(failover:once:_:)``.
-    func txn(_ request: Etcdserverpb_TxnRequest, failover: Bool = true, once: Duration? = nil) throws(Failure) -> Etcdserverpb_TxnResponse {
-        try call(failover: failover, once: once) { kv, options in try await kv.txn(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
+    /// A `txn`; the options as for ``call(failover:once:pause:by:_:)``.
+    func txn(
+        _ request: Etcdserverpb_TxnRequest, failover: Bool = true, once: Duration? = nil, pause: Duration = .zero, by deadline: ContinuousClock.Instant? = nil
+    ) throws(Failure) -> Etcdserverpb_TxnResponse {
+        try call(failover: failover, once: once, pause: pause, by: deadline) { kv, options in try await kv.txn(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
     }
 
     /// Asks for a leader, as clientv3's `WithRequireLeader`: a member that has none refuses at once
     /// (UNAVAILABLE), and the next is tried; a watch stream it serves ends when it loses its leader.
     static let requireLeader: Metadata = ["hasleader": "true"]
 
-    /// Runs `rpc` on one member after another until one answers, within `timeout`.
+    /// Runs `rpc` on one member after another until one answers, within `timeout`, or by
+    /// `deadline` when that comes first (the deadline of the call that makes the request), after
+    /// `pause` (on the etcd thread: the caller's waits in one place).
     ///
     /// A request a member forwarded to a leader that just died is lost without an answer: so each
     /// round gives a member half a second at first, then twice as long each round (a slow but
@@ -74,21 +81,25 @@ struct EtcdClient: Sendable {
     /// (etcd's "leader changed" or "request timed out" may come after the request was applied), it
     /// fails with ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
     func call<Response: Sendable>(
-        failover: Bool = true, once: Duration? = nil,
+        failover: Bool = true, once: Duration? = nil, pause: Duration = .zero, by deadline: ContinuousClock.Instant? = nil,
         _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
     ) throws(Failure) -> Response {
         let client = self
-        return try EtcdExecutor.shared.wait { await client.perform(failover: failover, once: once, rpc) }.get()
+        return try EtcdExecutor.shared.wait {
+            if pause > .zero { try? await Task.sleep(for: pause) }
+            return await client.perform(failover: failover, once: once, by: deadline, rpc)
+        }.get()
     }
 
-    /// ``call(failover:once:_:)``'s work, on the etcd thread.
+    /// ``call(failover:once:pause:by:_:)``'s work, on the etcd thread.
     private func perform<Response: Sendable>(
-        failover: Bool = true, once: Duration? = nil,
+        failover: Bool = true, once: Duration? = nil, by callDeadline: ContinuousClock.Instant? = nil,
         _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
     ) async -> Result<Response, Failure> {
         let (connection, endpoints, timeout) = (self.connection, self.endpoints, self.timeout)
         let clock = ContinuousClock()
-        let deadline = clock.now + timeout
+        let deadline = min(clock.now + timeout, callDeadline ?? clock.now + timeout)
+        guard clock.now < deadline else { return .failure(.deadlinePassed) }
         let electionWindow = clock.now + .seconds(3)
         var attempt = failover ? min(timeout, .milliseconds(500)) : min(timeout, once ?? timeout)
         var failures: [String] = []

@@ -663,6 +663,29 @@ struct EtcdSuiteTests {
         #expect(attempts.withLock { $0 } > 8)
     }
 
+    /// An update whose answer is lost while every member stops answering ends by its one deadline,
+    /// ten request timeouts from its call: every request it makes, those that find out whether it
+    /// was applied included, gets only what is left of it (each got a timeout of its own before,
+    /// and the fence alone was asked 20 times: 26 s with a 1 s timeout). It says that it may or
+    /// may not have been applied; once the members go on, the suite holds one or the other.
+    @Test func anUpdateWhoseClusterStopsAnsweringEndsByItsOneDeadline() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let timeout = Duration.seconds(1)
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: timeout, offlineCache: .none))
+        suite.set(0, forKey: "count")
+        try await suite.flush()
+        for member in 0..<3 { try cluster.inflict(.stopped, on: member) }
+        let start = ContinuousClock.now
+        let error = #expect(throws: PreferenceError.self) { try suite.update { $0["count"] = 1 } }
+        let took = ContinuousClock.now - start
+        for member in 0..<3 { cluster.resume(member) }
+        #expect(error?.code == .clusterUnreachable && error?.message.contains("may or may not have been applied") == true, "\(String(describing: error))")
+        #expect(took < timeout * 10 + .seconds(3), "\(took)")
+        let check = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: .seconds(5), offlineCache: .none))
+        #expect([0, 1].contains(check.integer(forKey: "count")))
+    }
+
     /// A writer that writes a new key every 10 ms, each flushed once (or in one update), while the
     /// leader is killed, and never tries one again itself: every flushed key lands (a failed
     /// flush leaves it pending for the next), and exactly the updates that did not throw. It

@@ -493,37 +493,40 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// The writes under the prefix from revision `first` through `end`; the compaction point
-    /// (`0`: another failure) when etcd no longer has them all.
+    /// (`0`: another failure) when etcd no longer has them all. A watch that breaks is resumed from
+    /// the revision after the last it brought, on the next member (all of a revision's events come
+    /// in one message), for three request timeouts in all.
     private func history(from first: Int64, through end: Int64, base start: UInt64) -> Result<[NumberedWrite], Compacted> {
-        guard first <= end else { return .success([]) }
-        let writes = Lock((list: [NumberedWrite](), reached: false, compacted: Int64(0)))
+        let writes = Lock((list: [NumberedWrite](), next: first, canceled: false, compacted: Int64(0)))
         let mine = known.withLock { Set($0.written) }
-        let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.rangeEnd, $0.startRevision, $0.prevKv) = (Data([0]), Data([0]), first, true) }
-        let outcome = watchOnce(create) { [self] message in
-            var ignored: [PreferenceError] = []
-            return writes.withLock { w in
-                for event in message.events {
-                    let revision = event.kv.modRevision
-                    guard revision <= end else { break }
-                    w.reached = revision == end
-                    guard let key = suiteKey(event.kv.key, notices: &ignored) else { continue }
-                    let change = NumberedWrite.Change(
-                        key: key.string, old: event.hasPrevKv ? decode(event.prevKv, notices: &ignored) : nil,
-                        new: event.type == .delete ? nil : decode(event.kv, notices: &ignored))
-                    if w.list.last?.sequence == UInt64(revision) {
-                        w.list[w.list.count - 1].changes.append(change)
-                    } else {
-                        w.list.append(NumberedWrite(sequence: UInt64(revision), base: w.list.last?.sequence ?? start, pid: mine.contains(revision) ? getpid() : 0, time: Date(), changes: [change]))
+        let deadline = ContinuousClock.now + client.timeout * 3
+        while case let (next, canceled) = writes.withLock({ ($0.next, $0.canceled) }), next <= end, !canceled, ContinuousClock.now < deadline {
+            let create = Etcdserverpb_WatchCreateRequest.with { ($0.key, $0.rangeEnd, $0.startRevision, $0.prevKv) = (Data([0]), Data([0]), next, true) }
+            let outcome = watchOnce(create, by: deadline) { [self] message in
+                var ignored: [PreferenceError] = []
+                return writes.withLock { w in
+                    for event in message.events {
+                        let revision = event.kv.modRevision
+                        guard revision <= end else { break }
+                        guard let key = suiteKey(event.kv.key, notices: &ignored) else { continue }
+                        let change = NumberedWrite.Change(
+                            key: key.string, old: event.hasPrevKv ? decode(event.prevKv, notices: &ignored) : nil,
+                            new: event.type == .delete ? nil : decode(event.kv, notices: &ignored))
+                        if w.list.last?.sequence == UInt64(revision) {
+                            w.list[w.list.count - 1].changes.append(change)
+                        } else {
+                            w.list.append(NumberedWrite(sequence: UInt64(revision), base: w.list.last?.sequence ?? start, pid: mine.contains(revision) ? getpid() : 0, time: Date(), changes: [change]))
+                        }
                     }
+                    if let last = message.events.last?.kv.modRevision { w.next = max(w.next, last + 1) }
+                    if message.canceled { (w.canceled, w.compacted) = (true, message.compactRevision) }
+                    return w.next <= end && !message.canceled
                 }
-                // All of a revision's events come in one message: past `end`, nothing more is due.
-                if let last = message.events.last?.kv.modRevision, last >= end { w.reached = true }
-                if message.canceled { w.compacted = message.compactRevision }
-                return !w.reached && !message.canceled
             }
+            // A stream that broke before it brought anything: not again at once.
+            if case .failure? = outcome, writes.withLock({ $0.next == next }) { Thread.sleep(forTimeInterval: 0.1) }
         }
-        guard case .success = outcome else { return .failure(Compacted(revision: 0)) }
-        return writes.withLock { $0.reached ? .success($0.list) : .failure(Compacted(revision: $0.compacted)) }
+        return writes.withLock { $0.next > end ? .success($0.list) : .failure(Compacted(revision: $0.compacted)) }
     }
 
     /// Runs a watch until `body` returns `false` or the stream ends, waiting on this thread (one

@@ -211,6 +211,11 @@ final class EtcdCluster {
         if let process = members[member] { Foundation.kill(process.processIdentifier, SIGCONT) }
     }
 
+    /// Brings a member cut off from its peers by ``inflict(_:on:)`` back.
+    func mend(_ member: Int) throws {
+        try ip(["link", "set", tag + "p\(member)", "up"])
+    }
+
     func kill(_ member: Int) {
         guard let process = members[member] else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
@@ -309,6 +314,10 @@ final class Child: @unchecked Sendable {
             }
             continuation.finish()
         }
+        Thread.detachNewThread { [self] in
+            while case let data = errors.fileHandleForReading.availableData, !data.isEmpty { errorText.withLock { $0.append(data) } }
+            errorsRead.signal()
+        }
         try process.run()
     }
 
@@ -330,9 +339,16 @@ final class Child: @unchecked Sendable {
     func endInput() { try? input.fileHandleForWriting.close() }
     private let input = Pipe()
 
-    /// What the child wrote to standard error, once it has exited.
-    var errorOutput: String { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    /// What the child wrote to standard error, once it has exited. (Read as it comes: a child that
+    /// logs more than a pipe holds must not block.)
+    var errorOutput: String {
+        errorsRead.wait()
+        errorsRead.signal()
+        return errorText.withLock { String(decoding: $0, as: UTF8.self) }
+    }
     private let errors = Pipe()
+    private let errorText = Mutex(Data())
+    private let errorsRead = DispatchSemaphore(value: 0)
 
     /// Every line until the child exits, and its exit status.
     func finish() async -> (lines: [String], status: Int32) {
@@ -387,6 +403,63 @@ func changeAndCompact(_ suite: PreferenceSuite, on cluster: EtcdCluster, through
     let revision = try cluster.revision()
     #expect(try cluster.etcdctl(["--endpoints", endpoint, "compact", "\(revision)"]).status == 0)
     return revision
+}
+
+/// Every write under `prefix` from revision `first` through `end` as etcd's own client replays it
+/// (`etcdctl watch --prefix --rev first -w json`): each revision's keys (without the prefix) with
+/// their values (an integer's digits, "-" for a removal).
+func etcdHistory(of prefix: String, from first: Int64, through end: Int64, on cluster: EtcdCluster) throws -> [Int64: [String: String]] {
+    let process = Process()
+    process.executableURL = URL(filePath: "/usr/bin/etcdctl")
+    process.arguments = ["--endpoints", cluster.endpoints, "watch", "--prefix", prefix, "--rev", "\(first)", "-w", "json"]
+    process.environment = ["ETCDCTL_API": "3"]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    defer {
+        process.terminate()
+        process.waitUntilExit()
+    }
+    var history: [Int64: [String: String]] = [:]
+    var (pending, depth, inString, escaped, objectStart) = ([UInt8](), 0, false, false, 0)
+    var scanned = 0
+    while history.keys.max() ?? 0 < end {
+        let data = pipe.fileHandleForReading.availableData
+        guard !data.isEmpty else { break }
+        pending += data
+        // etcdctl writes one JSON object per response, not always on lines of their own.
+        while scanned < pending.count {
+            let byte = pending[scanned]
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if byte == UInt8(ascii: "{") {
+                if depth == 0 { objectStart = scanned }
+                depth += 1
+            } else if byte == UInt8(ascii: "}") {
+                depth -= 1
+                if depth == 0 {
+                    let object = try JSONSerialization.jsonObject(with: Data(pending[objectStart...scanned])) as? [String: Any]
+                    for event in object?["Events"] as? [[String: Any]] ?? [] {
+                        let kv = event["kv"] as? [String: Any] ?? [:]
+                        guard let revision = (kv["mod_revision"] as? NSNumber)?.int64Value,
+                            let key = (kv["key"] as? String).flatMap({ Data(base64Encoded: $0) }).map({ String(decoding: $0, as: UTF8.self) })
+                        else { continue }
+                        var value = "-"
+                        if (event["type"] as? NSNumber)?.intValue != 1, let bytes = (kv["value"] as? String).flatMap({ Data(base64Encoded: $0) }),
+                            case .integer(let n) = try PropertyListFormat.decode(Array(bytes)) {
+                            value = "\(n)"
+                        }
+                        history[revision, default: [:]][String(key.dropFirst(prefix.count))] = value
+                    }
+                }
+            }
+            scanned += 1
+        }
+    }
+    return history
 }
 
 /// The established TCP connections of this process to `urls` (`http://address:port`): its
@@ -611,7 +684,88 @@ struct EtcdSuiteTests {
         #expect(lines.filter { !$0.hasPrefix("failure clusterUnreachable") } == ["change a 1 2"], "\(lines)")
     }
 
-    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,
+    /// etcd's six watch properties for `changes(since:)` across 100 forced breaks, checked against
+    /// etcd's own client: a writer sets or removes 1–128 keys per write, every 40 ms, while, one
+    /// after another, a member is SIGKILLed and restarted, SIGSTOPped and let go, cut off from
+    /// its peers (network namespaces only), the consumer's link is cut (namespaces only), or the
+    /// consumer is SIGKILLed and started again from the number of the last write it printed. The
+    /// writes all its runs printed, against `etcdctl watch --rev` of the prefix from the start:
+    /// ordered and unique (numbers only grow, across restarts too), atomic (a revision's events
+    /// in one write, exactly), reliable (every revision of the prefix, no gap), resumable and
+    /// bookmarkable (each run starts right after the number the last one printed).
+    @Test(.timeLimit(.minutes(10)))
+    func aChangeStreamAcrossAHundredBreaksIsEtcdsOwnHistory() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let start = try cluster.revision()
+        let namespace = EtcdCluster.namespaces ? try cluster.clientNamespace() : nil
+        func consumer(since: Int64) throws -> Child {
+            try Child(["changes", cluster.endpoints, prefix, String(since)], cacheHome: cluster.cacheHome, namespace: namespace)
+        }
+        var printed: [String] = []
+        var reader = try consumer(since: start)
+        let writer = try Child(["storm", cluster.endpoints, prefix], cacheHome: cluster.cacheHome)
+        let kinds = EtcdCluster.namespaces ? ["kill", "stop", "cut off", "restart", "cut link"] : ["kill", "stop", "restart"]
+        var breaks: [String: Int] = [:]
+        for round in 0..<100 {
+            let (kind, member) = (kinds[round % kinds.count], round / kinds.count % 3)
+            breaks[kind, default: 0] += 1
+            switch kind {
+            case "kill":
+                cluster.kill(member)
+                try await Task.sleep(for: .milliseconds(100))
+                try cluster.start(member)
+            case "stop":
+                try cluster.inflict(.stopped, on: member)
+                try await Task.sleep(for: .milliseconds(300))
+                cluster.resume(member)
+            case "cut off":
+                try cluster.inflict(.cutOffFromPeers, on: member)
+                try await Task.sleep(for: .milliseconds(1500))
+                try cluster.mend(member)
+            case "cut link":
+                try cluster.cutClient(namespace!)
+                try await Task.sleep(for: .milliseconds(500))
+                try cluster.cutClient(namespace!, false)
+            default:
+                kill(reader.process.processIdentifier, SIGKILL)
+                printed += await reader.finish().lines
+                let last = printed.last { $0.hasPrefix("write ") }.flatMap { Int64($0.split(separator: " ")[1]) } ?? start
+                reader = try consumer(since: last)
+            }
+            try cluster.waitUntilHealthy()
+        }
+        writer.endInput()
+        #expect(await writer.finish().lines == ["done"])
+        let end = try cluster.revision()
+        // The consumer's last run reaches the last write; then it stops, and every run's lines are in.
+        let last = await reader.nextLine { $0.hasPrefix("write \(end) ") || $0.hasPrefix("gap") }
+        kill(reader.process.processIdentifier, SIGKILL)
+        printed += reader.skipped + [last].compactMap { $0 } + (await reader.finish().lines)
+
+        let history = try etcdHistory(of: prefix, from: start + 1, through: end, on: cluster)
+        var seen: [Int64: [String: String]] = [:]
+        var order: [Int64] = []
+        for line in printed {
+            #expect(!line.hasPrefix("gap"), "\(line)")
+            let words = line.split(separator: " ", maxSplits: 2).map(String.init)
+            guard words.first == "write", words.count == 3, let revision = Int64(words[1]) else { continue }
+            order.append(revision)
+            seen[revision] = Dictionary(words[2].split(separator: ",").map { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                return (parts[0], parts.count > 1 ? parts[1] : "")
+            }) { first, _ in first }
+        }
+        let unordered = zip(order, order.dropFirst()).filter { $0 >= $1 }
+        #expect(unordered.isEmpty, "ordered and unique: of \(order.count) writes, these follow one not below them: \(unordered.prefix(10))")
+        let (missing, extra) = (Set(history.keys).subtracting(seen.keys).sorted(), Set(seen.keys).subtracting(history.keys).sorted())
+        #expect(missing.isEmpty && extra.isEmpty, "reliable: \(history.count) revisions in etcd, \(seen.count) heard; missing \(missing.prefix(10)), extra \(extra.prefix(10))")
+        let inexact = history.keys.sorted().filter { seen[$0] != nil && seen[$0] != history[$0] }
+        #expect(inexact.isEmpty, "atomic: revisions whose events differ: \(inexact.prefix(3).map { "\($0): \(history[$0]!) against \(seen[$0]!)" })")
+        #expect(breaks.values.reduce(0, +) == 100 && history.count > 100, "\(breaks), \(history.count) revisions")
+    }
+
+    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,
     /// with its bytes, and left alone; an update that reads the whole suite gets through (it was
     /// compared under a name with U+FFFD, which no key has, and retried about 1,000 times a
     /// second, for ever). A value that does not decode, there before the suite was opened, is

@@ -35,6 +35,11 @@
 //                                                         prints "ready", and once each has heard
 //                                                         <last>, "suite <i> <v1>,<v2>,..." (the values
 //                                                         it heard, in order) for each, and exits
+//   prefs-etcd-child storm <endpoints> <prefix>          until its standard input ends: sets 1, 2, 4 … or
+//                                                         128 of the keys k0…k199 to the round's number
+//                                                         (one in ten removed instead) and flushes, every
+//                                                         40 ms; then flushes once more and prints "done"
+//                                                         (or "last flush failed")
 //   prefs-etcd-child changes <endpoints> <prefix> <since> follows suite.changes(since:): prints "write
 //                                                         <seq> <key>=<new>,..." per write and "gap
 //                                                         <from> <to> <key>=<value>,..." per gap (keys
@@ -43,6 +48,7 @@
 import Foundation
 import SharedPrefs
 import SharedPrefsEtcd
+import Synchronization
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
@@ -186,6 +192,24 @@ do {
         }
         say("longest \(longest.components.seconds).\(String(format: "%03d", longest.components.attoseconds / 1_000_000_000_000_000))")
         say(flushOnce() ? "done" : "last flush failed")
+    case "storm":
+        let ended = Mutex(false)
+        Thread.detachNewThread {
+            while readLine() != nil {}
+            ended.withLock { $0 = true }
+        }
+        var round = 0
+        while !ended.withLock({ $0 }) {
+            round += 1
+            for _ in 0..<(1 << Int.random(in: 0...7)) {
+                let key = "k\(Int.random(in: 0..<200))"
+                if Int.random(in: 0..<10) == 0 { suite.removeObject(forKey: key) } else { suite.set(round, forKey: key) }
+            }
+            // A flush that fails leaves its values pending for the next.
+            suite.synchronize()
+            Thread.sleep(forTimeInterval: 0.04)
+        }
+        say(suite.synchronize() ? "done" : "last flush failed")
     case "changes":
         let done = DispatchSemaphore(value: 0)
         Task.detached {

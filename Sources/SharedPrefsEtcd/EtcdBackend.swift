@@ -17,7 +17,8 @@ import SwiftProtobuf
 final class EtcdBackend: SuiteBackend {
     let client: EtcdClient
     let prefix: Data
-    /// Written by every `update` with its attempt's token; outside the prefix, so no suite key.
+    /// Written by every `update` with its attempt's token: under the prefix, so that a role
+    /// granted the prefix may write it, and not UTF-8 (a 0xFF byte), so that no suite key names it.
     let tokenKey: Data
 
     private struct Known {
@@ -29,6 +30,10 @@ final class EtcdBackend: SuiteBackend {
         var removed: Set<PlistKey> = []
         /// The transaction key's modification revision as last seen (0: never written).
         var tokenRevision: Int64 = 0
+        /// The revision of this process's last `update` that compared the whole prefix: the
+        /// prefix is known in full there too. (A plain write's revision, or a key's, says nothing
+        /// of the keys it did not write.)
+        var complete: Int64 = 0
         /// Watch events not yet handed to the store, in order.
         var events: [(revision: Int64, events: [Etcdserverpb_Event])] = []
         /// A full re-read is due: first load, or the watch fell below the compaction point.
@@ -50,7 +55,7 @@ final class EtcdBackend: SuiteBackend {
     init(client: EtcdClient, prefix: String, cache: EtcdCache?) {
         self.client = client
         self.prefix = Data(prefix.utf8)
-        self.tokenKey = Data(("\u{0}sharedprefs-transaction\u{0}" + prefix).utf8)
+        self.tokenKey = Data(prefix.utf8) + [0xFF] + Data("sharedprefs-transaction".utf8)
         self.cache = cache
     }
 
@@ -98,7 +103,7 @@ final class EtcdBackend: SuiteBackend {
     /// UTF-8, which no suite key names: it is left alone, never compared or written under
     /// another name.
     private func suiteKey(_ key: Data, notices: inout [PreferenceError]) -> PlistKey? {
-        guard key.starts(with: prefix) else { return nil }
+        guard key.starts(with: prefix), key != tokenKey else { return nil }
         guard let name = String(data: key.dropFirst(prefix.count), encoding: .utf8) else {
             notices.append(PreferenceError(code: .unsupportedValue, message: "The etcd key with bytes (base64) \(key.base64EncodedString()) under \(address) is not UTF-8, so no suite key can name it; it is left out of the suite and never written. Rename it with another etcd client if it belongs to the suite.", path: address))
             return nil
@@ -358,7 +363,7 @@ final class EtcdBackend: SuiteBackend {
         let token = Data(UUID().uuidString.utf8)
         var compared = Set(plan.operations.keys)
         var compares: [Etcdserverpb_Compare] = []
-        let (revisions, snapshotRevision, tokenRevision) = known.withLock { ($0.modRevisions, max($0.revision, $0.modRevisions.values.max() ?? 0), $0.tokenRevision) }
+        let (revisions, snapshotRevision, tokenRevision) = known.withLock { ($0.modRevisions, max($0.revision, $0.complete), $0.tokenRevision) }
         let stored = plan.stored()
         if let reads = plan.reads {
             compared.formUnion(reads)
@@ -398,6 +403,7 @@ final class EtcdBackend: SuiteBackend {
         let revision = response.header.revision
         if response.succeeded {
             recordWritten(plan.operations, at: revision, transaction: true, notices: &notices)
+            if plan.reads == nil { known.withLock { $0.complete = max($0.complete, revision) } }
             return nil
         }
         // Someone came first: adopt the prefix and the token key as they are now, and retry.

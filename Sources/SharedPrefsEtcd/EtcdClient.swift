@@ -24,7 +24,7 @@ struct EtcdClient: Sendable {
     init(endpoints: [String], options: EtcdOptions) throws(PreferenceError) {
         self.endpoints = endpoints.map { $0.hasSuffix("/") && !$0.hasSuffix("://") ? String($0.dropLast()) : $0 }
         timeout = options.timeout
-        connection = try EtcdConnection.shared(endpoints: self.endpoints, tls: options.tls)
+        connection = try EtcdConnection.shared(endpoints: self.endpoints, tls: options.tls, credentials: options.credentials)
     }
 
     /// How a request failed.
@@ -46,19 +46,19 @@ struct EtcdClient: Sendable {
     }
 
     func range(_ request: Etcdserverpb_RangeRequest, by deadline: ContinuousClock.Instant? = nil) throws(Failure) -> Etcdserverpb_RangeResponse {
-        try call(by: deadline) { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
+        try call(by: deadline) { kv, metadata, options in try await kv.range(request: ClientRequest(message: request, metadata: metadata), options: options) }
     }
 
     /// ``range(_:)`` for async code on the etcd thread, which must not block it.
     func asyncRange(_ request: Etcdserverpb_RangeRequest) async -> Result<Etcdserverpb_RangeResponse, Failure> {
-        await perform { kv, options in try await kv.range(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
+        await perform { kv, metadata, options in try await kv.range(request: ClientRequest(message: request, metadata: metadata), options: options) }
     }
 
     /// A `txn`; the options as for ``call(failover:once:pause:by:_:)``.
     func txn(
         _ request: Etcdserverpb_TxnRequest, failover: Bool = true, once: Duration? = nil, pause: Duration = .zero, by deadline: ContinuousClock.Instant? = nil
     ) throws(Failure) -> Etcdserverpb_TxnResponse {
-        try call(failover: failover, once: once, pause: pause, by: deadline) { kv, options in try await kv.txn(request: ClientRequest(message: request, metadata: Self.requireLeader), options: options) }
+        try call(failover: failover, once: once, pause: pause, by: deadline) { kv, metadata, options in try await kv.txn(request: ClientRequest(message: request, metadata: metadata), options: options) }
     }
 
     /// Asks for a leader, as clientv3's `WithRequireLeader`: a member that has none refuses at once
@@ -82,7 +82,7 @@ struct EtcdClient: Sendable {
     /// fails with ``Failure/unreachable(_:)`` rather than being sent again elsewhere.
     func call<Response: Sendable>(
         failover: Bool = true, once: Duration? = nil, pause: Duration = .zero, by deadline: ContinuousClock.Instant? = nil,
-        _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
+        _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, Metadata, CallOptions) async throws -> Response
     ) throws(Failure) -> Response {
         let client = self
         return try EtcdExecutor.shared.wait {
@@ -94,7 +94,7 @@ struct EtcdClient: Sendable {
     /// ``call(failover:once:pause:by:_:)``'s work, on the etcd thread.
     private func perform<Response: Sendable>(
         failover: Bool = true, once: Duration? = nil, by callDeadline: ContinuousClock.Instant? = nil,
-        _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, CallOptions) async throws -> Response
+        _ rpc: @escaping @Sendable (Etcdserverpb_KV.Client<HTTP2ClientTransport.Posix>, Metadata, CallOptions) async throws -> Response
     ) async -> Result<Response, Failure> {
         let (connection, endpoints, timeout) = (self.connection, self.endpoints, self.timeout)
         let clock = ContinuousClock()
@@ -110,7 +110,14 @@ struct EtcdClient: Sendable {
                 let index = (start + offset) % endpoints.count
                 let options = EtcdConnection.options(timeout: max(.milliseconds(1), min(attempt, clock.now.duration(to: deadline))))
                 do {
-                    let response = try await rpc(Etcdserverpb_KV.Client(wrapping: connection.member(index)), options)
+                    let client = try Etcdserverpb_KV.Client(wrapping: connection.member(index))
+                    let response: Response
+                    do {
+                        response = try await rpc(client, try await connection.metadata(on: index, options), options)
+                    } catch where EtcdError(error).code == 16 && connection.forgetToken() {
+                        // A token etcd no longer takes (refused before anything was applied): another, and again.
+                        response = try await rpc(client, try await connection.metadata(on: index, options), options)
+                    }
                     connection.preferred.value = index
                     return .success(response)
                 } catch {
@@ -220,7 +227,9 @@ struct EtcdError: Error, Sendable, CustomStringConvertible {
         let (kind, advice): (PreferenceError.Code, String) =
             switch code {
             case 11: (.resynchronized, "The revision asked for was compacted away: read the suite again (a new PreferenceSuite, or prefs-watch read), which reads the prefix in full.")
-            case 16: (.permissionDenied, "The cluster requires authentication: give the suite credentials it accepts (EtcdOptions.tls with a client certificate of a user with a role on the prefix).")
+            case 16: (.permissionDenied, "The cluster requires authentication: give the suite a user it accepts (EtcdOptions.credentials, or EtcdOptions.tls with a client certificate) with a role on the prefix.")
+            case 3 where message.contains("user name is empty"): (.permissionDenied, "The cluster requires authentication: give the suite a user it accepts (EtcdOptions.credentials, or EtcdOptions.tls with a client certificate) with a role on the prefix.")
+            case 3 where message.contains("authentication failed"): (.permissionDenied, "etcd did not take the user name and password: check EtcdOptions.credentials against the cluster's users (etcdctl user list, as root).")
             case 7: (.permissionDenied, "The user has no permission on the prefix: grant its role readwrite on it (etcdctl role grant-permission --prefix).")
             case 8: (.ioFailure, "The cluster is out of space or the request is too large: compact and defragment it, or raise its --quota-backend-bytes or --max-request-bytes.")
             case 3: (.unsupportedOperation, "etcd finds the request malformed (a key too long, or more operations in one transaction than its --max-txn-ops): split the update.")

@@ -31,17 +31,24 @@ final class EtcdConnection: Sendable {
     private let clients = Lock([Int: GRPCClient<HTTP2ClientTransport.Posix>]())
     private let hub = Lock(Hub())
 
+    /// The user of etcd's authentication, if any, and the token etcd gave it (`nil` until asked
+    /// for, or once etcd no longer took it).
+    let credentials: EtcdOptions.Credentials?
+    private let token = Lock<String?>(nil)
+
     private struct Key: Hashable {
         var endpoints: [String]
         var tls: EtcdOptions.TLS?
+        var credentials: EtcdOptions.Credentials?
     }
     private static let all = Lock([Key: EtcdConnection]())
 
-    /// The process's one instance for these endpoints and TLS settings.
-    static func shared(endpoints: [String], tls: EtcdOptions.TLS?) throws(PreferenceError) -> EtcdConnection {
-        let key = Key(endpoints: endpoints, tls: tls)
+    /// The process's one instance for these endpoints, TLS settings and credentials (a watch
+    /// stream is authorized as one user).
+    static func shared(endpoints: [String], tls: EtcdOptions.TLS?, credentials: EtcdOptions.Credentials? = nil) throws(PreferenceError) -> EtcdConnection {
+        let key = Key(endpoints: endpoints, tls: tls, credentials: credentials)
         if let cluster = all.withLock({ $0[key] }) { return cluster }
-        let made = try EtcdConnection(endpoints: endpoints, tls: tls)
+        let made = try EtcdConnection(endpoints: endpoints, tls: tls, credentials: credentials)
         return all.withLock { all in
             if let cluster = all[key] { return cluster }
             all[key] = made
@@ -49,8 +56,9 @@ final class EtcdConnection: Sendable {
         }
     }
 
-    private init(endpoints: [String], tls: EtcdOptions.TLS?) throws(PreferenceError) {
+    private init(endpoints: [String], tls: EtcdOptions.TLS?, credentials: EtcdOptions.Credentials?) throws(PreferenceError) {
         self.endpoints = endpoints
+        self.credentials = credentials
         let secure = try tls.map { (tls) throws(PreferenceError) in try tls.transportSecurity() }
         targets = try endpoints.map { (endpoint) throws(PreferenceError) in
             guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -101,6 +109,34 @@ final class EtcdConnection: Sendable {
             Task(executorPreference: EtcdExecutor.shared) { try? await client.runConnections() }
             clients[index] = client
             return client
+        }
+    }
+
+    /// A request's metadata, for the member at `index`: a leader asked for, and with
+    /// ``credentials`` the token, asked of that member first when there is none. A cluster
+    /// without authentication enabled is sent none.
+    func metadata(on index: Int, _ options: CallOptions) async throws -> Metadata {
+        var metadata = EtcdClient.requireLeader
+        guard let credentials else { return metadata }
+        var token = token.withLock { $0 }
+        if token == nil {
+            let request = Etcdserverpb_AuthenticateRequest.with { ($0.name, $0.password) = (credentials.user, credentials.password) }
+            do {
+                token = try await Etcdserverpb_Auth.Client(wrapping: member(index)).authenticate(request: ClientRequest(message: request), options: options).token
+            } catch let error as RPCError where error.code == .failedPrecondition && error.message.contains("authentication is not enabled") {
+                token = ""
+            }
+            self.token.withLock { $0 = token }
+        }
+        if let token, !token.isEmpty { metadata.addString(token, forKey: "token") }
+        return metadata
+    }
+
+    /// Forgets a token etcd did not take; whether there was one.
+    func forgetToken() -> Bool {
+        credentials != nil && token.withLock { token in
+            defer { token = nil }
+            return token != nil
         }
     }
 
@@ -263,9 +299,10 @@ final class EtcdConnection: Sendable {
         let options = Self.options(timeout: nil)
         do {
             let client = try Etcdserverpb_Watch.Client(wrapping: member(index))
+            let metadata = try await metadata(on: index, Self.options(timeout: timeout))
             return try await withThrowingTaskGroup(of: String?.self) { group in
                 group.addTask {
-                    let request = StreamingClientRequest(of: Etcdserverpb_WatchRequest.self, metadata: EtcdClient.requireLeader) { writer in
+                    let request = StreamingClientRequest(of: Etcdserverpb_WatchRequest.self, metadata: metadata) { writer in
                         for await request in requests { try await writer.write(request) }
                         // Every watch let go (etcd keeps a stream whose client only stops sending): end it.
                         throw CancellationError()
@@ -280,7 +317,9 @@ final class EtcdConnection: Sendable {
                 return try await group.next() ?? nil
             }
         } catch {
-            return hub.withLock { $0.closing } ? nil : "\(EtcdError(error))"
+            let refusal = EtcdError(error)
+            if refusal.code == 16 { _ = forgetToken() }
+            return hub.withLock { $0.closing } ? nil : "\(refusal)"
         }
     }
 

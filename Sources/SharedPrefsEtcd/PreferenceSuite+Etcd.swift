@@ -47,10 +47,39 @@ public struct EtcdOptions: Sendable, Hashable {
         }
     }
 
-    public init(timeout: Duration = .seconds(5), offlineCache: OfflineCache = .automatic, tls: TLS? = nil) {
+    /// A user of etcd's own authentication (`etcdctl auth enable`); `nil` (default): none, or the
+    /// user named by ``tls``'s client certificate.
+    public var credentials: Credentials?
+
+    /// A user name and password of etcd's authentication. The suite asks etcd for a token with
+    /// them (`Authenticate`) before its first request, and again once etcd no longer takes the
+    /// token (it expires after etcd's `--auth-token-ttl` unused). Against a cluster that has no
+    /// authentication enabled they are not needed, and not sent. The password is never printed.
+    ///
+    /// ```swift
+    /// let options = EtcdOptions(credentials: .init(user: "app", password: secret))
+    /// let suite = try PreferenceSuite(etcd: endpoints, prefix: "apps/demo/", options: options)
+    /// ```
+    public struct Credentials: Sendable, Hashable, CustomStringConvertible {
+        /// The etcd user; its roles decide which keys the suite may read and write.
+        public var user: String
+        /// The user's password.
+        public var password: String
+
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
+
+        /// The user, and the password hidden.
+        public var description: String { "Credentials(user: \(user), password: hidden)" }
+    }
+
+    public init(timeout: Duration = .seconds(5), offlineCache: OfflineCache = .automatic, tls: TLS? = nil, credentials: Credentials? = nil) {
         self.timeout = timeout
         self.offlineCache = offlineCache
         self.tls = tls
+        self.credentials = credentials
     }
 }
 
@@ -84,7 +113,7 @@ extension PreferenceSuite {
     ///     requests go to the last one that answered, and on to the next when it does not.
     ///   - prefix: The suite's key prefix; end it with a separator (`/`) so that no other suite's
     ///     prefix starts with it.
-    ///   - options: The timeout, the offline cache, TLS.
+    ///   - options: The timeout, the offline cache, TLS, credentials.
     /// - Throws: ``PreferenceError`` with ``PreferenceError/Code/clusterUnreachable`` when no
     ///   endpoint answers and the offline cache holds no state of the suite, or
     ///   ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list or an endpoint
@@ -101,7 +130,7 @@ extension PreferenceSuite {
         case .none: nil
         }
         // One live store per cluster and prefix in this process, flushed at exit like a file suite's.
-        self.init(store: try StoreRegistry.store(id: EtcdSuite(endpoints: client.endpoints.sorted(), prefix: prefix)) { () throws(PreferenceError) in
+        self.init(store: try StoreRegistry.store(id: EtcdSuite(endpoints: client.endpoints.sorted(), prefix: prefix, user: options.credentials?.user)) { () throws(PreferenceError) in
             let backend = EtcdBackend(client: client, prefix: prefix, cache: cache)
             let (loaded, queued) = try backend.open()
             let store = SuiteStore(name: prefix, backend: backend, loaded: loaded, layers: Self.layerIdentity(prefix: prefix))
@@ -125,5 +154,7 @@ extension PreferenceSuite {
 private struct EtcdSuite: Hashable, Sendable {
     var endpoints: [String]
     var prefix: String
+    /// etcd's user, if any: what one user may read and write, another may not.
+    var user: String?
 }
 #endif

@@ -765,7 +765,65 @@ struct EtcdSuiteTests {
         #expect(breaks.values.reduce(0, +) == 100 && history.count > 100, "\(breaks), \(history.count) revisions")
     }
 
-    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,
+    /// etcd's own authentication, with a role granted the suite's prefix only: a suite with the
+    /// user's name and password writes, updates (its transaction key is under the prefix) and
+    /// hears another client's change; one without credentials, or with a wrong password, is
+    /// refused, saying what to do; a prefix outside the role's is refused as such. The password
+    /// is never printed.
+    @Test func aSuiteWithAUserAndPasswordWorksOnItsPrefixAndWithoutIsRefusedSayingSo() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        for command in [
+            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
+            ["role", "grant-permission", "app", "readwrite", "--prefix=true", prefix], ["user", "grant-role", "app", "app"], ["auth", "enable"],
+        ] {
+            #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints] + command).status == 0, "\(command)")
+        }
+        let credentials = EtcdOptions.Credentials(user: "app", password: "apppw")
+        #expect(!"\(credentials)".contains("apppw") && !"\(EtcdOptions(credentials: credentials))".contains("apppw"))
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
+        let heard = suite.changes(.key("other"))
+        suite.set(1, forKey: "a")
+        #expect(suite.synchronize())
+        for _ in 1...3 { try await suite.update { $0["count"] = .integer(Int64(($0["count"]?.get(Int.self) ?? 0) + 1)) } }
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "--user", "root:rootpw", "put", prefix + "other", "x"]).status == 0)
+        for await change in heard {
+            #expect(change.newValue == .string("x"))
+            break
+        }
+        let check = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
+        #expect(check.integer(forKey: "count") == 3 && check.integer(forKey: "a") == 1)
+
+        for (options, says) in [
+            (EtcdOptions(offlineCache: .none), "EtcdOptions.credentials"),
+            (EtcdOptions(offlineCache: .none, credentials: .init(user: "app", password: "wrong")), "did not take the user name and password"),
+        ] {
+            let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix + "more/", options: options) }
+            #expect(error?.code == .permissionDenied && error?.message.contains(says) == true, "\(String(describing: error))")
+            #expect(error?.message.contains("wrong") == false)
+        }
+        let outside = #expect(throws: PreferenceError.self) {
+            try PreferenceSuite(etcd: cluster.clientURLs, prefix: "apps/elsewhere/", options: EtcdOptions(offlineCache: .none, credentials: credentials))
+        }
+        #expect(outside?.code == .permissionDenied && outside?.message.contains("grant-permission") == true, "\(String(describing: outside))")
+    }
+
+    /// An `update` that reads the whole suite, made after this process's plain write and before
+    /// it heard another client's write that came between (this process only writes, so it has
+    /// no watch), sees that write: its comparison starts from the revision it knows the prefix
+    /// in full at, not from its own last write's, which says nothing of the keys it did not write.
+    @Test func anUpdateOfTheWholeSuiteAfterAPlainWriteSeesAWriteThatCameBetween() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        try cluster.putRaw(Data((prefix + "x").utf8), Data(PropertyListFormat.binary.encode(.integer(1))))
+        suite.set(1, forKey: "y")
+        #expect(suite.synchronize())
+        try await suite.update { tx in tx["seen"] = .string(tx.values.keys.filter { $0 != "seen" }.sorted().joined(separator: ",")) }
+        #expect(suite.string(forKey: "seen") == "x,y")
+    }
+
+    /// A key under the prefix that is not UTF-8 (any etcd client may write one) is reported once,
     /// with its bytes, and left alone; an update that reads the whole suite gets through (it was
     /// compared under a name with U+FFFD, which no key has, and retried about 1,000 times a
     /// second, for ever). A value that does not decode, there before the suite was opened, is

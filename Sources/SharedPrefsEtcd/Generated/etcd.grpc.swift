@@ -1,5 +1,5 @@
 #if Etcd
-/// The part of etcd's v3 API that SharedPrefsEtcd speaks: KV's Range and Txn, and Watch. Written for
+/// The part of etcd's v3 API that SharedPrefsEtcd speaks: KV's Range and Txn, Watch, and Auth's Authenticate. Written for
 /// this package from etcd's API reference; the names, field numbers and service paths are etcd's
 /// (etcdserverpb), so it is wire-compatible with etcd 3.4 and later. Fields this package never sends
 /// or reads are left out (protobuf skips unknown fields). Regenerate the Swift with Protos/generate.
@@ -301,6 +301,180 @@ extension Etcdserverpb_KV.ClientProtocol {
             metadata: metadata
         )
         return try await self.txn(
+            request: request,
+            options: options,
+            onResponse: handleResponse
+        )
+    }
+}
+
+// MARK: - etcdserverpb.Auth
+
+/// Namespace containing generated types for the "etcdserverpb.Auth" service.
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+internal enum Etcdserverpb_Auth: Sendable {
+    /// Service descriptor for the "etcdserverpb.Auth" service.
+    internal static let descriptor = GRPCCore.ServiceDescriptor(fullyQualifiedService: "etcdserverpb.Auth")
+    /// Namespace for method metadata.
+    internal enum Method: Sendable {
+        /// Namespace for "Authenticate" metadata.
+        internal enum Authenticate: Sendable {
+            /// Request type for "Authenticate".
+            internal typealias Input = Etcdserverpb_AuthenticateRequest
+            /// Response type for "Authenticate".
+            internal typealias Output = Etcdserverpb_AuthenticateResponse
+            /// Descriptor for "Authenticate".
+            internal static let descriptor = GRPCCore.MethodDescriptor(
+                service: GRPCCore.ServiceDescriptor(fullyQualifiedService: "etcdserverpb.Auth"),
+                method: "Authenticate",
+                type: .unary
+            )
+        }
+        /// Descriptors for all methods in the "etcdserverpb.Auth" service.
+        internal static let descriptors: [GRPCCore.MethodDescriptor] = [
+            Authenticate.descriptor
+        ]
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension GRPCCore.ServiceDescriptor {
+    /// Service descriptor for the "etcdserverpb.Auth" service.
+    internal static let etcdserverpb_Auth = GRPCCore.ServiceDescriptor(fullyQualifiedService: "etcdserverpb.Auth")
+}
+
+// MARK: etcdserverpb.Auth (client)
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension Etcdserverpb_Auth {
+    /// Generated client protocol for the "etcdserverpb.Auth" service.
+    ///
+    /// You don't need to implement this protocol directly, use the generated
+    /// implementation, ``Client``.
+    internal protocol ClientProtocol: Sendable {
+        /// Call the "Authenticate" method.
+        ///
+        /// - Parameters:
+        ///   - request: A request containing a single `Etcdserverpb_AuthenticateRequest` message.
+        ///   - serializer: A serializer for `Etcdserverpb_AuthenticateRequest` messages.
+        ///   - deserializer: A deserializer for `Etcdserverpb_AuthenticateResponse` messages.
+        ///   - options: Options to apply to this RPC.
+        ///   - handleResponse: A closure which handles the response and returns its result to
+        ///       the caller. Returning from the closure will cancel the RPC if it hasn't
+        ///       already finished.
+        /// - Returns: The result of `handleResponse`.
+        func authenticate<Result>(
+            request: GRPCCore.ClientRequest<Etcdserverpb_AuthenticateRequest>,
+            serializer: some GRPCCore.MessageSerializer<Etcdserverpb_AuthenticateRequest>,
+            deserializer: some GRPCCore.MessageDeserializer<Etcdserverpb_AuthenticateResponse>,
+            options: GRPCCore.CallOptions,
+            onResponse handleResponse: @Sendable @escaping (GRPCCore.ClientResponse<Etcdserverpb_AuthenticateResponse>) async throws -> Result
+        ) async throws -> Result where Result: Sendable
+    }
+
+    /// Generated client for the "etcdserverpb.Auth" service.
+    ///
+    /// The ``Client`` provides an implementation of ``ClientProtocol`` which wraps
+    /// a `GRPCCore.GRPCCClient`. The underlying `GRPCClient` provides the long-lived
+    /// means of communication with the remote peer.
+    internal struct Client<Transport>: ClientProtocol where Transport: GRPCCore.ClientTransport {
+        private let client: GRPCCore.GRPCClient<Transport>
+
+        /// Creates a new client wrapping the provided `GRPCCore.GRPCClient`.
+        ///
+        /// - Parameters:
+        ///   - client: A `GRPCCore.GRPCClient` providing a communication channel to the service.
+        internal init(wrapping client: GRPCCore.GRPCClient<Transport>) {
+            self.client = client
+        }
+
+        /// Call the "Authenticate" method.
+        ///
+        /// - Parameters:
+        ///   - request: A request containing a single `Etcdserverpb_AuthenticateRequest` message.
+        ///   - serializer: A serializer for `Etcdserverpb_AuthenticateRequest` messages.
+        ///   - deserializer: A deserializer for `Etcdserverpb_AuthenticateResponse` messages.
+        ///   - options: Options to apply to this RPC.
+        ///   - handleResponse: A closure which handles the response and returns its result to
+        ///       the caller. Returning from the closure will cancel the RPC if it hasn't
+        ///       already finished.
+        /// - Returns: The result of `handleResponse`.
+        internal func authenticate<Result>(
+            request: GRPCCore.ClientRequest<Etcdserverpb_AuthenticateRequest>,
+            serializer: some GRPCCore.MessageSerializer<Etcdserverpb_AuthenticateRequest>,
+            deserializer: some GRPCCore.MessageDeserializer<Etcdserverpb_AuthenticateResponse>,
+            options: GRPCCore.CallOptions = .defaults,
+            onResponse handleResponse: @Sendable @escaping (GRPCCore.ClientResponse<Etcdserverpb_AuthenticateResponse>) async throws -> Result = { response in
+                try response.message
+            }
+        ) async throws -> Result where Result: Sendable {
+            try await self.client.unary(
+                request: request,
+                descriptor: Etcdserverpb_Auth.Method.Authenticate.descriptor,
+                serializer: serializer,
+                deserializer: deserializer,
+                options: options,
+                onResponse: handleResponse
+            )
+        }
+    }
+}
+
+// Helpers providing default arguments to 'ClientProtocol' methods.
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension Etcdserverpb_Auth.ClientProtocol {
+    /// Call the "Authenticate" method.
+    ///
+    /// - Parameters:
+    ///   - request: A request containing a single `Etcdserverpb_AuthenticateRequest` message.
+    ///   - options: Options to apply to this RPC.
+    ///   - handleResponse: A closure which handles the response and returns its result to
+    ///       the caller. Returning from the closure will cancel the RPC if it hasn't
+    ///       already finished.
+    /// - Returns: The result of `handleResponse`.
+    internal func authenticate<Result>(
+        request: GRPCCore.ClientRequest<Etcdserverpb_AuthenticateRequest>,
+        options: GRPCCore.CallOptions = .defaults,
+        onResponse handleResponse: @Sendable @escaping (GRPCCore.ClientResponse<Etcdserverpb_AuthenticateResponse>) async throws -> Result = { response in
+            try response.message
+        }
+    ) async throws -> Result where Result: Sendable {
+        try await self.authenticate(
+            request: request,
+            serializer: GRPCProtobuf.ProtobufSerializer<Etcdserverpb_AuthenticateRequest>(),
+            deserializer: GRPCProtobuf.ProtobufDeserializer<Etcdserverpb_AuthenticateResponse>(),
+            options: options,
+            onResponse: handleResponse
+        )
+    }
+}
+
+// Helpers providing sugared APIs for 'ClientProtocol' methods.
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension Etcdserverpb_Auth.ClientProtocol {
+    /// Call the "Authenticate" method.
+    ///
+    /// - Parameters:
+    ///   - message: request message to send.
+    ///   - metadata: Additional metadata to send, defaults to empty.
+    ///   - options: Options to apply to this RPC, defaults to `.defaults`.
+    ///   - handleResponse: A closure which handles the response and returns its result to
+    ///       the caller. Returning from the closure will cancel the RPC if it hasn't
+    ///       already finished.
+    /// - Returns: The result of `handleResponse`.
+    internal func authenticate<Result>(
+        _ message: Etcdserverpb_AuthenticateRequest,
+        metadata: GRPCCore.Metadata = [:],
+        options: GRPCCore.CallOptions = .defaults,
+        onResponse handleResponse: @Sendable @escaping (GRPCCore.ClientResponse<Etcdserverpb_AuthenticateResponse>) async throws -> Result = { response in
+            try response.message
+        }
+    ) async throws -> Result where Result: Sendable {
+        let request = GRPCCore.ClientRequest<Etcdserverpb_AuthenticateRequest>(
+            message: message,
+            metadata: metadata
+        )
+        return try await self.authenticate(
             request: request,
             options: options,
             onResponse: handleResponse

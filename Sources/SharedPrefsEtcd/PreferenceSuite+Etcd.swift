@@ -119,6 +119,7 @@ extension PreferenceSuite {
     ///   ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list or an endpoint
     ///   that is no `http://` or `https://` URL, or
     ///   ``PreferenceError/Code/ioFailure`` for a TLS file that cannot be read.
+    @available(*, noasync, message: "it waits for the cluster, which would hold a thread of Swift's cooperative pool: in async code use 'try await PreferenceSuite.open(etcd:prefix:options:)'.")
     public convenience init(etcd endpoints: [String], prefix: String, options: EtcdOptions = EtcdOptions()) throws(PreferenceError) {
         guard !endpoints.isEmpty, !prefix.isEmpty else {
             throw PreferenceError(code: .invalidName, message: "An etcd suite needs at least one endpoint (http://host:2379) and a non-empty key prefix (got \(endpoints.count) endpoint(s) and prefix \"\(prefix)\").")
@@ -141,6 +142,20 @@ extension PreferenceSuite {
 }
 
 extension PreferenceSuite {
+    /// ``init(etcd:prefix:options:)`` for async code: the cluster is asked on a thread of its own,
+    /// so no thread of Swift's cooperative pool waits for it.
+    ///
+    /// ```swift
+    /// let suite = try await PreferenceSuite.open(etcd: endpoints, prefix: "apps/demo/")
+    /// ```
+    public static func open(etcd endpoints: [String], prefix: String, options: EtcdOptions = EtcdOptions()) async throws(PreferenceError) -> PreferenceSuite {
+        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<PreferenceSuite, PreferenceError>, Never>) in
+            Thread.detachNewThread {
+                continuation.resume(returning: Result { () throws(PreferenceError) in try PreferenceSuite(etcd: endpoints, prefix: prefix, options: options) })
+            }
+        }.get()
+    }
+
     /// The suite whose system layers apply to the etcd suite under `prefix`: its `/`s as `.`s,
     /// with none at either end; `nil` when that is no valid suite name.
     package static func layerIdentity(prefix: String) -> SystemLayerIdentity? {

@@ -503,7 +503,7 @@ struct EtcdSuiteTests {
         let observer = try Child(["observe", cluster.endpoints, prefix, "4"], cacheHome: cluster.cacheHome)
         #expect(await observer.nextLine() == "ready")
 
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         suite.set("x", forKey: "b")
         try await suite.flush()
@@ -539,7 +539,7 @@ struct EtcdSuiteTests {
         let (heard, hear) = AsyncStream.makeStream(of: String.self)
         var kept: [(PreferenceSuite, PreferenceObservation)] = []
         for i in 0..<20 {
-            let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: base + "\(i)/", options: options)
+            let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: base + "\(i)/", options: options)
             kept.append((suite, suite.observe(.key("k")) { change in hear.yield("\(i) \(change.newValue.map { "\($0)" } ?? "-")") }))
         }
         for i in 0..<20 { #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "put", base + "\(i)/k", "v\(i)"]).status == 0) }
@@ -572,7 +572,7 @@ struct EtcdSuiteTests {
         let (processes, increments) = (8, 40)
         let children = try (0..<processes).map { _ in try Child(["increment", cluster.endpoints, prefix, "\(increments)"], cacheHome: cluster.cacheHome) }
         // Kill the leader once the counter has moved: mid-run.
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         for await _ in suite.updates([PreferenceKey<Int>("counter", default: 0)], initial: false) { break }
         let leader = try #require(try cluster.leader())
         cluster.kill(leader)
@@ -582,7 +582,7 @@ struct EtcdSuiteTests {
             #expect(await child.exitStatus() == 0)
         }
         let survivors = cluster.clientURLs.enumerated().filter { $0.offset != leader }.map(\.element)
-        let check = try PreferenceSuite(etcd: survivors, prefix: prefix, options: noCache)
+        let check = try await PreferenceSuite.open(etcd: survivors, prefix: prefix, options: noCache)
         #expect(check.integer(forKey: "counter") == processes * increments)
     }
 
@@ -610,7 +610,7 @@ struct EtcdSuiteTests {
         // Each waits for the suite's earlier updates 2 s (the child's timeout) at most, and its
         // own comparison and answer get the same again, a lost one its fence.
         #expect(longest < 10_000, "\(line)")
-        let check = try PreferenceSuite(etcd: Array(cluster.clientURLs.dropFirst()), prefix: prefix, options: noCache)
+        let check = try await PreferenceSuite.open(etcd: Array(cluster.clientURLs.dropFirst()), prefix: prefix, options: noCache)
         #expect(check.integer(forKey: "counter") == ok, "\(line)")
     }
 
@@ -620,7 +620,7 @@ struct EtcdSuiteTests {
         // The observer knows member 0 only, so it sees nothing while member 0 is down.
         let observer = try Child(["observe", cluster.clientURLs[0], prefix, "6"], cacheHome: cluster.cacheHome)
         #expect(await observer.nextLine() == "ready")
-        let suite = try PreferenceSuite(etcd: [cluster.clientURLs[1], cluster.clientURLs[2]], prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: [cluster.clientURLs[1], cluster.clientURLs[2]], prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         suite.set("x", forKey: "b")
         try await suite.flush()
@@ -648,7 +648,7 @@ struct EtcdSuiteTests {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
         let others = [cluster.clientURLs[1], cluster.clientURLs[2]]
-        let suite = try PreferenceSuite(etcd: others, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: others, prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         try await suite.flush()
         let observer = try Child(["observe", cluster.clientURLs[0], prefix, "2"], cacheHome: cluster.cacheHome)
@@ -663,7 +663,7 @@ struct EtcdSuiteTests {
 
         for child in [observer, consumer] { kill(child.process.processIdentifier, SIGSTOP) }
         cluster.kill(0)
-        let other = try PreferenceSuite(etcd: others, prefix: "other/\(UUID().uuidString)/", options: noCache)
+        let other = try await PreferenceSuite.open(etcd: others, prefix: "other/\(UUID().uuidString)/", options: noCache)
         for n in 1...5 {
             other.set(n, forKey: "k\(n)")
             try await other.flush()
@@ -781,7 +781,7 @@ struct EtcdSuiteTests {
         }
         let credentials = EtcdOptions.Credentials(user: "app", password: "apppw")
         #expect(!"\(credentials)".contains("apppw") && !"\(EtcdOptions(credentials: credentials))".contains("apppw"))
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
         let heard = suite.changes(.key("other"))
         suite.set(1, forKey: "a")
         #expect(suite.synchronize())
@@ -791,7 +791,7 @@ struct EtcdSuiteTests {
             #expect(change.newValue == .string("x"))
             break
         }
-        let check = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
+        let check = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
         #expect(check.integer(forKey: "count") == 3 && check.integer(forKey: "a") == 1)
 
         for (options, says) in [
@@ -815,7 +815,7 @@ struct EtcdSuiteTests {
     @Test func anUpdateOfTheWholeSuiteAfterAPlainWriteSeesAWriteThatCameBetween() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         try cluster.putRaw(Data((prefix + "x").utf8), Data(PropertyListFormat.binary.encode(.integer(1))))
         suite.set(1, forKey: "y")
         #expect(suite.synchronize())
@@ -834,7 +834,7 @@ struct EtcdSuiteTests {
         let rawKey = Data(prefix.utf8) + Data([0xFF, 0xFE, 0x41])
         try cluster.putRaw(rawKey, Data("x".utf8))
         try cluster.putRaw(Data((prefix + "binary").utf8), Data([0xFF, 0x00, 0xFE]))
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         let failures = Mutex<[PreferenceError]>([])
         let observation = suite.observeFailures { failure in failures.withLock { $0.append(failure) } }
         defer { observation.cancel() }
@@ -857,7 +857,7 @@ struct EtcdSuiteTests {
     @Test func anUpdateThatNeverGetsThroughFailsSayingWhatItKeptComparing() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: .milliseconds(300), offlineCache: .none))
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: .milliseconds(300), offlineCache: .none))
         suite.set(0, forKey: "count")
         try await suite.flush()
         let attempts = Mutex(0)
@@ -884,7 +884,7 @@ struct EtcdSuiteTests {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
         let timeout = Duration.seconds(1)
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: timeout, offlineCache: .none))
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: timeout, offlineCache: .none))
         suite.set(0, forKey: "count")
         try await suite.flush()
         for member in 0..<3 { try cluster.inflict(.stopped, on: member) }
@@ -894,7 +894,7 @@ struct EtcdSuiteTests {
         for member in 0..<3 { cluster.resume(member) }
         #expect(error?.code == .clusterUnreachable && error?.message.contains("may or may not have been applied") == true, "\(String(describing: error))")
         #expect(took < timeout * 10 + .seconds(3), "\(took)")
-        let check = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: .seconds(5), offlineCache: .none))
+        let check = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(timeout: .seconds(5), offlineCache: .none))
         #expect([0, 1].contains(check.integer(forKey: "count")))
     }
 
@@ -926,7 +926,7 @@ struct EtcdSuiteTests {
         #expect(await writer.nextLine() == "done")
         #expect(await writer.exitStatus() == 0)
         print("failover (\(how)): election \(elected!), writer's \(line), \(failed.count) of 300 writes failed at first")
-        let check = try PreferenceSuite(etcd: survivors, prefix: prefix, options: noCache)
+        let check = try await PreferenceSuite.open(etcd: survivors, prefix: prefix, options: noCache)
         let all = Set((1...300).map { "p\($0)" })
         let expected = how == "update" ? all.subtracting(failed) : all
         #expect(Set(check.storedValues.keys) == expected, "missing \(expected.subtracting(check.storedValues.keys).sorted()), extra \(Set(check.storedValues.keys).subtracting(expected).sorted())")
@@ -939,7 +939,7 @@ struct EtcdSuiteTests {
     @Test func changesSinceANumberCrossAMemberKillAndARestartMissingNothing() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: Array(cluster.clientURLs.dropFirst()), prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: Array(cluster.clientURLs.dropFirst()), prefix: prefix, options: noCache)
         suite.set(0, forKey: "n")
         try await suite.flush()
         // The consumer reads from member 0 first.
@@ -986,7 +986,7 @@ struct EtcdSuiteTests {
     @Test func changesSinceACompactedNumberGiveAGapWithTheExactContent() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         suite.set(1, forKey: "b")
         try await suite.flush()
@@ -1007,7 +1007,7 @@ struct EtcdSuiteTests {
     @Test func aWatchEndedByEtcdSaysWhatEtcdSaid() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: [cluster.clientURLs[0]], prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: [cluster.clientURLs[0]], prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         try await suite.flush()
         let failures = suite.failures()
@@ -1027,7 +1027,7 @@ struct EtcdSuiteTests {
     @Test func aRequestForACompactedRevisionSaysSoAndWhatToDo() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         for n in 1...3 {
             suite.set(n, forKey: "a")
             try await suite.flush()
@@ -1070,7 +1070,7 @@ struct EtcdSuiteTests {
         // The cluster returns, and another client (no cache) writes a and b first.
         for member in 0..<3 { try cluster.start(member) }
         try cluster.waitUntilHealthy()
-        let other = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let other = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         other.set(5, forKey: "a")
         other.set(9, forKey: "b")
         try await other.flush()
@@ -1098,7 +1098,7 @@ struct EtcdSuiteTests {
     @Test func anObservableCloudClassOnAnEtcdSuiteHearsAnotherProcessAndWritesForIt() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         let settings = CloudSettings(suite: suite)
         #expect(settings.theme == "light")
 
@@ -1182,7 +1182,7 @@ struct EtcdSuiteTests {
         let others = cluster.clientURLs.indices.filter { $0 != silent }.map { cluster.clientURLs[$0] }
         let observer = try Child(["observe", ([cluster.clientURLs[silent]] + others).joined(separator: ","), prefix, "3"], cacheHome: cluster.cacheHome)
         #expect(await observer.nextLine() == "ready")
-        let suite = try PreferenceSuite(etcd: others, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: others, prefix: prefix, options: noCache)
         suite.set(1, forKey: "a")
         try await suite.flush()
         #expect(await observer.nextLine(where: { $0.hasPrefix("change") }) == "change a - 1")
@@ -1238,7 +1238,7 @@ struct EtcdSuiteTests {
         let namespace = try cluster.clientNamespace()
         let cutOff = try Child(["session", cluster.endpoints, prefix], cacheHome: cluster.cacheHome, namespace: namespace)
         #expect(await cutOff.nextLine() == "ready")
-        let suite = try PreferenceSuite(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
         let changes = suite.changes(.all)
         suite.set(1, forKey: "shared")
         try await suite.flush()
@@ -1315,7 +1315,7 @@ struct EtcdSuiteTests {
         // The member is up when a suite opens (a readiness poll of an outside server, 30 s at most).
         var suite: PreferenceSuite? = nil
         for _ in 0..<300 where suite == nil {
-            suite = try? PreferenceSuite(etcd: [url], prefix: "tls/", options: options)
+            suite = try? await PreferenceSuite.open(etcd: [url], prefix: "tls/", options: options)
             if suite == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
         let opened = try #require(suite)

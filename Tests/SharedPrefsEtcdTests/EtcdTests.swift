@@ -793,6 +793,14 @@ struct EtcdSuiteTests {
         }
         let check = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
         #expect(check.integer(forKey: "count") == 3 && check.integer(forKey: "a") == 1)
+        // Its history is read through a watch of every key, which the role may not read: the
+        // change stream gives the write as a gap with the exact content, never nothing.
+        var events = suite.changes(since: suite.sequence).makeAsyncIterator()
+        suite.set(2, forKey: "a")
+        #expect(suite.synchronize())
+        let event = try await events.next()
+        guard case .gap(_, _, let contents)? = event else { return #expect(Bool(false), "\(String(describing: event))") }
+        #expect(contents["a"] == .integer(2) && contents["count"] == .integer(3), "\(contents)")
 
         for (options, says) in [
             (EtcdOptions(offlineCache: .none), "EtcdOptions.credentials"),

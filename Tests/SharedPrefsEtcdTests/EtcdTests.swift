@@ -814,6 +814,14 @@ struct EtcdSuiteTests {
             try PreferenceSuite(etcd: cluster.clientURLs, prefix: "apps/elsewhere/", options: EtcdOptions(offlineCache: .none, credentials: credentials))
         }
         #expect(outside?.code == .permissionDenied && outside?.message.contains("grant-permission") == true, "\(String(describing: outside))")
+
+        // Read on every key granted: write by write.
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "--user", "root:rootpw", "role", "grant-permission", "app", "read", "--from-key", ""]).status == 0)
+        suite.set(3, forKey: "a")
+        #expect(suite.synchronize())
+        let next = try await events.next()
+        guard case .write(_, let changes)? = next else { return #expect(Bool(false), "\(String(describing: next))") }
+        #expect(changes.map(\.key) == ["a"] && changes.first?.newValue == .integer(3))
     }
 
     /// An `update` that reads the whole suite, made after this process's plain write and before

@@ -131,7 +131,7 @@ extension PreferenceSuite {
         case .none: nil
         }
         // One live store per cluster and prefix in this process, flushed at exit like a file suite's.
-        self.init(store: try StoreRegistry.store(id: EtcdSuite(endpoints: client.endpoints.sorted(), prefix: prefix, user: options.credentials?.user)) { () throws(PreferenceError) in
+        self.init(store: try StoreRegistry.store(id: EtcdSuite(endpoints: client.endpoints.sorted(), prefix: prefix, tls: options.tls, user: options.credentials?.user)) { () throws(PreferenceError) in
             let backend = EtcdBackend(client: client, prefix: prefix, cache: cache)
             let (loaded, queued) = try backend.open()
             let store = SuiteStore(name: prefix, backend: backend, loaded: loaded, layers: Self.layerIdentity(prefix: prefix))
@@ -169,7 +169,8 @@ extension PreferenceSuite {
 private struct EtcdSuite: Hashable, Sendable {
     var endpoints: [String]
     var prefix: String
-    /// etcd's user, if any: what one user may read and write, another may not.
+    /// How it reaches the cluster, and as whom: what one user may read and write, another may not.
+    var tls: EtcdOptions.TLS?
     var user: String?
 }
 #endif

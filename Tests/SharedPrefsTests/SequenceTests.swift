@@ -264,7 +264,10 @@ struct SequenceTests {
         let token = suite.observe(.key("counter"), options: .synchronousExternalChanges) { changes.record($0) }
         defer { token.cancel() }
         let before = suite.statistics
-        try await child("counter-writes", file.path, "20")
+        // 50 ms apart, so that the observer takes them one by one, as this test means: 20 writes
+        // without a pause came as two re-reads under ThreadSanitizer's load (one of them of the
+        // file), which said nothing of the journal.
+        try await child("counter-writes", file.path, "20", "50000")
         let seen = try await changes.wait { $0.last?.newValue == 20 }
         // The suite's first write was 1, so counter n is write n + 1.
         #expect(seen.allSatisfy { $0.newValue.map(\.description) == $0.sequence.map { "\($0 - 1)" } }, "\(seen)")

@@ -44,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // SharedPrefsConfiguration, with the Configuration trait only.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
@@ -65,6 +66,7 @@ let package = Package(
         .target(
             name: "SharedPrefsEtcd",
             dependencies: [
+                "CSharedPrefsShims",
                 "SharedPrefs",
                 "SharedPrefsLocking",
                 .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["Etcd"])),
@@ -72,6 +74,8 @@ let package = Package(
                 .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf", condition: .when(traits: ["Etcd"])),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf", condition: .when(traits: ["Etcd"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Etcd"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Etcd"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Etcd"])),
             ]
         ),
         // A suite as a ConfigProvider; empty without the Configuration trait.

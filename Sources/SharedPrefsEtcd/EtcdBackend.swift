@@ -172,7 +172,9 @@ final class EtcdBackend: SuiteBackend {
         try await client.watch(create) { [self] result in
             if result.canceled {
                 guard result.compactRevision > 0 else {
-                    throw EtcdClient.Failure.etcd(EtcdError(code: 2, message: "etcd canceled the watch: \(result.cancelReason.isEmpty ? "no reason given" : result.cancelReason)"))
+                    let reason = result.cancelReason
+                    let code = reason.contains("code = PermissionDenied") ? 7 : reason.contains("code = Unauthenticated") ? 16 : 2
+                    throw EtcdClient.Failure.etcd(EtcdError(code: code, message: "etcd canceled the watch: \(reason.isEmpty ? "no reason given" : reason)"))
                 }
                 throw Compacted(revision: result.compactRevision)
             }

@@ -65,6 +65,10 @@ struct EtcdClient: Sendable {
     /// (UNAVAILABLE), and the next is tried; a watch stream it serves ends when it loses its leader.
     static let requireLeader: Metadata = ["hasleader": "true"]
 
+    /// How the reason ends with which etcd refuses a watch whose stream's token it no longer takes
+    /// (`rpctypes.ErrGRPCInvalidAuthToken` and `ErrGRPCAuthOldRevision`, as clientv3's `shouldRetryWatch`).
+    static let staleTokenReasons: Set<String> = ["etcdserver: invalid auth token", "etcdserver: revision of auth store is old"]
+
     /// Runs `rpc` on one member after another until one answers, within `timeout`, or by
     /// `deadline` when that comes first (the deadline of the call that makes the request), after
     /// `pause` (on the etcd thread: the caller's waits in one place).

@@ -1,8 +1,11 @@
 #if Etcd
+import CSharedPrefsShims
 import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2
 import GRPCProtobuf
+import NIOCore
+import NIOPosix
 import SharedPrefs
 import SharedPrefsLocking
 import SwiftProtobuf
@@ -31,10 +34,11 @@ final class EtcdConnection: Sendable {
     private let clients = Lock([Int: GRPCClient<HTTP2ClientTransport.Posix>]())
     private let hub = Lock(Hub())
 
-    /// The user of etcd's authentication, if any, and the token etcd gave it (`nil` until asked
-    /// for, or once etcd no longer took it).
+    /// The user of etcd's authentication, if any, and the asking for its token, which every
+    /// request waits for (`nil` until asked for, or once etcd no longer took it): requests that
+    /// start together ask once.
     let credentials: EtcdOptions.Credentials?
-    private let token = Lock<String?>(nil)
+    private let token = Lock<Task<String, any Error>?>(nil)
 
     private struct Key: Hashable {
         var endpoints: [String]
@@ -91,8 +95,8 @@ final class EtcdConnection: Sendable {
         return options
     }
 
-    /// The client of the member at `index`, made (and its connections run on the etcd thread) at
-    /// its first use. Its connection is made when a request needs it.
+    /// The client of the member at `index`, made (and its connections run on the etcd thread,
+    /// ``EtcdExecutor``) at its first use. Its connection is made when a request needs it.
     func member(_ index: Int) throws -> GRPCClient<HTTP2ClientTransport.Posix> {
         try clients.withLock { clients in
             if let client = clients[index] { return client }
@@ -104,7 +108,7 @@ final class EtcdConnection: Sendable {
                     config.backoff = .init(initial: .milliseconds(100), max: .seconds(2), multiplier: 1.6, jitter: 0.2)
                     // etcd refuses pings more often than its --grpc-keepalive-min-time (5 s by default).
                     config.connection.keepalive = .init(time: .seconds(30), timeout: .seconds(10), allowWithoutCalls: false)
-                })
+                }, eventLoopGroup: EtcdExecutor.shared.group)
             let client = GRPCClient(transport: transport)
             Task(executorPreference: EtcdExecutor.shared) { try? await client.runConnections() }
             clients[index] = client
@@ -118,18 +122,27 @@ final class EtcdConnection: Sendable {
     func metadata(on index: Int, _ options: CallOptions) async throws -> Metadata {
         var metadata = EtcdClient.requireLeader
         guard let credentials else { return metadata }
-        var token = token.withLock { $0 }
-        if token == nil {
+        let asking = token.withLock { token in
+            if let token { return token }
             let request = Etcdserverpb_AuthenticateRequest.with { ($0.name, $0.password) = (credentials.user, credentials.password) }
-            do {
-                token = try await Etcdserverpb_Auth.Client(wrapping: member(index)).authenticate(request: ClientRequest(message: request), options: options).token
-            } catch let error as RPCError where error.code == .failedPrecondition && error.message.contains("authentication is not enabled") {
-                token = ""
+            let asking = Task(executorPreference: EtcdExecutor.shared) {
+                do {
+                    return try await Etcdserverpb_Auth.Client(wrapping: self.member(index)).authenticate(request: ClientRequest(message: request), options: options).token
+                } catch let error as RPCError where error.code == .failedPrecondition && error.message.contains("authentication is not enabled") {
+                    return ""
+                }
             }
-            self.token.withLock { $0 = token }
+            token = asking
+            return asking
         }
-        if let token, !token.isEmpty { metadata.addString(token, forKey: "token") }
-        return metadata
+        do {
+            let token = try await asking.value
+            if !token.isEmpty { metadata.addString(token, forKey: "token") }
+            return metadata
+        } catch {
+            token.withLock { if $0 == asking { $0 = nil } }  // asked again by the next request
+            throw error
+        }
     }
 
     /// Forgets a token etcd did not take; whether there was one.
@@ -144,7 +157,8 @@ final class EtcdConnection: Sendable {
 
     /// One watch on the stream.
     private struct Watcher {
-        let create: Etcdserverpb_WatchCreateRequest
+        /// Its creation, from the revision after the last it was handed events of.
+        var create: Etcdserverpb_WatchCreateRequest
         let messages: AsyncThrowingStream<Etcdserverpb_WatchResponse, any Error>.Continuation
         /// Its id on the current stream, once etcd has answered its creation.
         var id: Int64? = nil
@@ -168,7 +182,14 @@ final class EtcdConnection: Sendable {
         var running = false
         /// When the current stream last carried something.
         var heard = ContinuousClock.now
+        /// The current stream is ended to be opened with a new token (``route(_:renewingAfter:)``),
+        /// and when that was last done.
+        var renewing = false
+        var renewed: ContinuousClock.Instant? = nil
     }
+
+    /// Why a stream ended to be opened with a new token.
+    private static let renewal = "etcd no longer takes the token the stream was opened with"
 
     private static func request(_ create: Etcdserverpb_WatchCreateRequest) -> Etcdserverpb_WatchRequest { .with { $0.createRequest = create } }
 
@@ -214,17 +235,27 @@ final class EtcdConnection: Sendable {
         }
     }
 
-    /// Hands a message of the stream to its watcher.
-    private func route(_ message: Etcdserverpb_WatchResponse) {
+    /// Hands a message of the stream to its watcher; whether the stream goes on. etcd checks the
+    /// stream's token when a watch is made on it: a creation refused because etcd dropped that
+    /// token (its time to live ran out while only the stream used it, or authentication was
+    /// turned off and on) ends the stream, at most once per `pause`, so that it is opened anew
+    /// with a new token, every watch on it going on from the revision after its last events.
+    private func route(_ message: Etcdserverpb_WatchResponse, renewingAfter pause: Duration) -> Bool {
         hub.withLock { hub in
             hub.heard = .now
             if message.created {
-                guard !hub.awaiting.isEmpty else { return }
+                guard !hub.awaiting.isEmpty else { return true }
                 let serial = hub.awaiting.removeFirst()
                 guard hub.watchers[serial] != nil else {
                     // Let go before etcd answered: cancel it now.
                     if !message.canceled { hub.requests?.yield(Self.cancel(message.watchID)) }
-                    return
+                    return true
+                }
+                if message.canceled, credentials != nil, EtcdClient.staleTokenReasons.contains(where: message.cancelReason.hasSuffix),
+                    hub.renewed.map({ $0.duration(to: .now) >= pause }) ?? true
+                {
+                    (hub.renewing, hub.renewed) = (true, .now)
+                    return false
                 }
                 if !message.canceled {
                     hub.watchers[serial]?.id = message.watchID
@@ -234,10 +265,12 @@ final class EtcdConnection: Sendable {
                 hub.watchers[serial]?.messages.yield(message)
             } else if let serial = hub.serials[message.watchID] {
                 if message.canceled { hub.serials[message.watchID] = nil }
+                if let last = message.events.last { hub.watchers[serial]?.create.startRevision = last.kv.modRevision + 1 }
                 hub.watchers[serial]?.begun = true
                 hub.watchers[serial]?.messages.yield(message)
             }
             // Else a progress answer (watch id -1), or a canceled watch's last words.
+            return true
         }
     }
 
@@ -267,11 +300,13 @@ final class EtcdConnection: Sendable {
             let opened = ContinuousClock.now
             let why = await stream(on: index, requests, continuation, timeout: timeout)
             let endpoint = endpoints[index]
-            let (gone, carried) = hub.withLock { hub in
+            let (gone, carried, renewing) = hub.withLock { hub in
                 let carried = hub.heard > opened
-                hub.requests = nil
+                let renewing = hub.renewing
+                (hub.requests, hub.renewing) = (nil, false)
                 continuation.finish()
-                for (serial, watcher) in hub.watchers where why != nil {
+                // Renewed: every watch is made again on the next stream, from where it was.
+                for (serial, watcher) in hub.watchers where why != nil && !renewing {
                     let failedStreams = watcher.failedStreams + 1
                     if watcher.begun || failedStreams >= endpoints.count {
                         watcher.messages.finish(throwing: EtcdClient.Failure.unreachable("\(endpoint) ended the watch stream: \(why ?? "")"))
@@ -280,9 +315,10 @@ final class EtcdConnection: Sendable {
                         hub.watchers[serial]?.failedStreams = failedStreams
                     }
                 }
-                return (hub.watchers.isEmpty, carried)
+                return (hub.watchers.isEmpty, carried, renewing)
             }
-            guard why != nil else { continue }  // closed because every watch was let go: any new one gets a new stream
+            if renewing { _ = forgetToken() }
+            guard why != nil, !renewing else { continue }  // closed because every watch was let go (any new one gets a new stream), or renewed
             preferred.move(past: index, of: endpoints.count)
             failed = carried ? 1 : failed + 1
             if !gone, failed % endpoints.count == 0 {
@@ -308,7 +344,9 @@ final class EtcdConnection: Sendable {
                         throw CancellationError()
                     }
                     return try await client.watch(request: request, options: options) { response in
-                        for try await message in response.messages { self.route(message) }
+                        for try await message in response.messages where !self.route(message, renewingAfter: timeout) {
+                            return Self.renewal
+                        }
                         return self.hub.withLock { $0.closing } ? nil : "the member closed it"
                     }
                 }
@@ -344,46 +382,32 @@ final class EtcdConnection: Sendable {
     }
 }
 
-/// The one thread on which SharedPrefsEtcd's async work runs (a task executor, SE-0417: every
-/// task it starts prefers it, and so do their child tasks). The library's blocking calls wait for
-/// that work on their own threads; were it on Swift's cooperative pool, callers that block the
-/// pool's few threads (synchronous calls from async code) could stall the very work they wait for.
-final class EtcdExecutor: TaskExecutor, @unchecked Sendable {
+/// The one thread on which SharedPrefsEtcd's async work runs: the event loop of its connections
+/// (as a task executor, SE-0417: every task it starts prefers it, and so do their child tasks).
+/// A message etcd sends is read, decoded and handed to its watch on that one thread, without a
+/// hop to another. The library's blocking calls wait for that work on their own threads; were it
+/// on Swift's cooperative pool, callers that block the pool's few threads (synchronous calls from
+/// async code) could stall the very work they wait for.
+final class EtcdExecutor: TaskExecutor {
     static let shared = EtcdExecutor()
-    // @unchecked: `jobs` is reached only with `condition` held.
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
+    /// The connections' event loop group, of that one loop.
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let loop: any EventLoop
 
     private init() {
-        let thread = Thread { [unowned self] in run() }
-        thread.name = "SharedPrefs.etcd"
-        thread.start()
+        loop = group.next()
+        loop.execute { sharedprefs_name_thread("SharedPrefsEtcd") }
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func run() {
-        let executor = asUnownedTaskExecutor()
-        var batch: [UnownedJob] = []
-        while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            swap(&batch, &jobs)
-            condition.unlock()
-            for job in batch { job.runSynchronously(on: executor) }
-            batch.removeAll(keepingCapacity: true)
-        }
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
     /// Runs `body` on this executor and waits for its result on the calling thread, which must
     /// be another.
     func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        assert(!loop.inEventLoop, "EtcdExecutor.wait called on the etcd thread: it would wait for itself")
         let result = Lock<T?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task(executorPreference: self) {

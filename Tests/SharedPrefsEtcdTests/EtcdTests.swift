@@ -88,7 +88,11 @@ final class EtcdCluster {
     /// `<tag>m<i>` with a link to each, at `.1<i>`. Returns the two networks' first three bytes.
     private static func makeNetwork(_ tag: String) throws -> (client: String, peer: String) {
         let used = Syscall.procFile("/proc/net/fib_trie") ?? ""  // past 4 KiB too
-        let third = (0..<250).map { (Int(getpid()) + $0 * 7) % 250 + 2 }.first { !used.contains("10.201.\($0).") } ?? 2
+        // A network no earlier cluster of this process had: its connections (one per endpoints and
+        // user, kept for the process) would otherwise reach the new members at the old members'
+        // addresses through a neighbour cache that still names the old links.
+        let start = Int(getpid()) + made * 7
+        let third = (0..<250).map { (start + $0 * 7) % 250 + 2 }.first { !used.contains("10.201.\($0).") } ?? 2
         let (client, peer) = ("10.201.\(third)", "10.202.\(third)")
         for bridge in ["C", "P"] { try ip(["link", "add", tag + bridge, "type", "bridge"]); try ip(["link", "set", tag + bridge, "up"]) }
         try ip(["addr", "add", "\(client).1/24", "dev", tag + "C"])
@@ -822,6 +826,65 @@ struct EtcdSuiteTests {
         let next = try await events.next()
         guard case .write(_, let changes)? = next else { return #expect(Bool(false), "\(String(describing: next))") }
         #expect(changes.map(\.key) == ["a"] && changes.first?.newValue == .integer(3))
+    }
+
+    /// etcd checks a watch stream's token when a watch is made on it, not when the stream opened:
+    /// once etcd has dropped the token (its time to live ran out while only the stream used it,
+    /// or authentication was turned off and on), a new suite's watch is refused with "invalid
+    /// auth token" on a stream that goes on carrying the others. The stream is then opened anew
+    /// with a new token, and each watch on it goes on from the revision after the last it
+    /// brought: both suites hear the next changes, and nobody hears a failure. (Eight suites
+    /// opened at once ask for one token between them.)
+    @Test func aWatchMadeAfterEtcdDroppedTheStreamsTokenIsMadeOnAStreamWithANewToken() async throws {
+        let cluster = try EtcdCluster()
+        let (first, second) = ("apps/\(UUID().uuidString)/", "apps/\(UUID().uuidString)/")
+        let root = ["--endpoints", cluster.endpoints, "--user", "root:rootpw"]
+        for command in [
+            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
+            ["role", "grant-permission", "app", "readwrite", "--prefix=true", "apps/"], ["user", "grant-role", "app", "app"], ["auth", "enable"],
+        ] {
+            #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints] + command).status == 0, "\(command)")
+        }
+        let options = EtcdOptions(offlineCache: .none, credentials: .init(user: "app", password: "apppw"))
+        let (heard, tell) = AsyncStream.makeStream(of: String.self)
+        var lines = heard.makeAsyncIterator()
+        // Suites opened together ask for one token.
+        func authentications() throws -> Double {
+            try cluster.clientURLs.reduce(0) { try $0 + cluster.metric("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Authenticate\"", of: $1) }
+        }
+        let before = try authentications()
+        let urls = cluster.clientURLs
+        let opened = try await withThrowingTaskGroup(of: (String, PreferenceSuite).self) { group in
+            for prefix in [first] + (1..<8).map({ "apps/\($0)/" }) {
+                group.addTask { (prefix, try await PreferenceSuite.open(etcd: urls, prefix: prefix, options: options)) }
+            }
+            return try await group.reduce(into: [String: PreferenceSuite]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(try authentications() - before == 1)
+        let one = try #require(opened[first])
+        let failures = Mutex<[PreferenceError]>([])
+        let watchingFailures = one.observeFailures { failure in failures.withLock { $0.append(failure) } }
+        let watchingOne = one.observe(.key("k")) { tell.yield("one \($0.newValue?.get(String.self) ?? "-")") }
+        #expect(try cluster.etcdctl(root + ["put", first + "k", "1"]).status == 0)
+        #expect(await lines.next() == "one 1")
+        // Every token etcd gave is dropped, the stream's too.
+        for command in [["auth", "disable"], ["auth", "enable"]] { #expect(try cluster.etcdctl(root + command).status == 0, "\(command)") }
+
+        let two = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: second, options: options)
+        let watchingTwo = two.observe(.key("k")) { tell.yield("two \($0.newValue?.get(String.self) ?? "-")") }
+        let watchingFailuresOfTwo = two.observeFailures { failure in failures.withLock { $0.append(failure) } }
+        #expect(try cluster.etcdctl(root + ["put", second + "k", "2"]).status == 0)
+        #expect(try cluster.etcdctl(root + ["put", first + "k", "3"]).status == 0)
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(20))
+            tell.yield("nothing more within 20 s")
+        }
+        var got = [await lines.next(), await lines.next()]
+        deadline.cancel()
+        got.sort { ($0 ?? "") < ($1 ?? "") }
+        #expect(got == ["one 3", "two 2"])
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        withExtendedLifetime((watchingFailures, watchingFailuresOfTwo, watchingOne, watchingTwo)) {}
     }
 
     /// An `update` that reads the whole suite, made after this process's plain write and before

@@ -302,7 +302,7 @@ final class EtcdBackend: SuiteBackend {
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         var loaded = known.withLock({ $0.mustResync }) ? try resync(by: start + client.timeout) : Loaded()
         var notices: [PreferenceError] = []
-        var attempts = 0
+        var (attempts, lost) = (0, 0)
         while true {
             let plan = try plan(loaded)
             guard plan.changesSomething || plan.isTransaction else { return Committed(wrote: false) }
@@ -314,9 +314,11 @@ final class EtcdBackend: SuiteBackend {
             let pause: Duration = attempts < 9 ? .zero : .microseconds(Int.random(in: 0...min(1000 << min(attempts - 8, 6), 50_000)))
             if attempts > 0, ContinuousClock.now + pause >= deadline {
                 let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
-                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(ContinuousClock.now - start): each time, another writer had changed what it read first (\(read)). Its values are not written; try again, or read fewer keys in the update.", path: address)
+                let why = lost == 0 ? "each time, another writer had changed what it read first" : lost == attempts ? "each time its answer was lost, and it was found not applied"
+                    : "\(attempts - lost) times another writer had changed what it read first, and \(lost) times its answer was lost and it was found not applied"
+                throw PreferenceError(code: .lockTimedOut, message: "An update of \(address) did not get through in \(attempts) attempts over \(ContinuousClock.now - start): \(why) (\(read)). Its values are not written; try again, or read fewer keys in the update.", path: address)
             }
-            guard let reread = try attemptTransaction(plan, attempt: attempts, pause: pause, by: deadline, notices: &notices) else { return committed(notices) }
+            guard let reread = try attemptTransaction(plan, attempt: attempts, pause: pause, by: deadline, lost: &lost, notices: &notices) else { return committed(notices) }
             loaded = reread
             attempts += 1
         }
@@ -361,7 +363,9 @@ final class EtcdBackend: SuiteBackend {
     /// answers), each later one twice as long, up to the request timeout; an answer not come in
     /// time is resolved by the fence, so the attempt is applied once or not at all. `pause`
     /// comes before it is sent; nothing goes past `deadline`.
-    private func attemptTransaction(_ plan: WritePlan, attempt: Int, pause: Duration, by deadline: ContinuousClock.Instant, notices: inout [PreferenceError]) throws -> Loaded? {
+    private func attemptTransaction(
+        _ plan: WritePlan, attempt: Int, pause: Duration, by deadline: ContinuousClock.Instant, lost: inout Int, notices: inout [PreferenceError]
+    ) throws -> Loaded? {
         let token = Data(UUID().uuidString.utf8)
         var compared = Set(plan.operations.keys)
         var compares: [Etcdserverpb_Compare] = []
@@ -398,6 +402,7 @@ final class EtcdBackend: SuiteBackend {
                 recordWritten(plan.operations, at: applied, transaction: true, notices: &notices)
                 return nil
             }
+            lost += 1
             return Loaded()
         } catch {
             throw failed("write", error)

@@ -860,7 +860,8 @@ struct EtcdSuiteTests {
             }
             return try await group.reduce(into: [String: PreferenceSuite]()) { $0[$1.0] = $1.1 }
         }
-        #expect(try authentications() - before == 1)
+        let asked = try authentications() - before
+        #expect(asked == 1, "\(asked) Authenticate calls")
         let one = try #require(opened[first])
         let failures = Mutex<[PreferenceError]>([])
         let watchingFailures = one.observeFailures { failure in failures.withLock { $0.append(failure) } }
@@ -950,7 +951,7 @@ struct EtcdSuiteTests {
                 tx["count"] = PlistValue((tx["count"]?.get(Int.self) ?? 0) + 1)
             }
         }
-        #expect(error?.code == .lockTimedOut && error?.message.contains("keys count") == true, "\(String(describing: error))")
+        #expect(error?.code == .lockTimedOut && error?.message.contains("each time, another writer had changed what it read first (keys count)") == true, "\(String(describing: error))")
         #expect(attempts.withLock { $0 } > 8)
     }
 

@@ -296,8 +296,10 @@ final class EtcdBackend: SuiteBackend {
     /// is given (what remains of it): a plain write's one request timeout after `start`, an
     /// `update`'s ten. An `update` whose comparison fails runs again on what the writer that came
     /// first left: at once for the first 8 attempts, then after random pauses of up to 1, 2, 4 …
-    /// 50 ms (contending writers fall out of step); past its deadline it fails, saying which keys
-    /// it kept comparing. Contention alone does not get there: every failed comparison is another
+    /// 50 ms (contending writers fall out of step); once less than a tenth of a request timeout is
+    /// left before its deadline it fails, saying which keys it kept comparing (an attempt sent
+    /// with less would as likely lose its answer, and leave the update neither known applied nor
+    /// known not). Contention alone does not get there: every failed comparison is another
     /// writer's success.
     func commit(since start: ContinuousClock.Instant, _ plan: (Loaded) throws -> WritePlan) throws -> Committed {
         var loaded = known.withLock({ $0.mustResync }) ? try resync(by: start + client.timeout) : Loaded()
@@ -312,7 +314,7 @@ final class EtcdBackend: SuiteBackend {
             }
             let deadline = start + client.timeout * 10
             let pause: Duration = attempts < 9 ? .zero : .microseconds(Int.random(in: 0...min(1000 << min(attempts - 8, 6), 50_000)))
-            if attempts > 0, ContinuousClock.now + pause >= deadline {
+            if attempts > 0, ContinuousClock.now + pause + client.timeout / 10 >= deadline {
                 let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
                 let why = lost == 0 ? "each time, another writer had changed what it read first" : lost == attempts ? "each time its answer was lost, and it was found not applied"
                     : "\(attempts - lost) times another writer had changed what it read first, and \(lost) times its answer was lost and it was found not applied"

@@ -88,9 +88,11 @@ final class EtcdCluster {
     /// `<tag>m<i>` with a link to each, at `.1<i>`. Returns the two networks' first three bytes.
     private static func makeNetwork(_ tag: String) throws -> (client: String, peer: String) {
         let used = Syscall.procFile("/proc/net/fib_trie") ?? ""  // past 4 KiB too
-        // A network no earlier cluster of this process had: its connections (one per endpoints and
-        // user, kept for the process) would otherwise reach the new members at the old members'
-        // addresses through a neighbour cache that still names the old links.
+        // A network no earlier cluster of this process had. The process keeps one connection per
+        // endpoints and user: at an earlier cluster's addresses, a test with the same user as the
+        // one before it got that cluster's connection, and DEADLINE_EXCEEDED from every member
+        // (seen twice in full runs, never alone; the test process's neighbour cache, still naming
+        // the old links, is the likely cause).
         let start = Int(getpid()) + made * 7
         let third = (0..<250).map { (start + $0 * 7) % 250 + 2 }.first { !used.contains("10.201.\($0).") } ?? 2
         let (client, peer) = ("10.201.\(third)", "10.202.\(third)")

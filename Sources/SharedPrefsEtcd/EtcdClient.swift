@@ -67,7 +67,7 @@ struct EtcdClient: Sendable {
 
     /// How the reason ends with which etcd refuses a watch whose stream's token it no longer takes
     /// (`rpctypes.ErrGRPCInvalidAuthToken` and `ErrGRPCAuthOldRevision`, as clientv3's `shouldRetryWatch`).
-    static let staleTokenReasons: Set<String> = ["etcdserver: invalid auth token", "etcdserver: revision of auth store is old"]
+    static let staleTokenReasons = ["etcdserver: invalid auth token", "etcdserver: revision of auth store is old"]
 
     /// Runs `rpc` on one member after another until one answers, within `timeout`, or by
     /// `deadline` when that comes first (the deadline of the call that makes the request), after

@@ -244,12 +244,20 @@ final class EtcdCluster {
             .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
     }
 
-    /// The cluster's current revision.
+    /// The cluster's current revision, from a linearizable read on the first live member that
+    /// answers one: at or past every write acknowledged before the call. (A member's status gives
+    /// the revision it has applied, which a follower reaches up to a heartbeat after the leader
+    /// acknowledged the write: the hundred-breaks test once took 1607 for the end of a history
+    /// that reached 1609.)
     func revision() throws -> Int64 {
-        let out = try etcdctl(["--endpoints", endpoints, "endpoint", "status", "-w", "json"]).output
-        let statuses = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]] ?? []
-        let revisions = statuses.compactMap { (($0["Status"] as? [String: Any])?["header"] as? [String: Any])?["revision"] as? NSNumber }
-        return try #require(revisions.map(\.int64Value).max())
+        for (i, url) in clientURLs.enumerated() where members[i] != nil {
+            guard let read = try? etcdctl(["--endpoints", url, "get", "sharedprefs-test-revision", "-w", "json"]), read.status == 0,
+                let object = try? JSONSerialization.jsonObject(with: Data(read.output.utf8)) as? [String: Any],
+                let revision = (object["header"] as? [String: Any])?["revision"] as? NSNumber
+            else { continue }
+            return revision.int64Value
+        }
+        return try #require(nil as Int64?, "no live member of \(endpoints) answered a linearizable read")
     }
 
     /// Puts `value` under `key`, both raw bytes (etcdctl takes keys as arguments, which cannot
@@ -450,7 +458,7 @@ func etcdHistory(of prefix: String, from first: Int64, through end: Int64, on cl
                     let object = try JSONSerialization.jsonObject(with: Data(pending[objectStart...scanned])) as? [String: Any]
                     for event in object?["Events"] as? [[String: Any]] ?? [] {
                         let kv = event["kv"] as? [String: Any] ?? [:]
-                        guard let revision = (kv["mod_revision"] as? NSNumber)?.int64Value,
+                        guard let revision = (kv["mod_revision"] as? NSNumber)?.int64Value, revision <= end,
                             let key = (kv["key"] as? String).flatMap({ Data(base64Encoded: $0) }).map({ String(decoding: $0, as: UTF8.self) })
                         else { continue }
                         var value = "-"
@@ -743,9 +751,12 @@ struct EtcdSuiteTests {
         }
         writer.endInput()
         #expect(await writer.finish().lines == ["done"])
+        // Compared through `end`: a put whose answer the writer lost (it wrote the values again)
+        // may still be applied after it, from a member that kept it while cut off from its peers.
         let end = try cluster.revision()
         // The consumer's last run reaches the last write; then it stops, and every run's lines are in.
         let last = await reader.nextLine { $0.hasPrefix("write \(end) ") || $0.hasPrefix("gap") }
+        if last == nil { Issue.record("the consumer's last run ended before write \(end), with status \(await reader.exitStatus()): \(reader.errorOutput.suffix(4000))") }
         kill(reader.process.processIdentifier, SIGKILL)
         printed += reader.skipped + [last].compactMap { $0 } + (await reader.finish().lines)
 
@@ -755,7 +766,7 @@ struct EtcdSuiteTests {
         for line in printed {
             #expect(!line.hasPrefix("gap"), "\(line)")
             let words = line.split(separator: " ", maxSplits: 2).map(String.init)
-            guard words.first == "write", words.count == 3, let revision = Int64(words[1]) else { continue }
+            guard words.first == "write", words.count == 3, let revision = Int64(words[1]), revision <= end else { continue }
             order.append(revision)
             seen[revision] = Dictionary(words[2].split(separator: ",").map { pair in
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)

@@ -1,5 +1,6 @@
 #if Etcd
 import Foundation
+import GRPCCore
 import SharedPrefs
 import SharedPrefsLocking
 import SwiftProtobuf
@@ -10,7 +11,8 @@ import SwiftProtobuf
 /// clients' changes, key by key.
 ///
 /// Plain writes put and delete their keys in one `txn` (the last writer wins per key, as in a
-/// suite file). An `update` body is a compare-and-swap: its `txn` compares the modification
+/// suite file), fenced so that a copy a member held never lands after a later write (``Fence``).
+/// An `update` body is a compare-and-swap: its `txn` compares the modification
 /// revision of every key the body read or wrote, and of the suite's transaction key, which every
 /// `update` writes with a token of its own; after a timeout the token tells whether the attempt
 /// was applied, so an increment is never applied twice nor lost.
@@ -20,6 +22,25 @@ final class EtcdBackend: SuiteBackend {
     /// Written by every `update` with its attempt's token: under the prefix, so that a role
     /// granted the prefix may write it, and not UTF-8 (a 0xFF byte), so that no suite key names it.
     let tokenKey: Data
+    /// What the library's own keys under the prefix start with after it (the transaction key,
+    /// each process's fence): never a suite key, and never reported.
+    private static let reserved = Data([0xFF]) + Data("sharedprefs-".utf8)
+
+    /// This process's fence for the suite's plain writes (etcd-io/etcd#13433). A write whose
+    /// answer did not come is sent to the next member; the member that got the first copy (cut
+    /// off from its peers, stopped, on a slow disk) may still pass it on later, and it would put
+    /// older values over newer ones. So every plain write compares the fence key's revision, and
+    /// the first write after one whose answer did not come moves the fence (an `update` too):
+    /// a copy still on its way then fails its comparison. The key is under the prefix, like the
+    /// transaction key, and this process's own; it exists once a write moved it.
+    private struct Fence {
+        let key: Data
+        /// The key's modification revision as last known (0: never written).
+        var revision: Int64 = 0
+        /// A write was sent whose answer did not come: the next one moves the fence.
+        var mustMove = false
+    }
+    private let fence: Lock<Fence>
 
     private struct Known {
         /// The revision the snapshot is at: the last range or watch response applied.
@@ -55,7 +76,8 @@ final class EtcdBackend: SuiteBackend {
     init(client: EtcdClient, prefix: String, cache: EtcdCache?) {
         self.client = client
         self.prefix = Data(prefix.utf8)
-        self.tokenKey = Data(prefix.utf8) + [0xFF] + Data("sharedprefs-transaction".utf8)
+        self.tokenKey = Data(prefix.utf8) + Self.reserved + Data("transaction".utf8)
+        fence = Lock(Fence(key: Data(prefix.utf8) + Self.reserved + Data("writer-\(UUID().uuidString)".utf8)))
         self.cache = cache
     }
 
@@ -103,7 +125,7 @@ final class EtcdBackend: SuiteBackend {
     /// UTF-8, which no suite key names: it is left alone, never compared or written under
     /// another name.
     private func suiteKey(_ key: Data, notices: inout [PreferenceError]) -> PlistKey? {
-        guard key.starts(with: prefix), key != tokenKey else { return nil }
+        guard key.starts(with: prefix), !key.dropFirst(prefix.count).starts(with: Self.reserved) else { return nil }
         guard let name = String(data: key.dropFirst(prefix.count), encoding: .utf8) else {
             notices.append(PreferenceError(code: .unsupportedValue, message: "The etcd key with bytes (base64) \(key.base64EncodedString()) under \(address) is not UTF-8, so no suite key can name it; it is left out of the suite and never written. Rename it with another etcd client if it belongs to the suite.", path: address))
             return nil
@@ -333,22 +355,58 @@ final class EtcdBackend: SuiteBackend {
         return committed
     }
 
-    /// Plain writes: the last writer wins per key, so no comparison; at most 128 operations per
-    /// `txn` (etcd's default `--max-txn-ops`). A lost answer is retried: the same puts again.
+    /// Plain writes: the last writer wins per key, so no comparison but the ``Fence``'s; at most
+    /// 127 operations per `txn` (etcd's default `--max-txn-ops` is 128, and the fence may be
+    /// moved). A lost answer is retried: the same puts again.
     private func putPlain(_ operations: Operations, by deadline: ContinuousClock.Instant, notices: inout [PreferenceError]) throws(PreferenceError) {
         let ordered = Array(operations)
-        for start in stride(from: 0, to: ordered.count, by: 128) {
-            let chunk = ordered[start..<min(start + 128, ordered.count)]
-            let txn = Etcdserverpb_TxnRequest.with { $0.success = chunk.map { op($0.key, $0.value) } }
-            let response: Etcdserverpb_TxnResponse
-            do {
-                response = try request("write") { () throws(EtcdClient.Failure) in try client.txn(txn, by: deadline) }
-            } catch where error.code == .clusterUnreachable {
-                // Kept in the offline cache too, so that a restart does not lose them.
-                cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
-                throw error
+        for start in stride(from: 0, to: ordered.count, by: 127) {
+            let chunk = ordered[start..<min(start + 127, ordered.count)]
+            let ops = chunk.map { op($0.key, $0.value) }
+            var response = Etcdserverpb_TxnResponse()
+            // A failed comparison: a write of this process whose answer did not come landed, and
+            // moved the fence; compared with its revision now, this one gets through.
+            for _ in 0..<3 where !response.succeeded {
+                do {
+                    response = try request("write") { () throws(EtcdClient.Failure) in try fencedTxn(ops, by: deadline) }
+                } catch where error.code == .clusterUnreachable {
+                    // Kept in the offline cache too, so that a restart does not lose them.
+                    cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
+                    throw error
+                }
+            }
+            guard response.succeeded else {
+                throw PreferenceError(code: .ioFailure, message: "A write of \(address) failed its comparison three times: another client keeps changing this process's fence key (under the prefix, after a 0xFF byte). Its values stay pending; find the client that writes keys it does not own.", path: address)
             }
             recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header.revision, notices: &notices)
+        }
+    }
+
+    /// One plain write's `txn`, built for each member it is sent to: it compares the fence, and
+    /// moves it when a copy sent before may still land.
+    private func fencedTxn(_ ops: [Etcdserverpb_RequestOp], by deadline: ContinuousClock.Instant) throws(EtcdClient.Failure) -> Etcdserverpb_TxnResponse {
+        try client.call(by: deadline) { [fence] kv, metadata, options in
+            let (txn, moves) = fence.withLock { f in
+                (Etcdserverpb_TxnRequest.with {
+                    $0.compare = [.modRevision(of: f.key, .equal, f.revision)]
+                    $0.success = ops + (f.mustMove ? [.put(f.key, Data())] : [])
+                    $0.failure = [.range(.key(f.key))]
+                }, f.mustMove)
+            }
+            do {
+                let response = try await kv.txn(request: ClientRequest(message: txn, metadata: metadata), options: options)
+                fence.withLock { f in
+                    if !response.succeeded, case .responseRange(let range)? = response.responses.first?.response {
+                        (f.revision, f.mustMove) = (range.kvs.first?.modRevision ?? 0, false)
+                    } else if moves {
+                        (f.revision, f.mustMove) = (response.header.revision, false)
+                    }
+                }
+                return response
+            } catch {
+                fence.withLock { $0.mustMove = true }
+                throw error
+            }
         }
     }
 
@@ -391,9 +449,11 @@ final class EtcdBackend: SuiteBackend {
         guard compares.count <= 128, plan.operations.count < 128 else {
             throw PreferenceError(code: .unsupportedOperation, message: "An update of \(address) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 of each in one transaction (its --max-txn-ops). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: address)
         }
+        // A plain write's copy may still land (``Fence``): this moves the fence, where there is room.
+        let (fenceKey, moves) = fence.withLock { ($0.key, $0.mustMove && plan.operations.count < 127) }
         var txn = Etcdserverpb_TxnRequest()
         txn.compare = compares
-        txn.success = plan.operations.map { op($0.key, $0.value) } + [.put(tokenKey, token)]
+        txn.success = plan.operations.map { op($0.key, $0.value) } + [.put(tokenKey, token)] + (moves ? [.put(fenceKey, Data())] : [])
         txn.failure = [.range(.prefix(prefix)), .range(.key(tokenKey))]
         let response: Etcdserverpb_TxnResponse
         do {
@@ -401,6 +461,7 @@ final class EtcdBackend: SuiteBackend {
         } catch .unreachable(let why) {
             // The answer was lost: the attempt may have been applied. Find out before anything else.
             if let applied = try resolve(token: token, after: tokenRevision, why: why, by: deadline) {
+                if moves { fence.withLock { ($0.revision, $0.mustMove) = (applied, false) } }
                 recordWritten(plan.operations, at: applied, transaction: true, notices: &notices)
                 return nil
             }
@@ -411,6 +472,7 @@ final class EtcdBackend: SuiteBackend {
         }
         let revision = response.header.revision
         if response.succeeded {
+            if moves { fence.withLock { ($0.revision, $0.mustMove) = (revision, false) } }
             recordWritten(plan.operations, at: revision, transaction: true, notices: &notices)
             if plan.reads == nil { known.withLock { $0.complete = max($0.complete, revision) } }
             return nil

@@ -170,45 +170,61 @@ extension Measures {
 }
 
 /// Three etcd members on loopback with their data in `directory`, for row 10 when no endpoints
-/// are given (`prefs-bench --etcd`); stopped by ``stop()``.
+/// are given (`prefs-bench --etcd`); stopped by ``stop()``. Its ports come from the process id:
+/// where a member cannot listen (a port taken), the next of three sets is tried.
 final class LocalEtcdCluster {
-    let endpoints: String
+    private(set) var endpoints = ""
     private var members: [Process] = []
 
     init(in directory: URL) throws {
-        let base = 20_000 + Int(getpid() % 2_000) * 10
+        var failures: [String] = []
+        for attempt in 0..<3 {
+            let base = 20_000 + Int((getpid() + Int32(attempt) * 677) % 2_000) * 10
+            let why = start(base: base, in: directory.appending(path: "etcd-\(attempt)"))
+            guard let why else { return }
+            stop()
+            failures.append(why)
+        }
+        throw BenchError("no local etcd cluster started: \(failures.joined(separator: "; ")) (is etcd-server installed? are the ports taken?)")
+    }
+
+    /// Starts the members on ports from `base`; `nil` once every one answers, else why not.
+    private func start(base: Int, in directory: URL) -> String? {
         let client = (0..<3).map { "http://127.0.0.1:\(base + $0)" }
         let peer = (0..<3).map { "http://127.0.0.1:\(base + 5 + $0)" }
         endpoints = client.joined(separator: ",")
         let cluster = (0..<3).map { "m\($0)=\(peer[$0])" }.joined(separator: ",")
+        members = []
         for i in 0..<3 {
             let member = Process()
             member.executableURL = URL(filePath: "/usr/bin/etcd")
             member.arguments = [
-                "--name", "m\(i)", "--data-dir", directory.appending(path: "etcd-m\(i)").path,
+                "--name", "m\(i)", "--data-dir", directory.appending(path: "m\(i)").path,
                 "--listen-client-urls", client[i], "--advertise-client-urls", client[i],
                 "--listen-peer-urls", peer[i], "--initial-advertise-peer-urls", peer[i],
-                "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token", "prefs-bench-\(getpid())",
+                "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token", "prefs-bench-\(getpid())-\(base)",
             ]
             member.standardOutput = FileHandle.nullDevice
             member.standardError = FileHandle.nullDevice
-            try member.run()
+            do { try member.run() } catch { return "/usr/bin/etcd did not start: \(error)" }
             members.append(member)
         }
         for _ in 0..<100 {
+            if let gone = members.firstIndex(where: { !$0.isRunning }) {
+                return "member m\(gone) at \(client[gone]) exited with status \(members[gone].terminationStatus)"
+            }
             let health = Process()
             health.executableURL = URL(filePath: "/usr/bin/etcdctl")
             health.arguments = ["--endpoints", endpoints, "--dial-timeout", "1s", "endpoint", "health"]
             health.environment = ["ETCDCTL_API": "3"]
             health.standardOutput = FileHandle.nullDevice
             health.standardError = FileHandle.nullDevice
-            try health.run()
+            do { try health.run() } catch { return "/usr/bin/etcdctl did not start: \(error)" }
             health.waitUntilExit()
-            if health.terminationStatus == 0 { return }
+            if health.terminationStatus == 0 { return nil }
             gap(200)
         }
-        stop()
-        throw BenchError("the local etcd cluster at \(endpoints) did not become healthy in 20 s (is etcd-server installed?)")
+        return "the cluster at \(endpoints) was not healthy within 20 s"
     }
 
     func stop() {

@@ -121,23 +121,23 @@ var steps: [(Int, String, (inout Measures) throws -> Void)] = [
     (18, "catch-up", { try $0.catchUp() }),
     (19, "many processes", { try $0.manyProcesses() }),
 ]
+var failures = 0
 #if Etcd
 var ownCluster: LocalEtcdCluster? = nil
 if let given = etcdEndpoints {
-    let endpoints: String
-    if given.isEmpty {
-        ownCluster = try LocalEtcdCluster(in: directory)
-        endpoints = ownCluster!.endpoints
-    } else {
-        endpoints = given
+    do {
+        if given.isEmpty { ownCluster = try LocalEtcdCluster(in: directory) }
+        let endpoints = ownCluster?.endpoints ?? given
+        steps.append((10, "etcd", { try $0.etcd(endpoints) }))
+        steps.append((10, "etcd fan-out", { try $0.etcdFanOut(endpoints, observers: quick ? 8 : 64) }))
+        steps.append((10, "etcd, many suites", { try $0.etcdManySuites(endpoints, suites: quick ? 50 : 1_000) }))
+    } catch {
+        failures += 1
+        measures.rows.append(Row(id: "10.failed", group: "10. etcd", name: "failed", n: 0, note: "\(error)"))
     }
-    steps.append((10, "etcd", { try $0.etcd(endpoints) }))
-    steps.append((10, "etcd fan-out", { try $0.etcdFanOut(endpoints, observers: quick ? 8 : 64) }))
-    steps.append((10, "etcd, many suites", { try $0.etcdManySuites(endpoints, suites: quick ? 50 : 1_000) }))
 }
 defer { ownCluster?.stop() }
 #endif
-var failures = 0
 for (number, name, step) in steps where selected?.contains(number) ?? true {
     FileHandle.standardError.write(Data("prefs-bench: \(number). \(name)…\n".utf8))
     do { try step(&measures) } catch {

@@ -171,7 +171,7 @@ extension Measures {
 
 /// Three etcd members on loopback with their data in `directory`, for row 10 when no endpoints
 /// are given (`prefs-bench --etcd`); stopped by ``stop()``. Its ports come from the process id:
-/// where a member cannot listen (a port taken), the next of three sets is tried.
+/// where a member cannot listen (a port taken), the next of three sets is tried. Each set gets 20 s.
 final class LocalEtcdCluster {
     private(set) var endpoints = ""
     private var members: [Process] = []
@@ -179,7 +179,8 @@ final class LocalEtcdCluster {
     init(in directory: URL) throws {
         var failures: [String] = []
         for attempt in 0..<3 {
-            let base = 20_000 + Int((getpid() + Int32(attempt) * 677) % 2_000) * 10
+            // Below the ephemeral ports (32768 and up), which a connection may hold.
+            let base = 20_000 + Int((getpid() + Int32(attempt) * 677) % 1_200) * 10
             let why = start(base: base, in: directory.appending(path: "etcd-\(attempt)"))
             guard let why else { return }
             stop()
@@ -209,13 +210,14 @@ final class LocalEtcdCluster {
             do { try member.run() } catch { return "/usr/bin/etcd did not start: \(error)" }
             members.append(member)
         }
-        for _ in 0..<100 {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
             if let gone = members.firstIndex(where: { !$0.isRunning }) {
                 return "member m\(gone) at \(client[gone]) exited with status \(members[gone].terminationStatus)"
             }
             let health = Process()
             health.executableURL = URL(filePath: "/usr/bin/etcdctl")
-            health.arguments = ["--endpoints", endpoints, "--dial-timeout", "1s", "endpoint", "health"]
+            health.arguments = ["--endpoints", endpoints, "--dial-timeout", "1s", "--command-timeout", "1s", "endpoint", "health"]
             health.environment = ["ETCDCTL_API": "3"]
             health.standardOutput = FileHandle.nullDevice
             health.standardError = FileHandle.nullDevice

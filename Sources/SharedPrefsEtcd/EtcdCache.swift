@@ -72,8 +72,10 @@ final class EtcdCache: Sendable {
     /// Records values read or written at their revisions. `revision` is the revision the whole
     /// prefix is now known at (a range, or a watch response: `nil` for a write, which says nothing
     /// of other keys); with `complete`, `changes` is the whole prefix and every other key is gone.
-    /// A key already cached at a newer revision is kept; a queued write equal to what the cluster
-    /// now holds leaves the queue.
+    /// A key already cached at a newer revision is kept. A queued write leaves the queue when
+    /// this process wrote the key since (whatever the value: left there, the next process to
+    /// open the suite sent it again, over the newer value), or when the cluster now holds its
+    /// value.
     func record(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false) throws {
         try suite.update { cache in
             if complete, let revision {
@@ -88,6 +90,7 @@ final class EtcdCache: Sendable {
             }
             for (key, value, keyRevision) in changes {
                 let name = key.string
+                if revision == nil { cache["queued:" + name] = nil }
                 if let cached = cache["revision:" + name]?.int64, cached > keyRevision { continue }
                 cache["value:" + name] = value
                 cache["revision:" + name] = .integer(keyRevision)

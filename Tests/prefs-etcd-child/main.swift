@@ -35,7 +35,7 @@
 //                                                         prints "ready", and once each has heard
 //                                                         <last>, "suite <i> <v1>,<v2>,..." (the values
 //                                                         it heard, in order) for each, and exits
-//   prefs-etcd-child storm <endpoints> <prefix>          until its standard input ends: sets 1, 2, 4 … or
+//   prefs-etcd-child storm <endpoints> <prefix>          prints "ready"; until its standard input ends: sets 1, 2, 4 … or
 //                                                         128 of the keys k0…k199 to the round's number
 //                                                         (one in ten removed instead) and flushes, every
 //                                                         40 ms; then flushes once more and prints "done"
@@ -193,6 +193,7 @@ do {
         say("longest \(longest.components.seconds).\(String(format: "%03d", longest.components.attoseconds / 1_000_000_000_000_000))")
         say(flushOnce() ? "done" : "last flush failed")
     case "storm":
+        say("ready")
         let ended = Mutex(false)
         Thread.detachNewThread {
             while readLine() != nil {}

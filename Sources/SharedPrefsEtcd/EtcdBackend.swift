@@ -446,11 +446,12 @@ final class EtcdBackend: SuiteBackend {
             }
         }
         compares.append(.modRevision(of: tokenKey, .equal, tokenRevision))
-        guard compares.count <= 128, plan.operations.count < 128 else {
-            throw PreferenceError(code: .unsupportedOperation, message: "An update of \(address) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 of each in one transaction (its --max-txn-ops). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: address)
+        // 126 keys, the transaction key and the fence (``Fence``: a plain write's copy may still
+        // land, and this update moves the fence when so) make etcd's 128.
+        guard compares.count <= 128, plan.operations.count <= 126 else {
+            throw PreferenceError(code: .unsupportedOperation, message: "An update of \(address) compares \(compares.count) keys and writes \(plan.operations.count); etcd takes at most 128 operations of each kind in one transaction (its --max-txn-ops), of which an update compares up to 128 keys and writes up to 126 (the other two are the library's own keys). Read single keys through the transaction's subscript rather than `values`, or split the update.", path: address)
         }
-        // A plain write's copy may still land (``Fence``): this moves the fence, where there is room.
-        let (fenceKey, moves) = fence.withLock { ($0.key, $0.mustMove && plan.operations.count < 127) }
+        let (fenceKey, moves) = fence.withLock { ($0.key, $0.mustMove) }
         var txn = Etcdserverpb_TxnRequest()
         txn.compare = compares
         txn.success = plan.operations.map { op($0.key, $0.value) } + [.put(tokenKey, token)] + (moves ? [.put(fenceKey, Data())] : [])

@@ -1,6 +1,7 @@
 #if Etcd
 import Foundation
 import SharedPrefs
+import SharedPrefsLocking
 
 /// The offline cache of an etcd suite: its last known state, and the writes not yet accepted by
 /// the cluster, in a local suite file. With it, a suite opens while the cluster is unreachable
@@ -11,13 +12,22 @@ import SharedPrefs
 /// - `etcd.revision`: the cluster revision the state is at;
 /// - `value:<key>` and `revision:<key>`: a key's last known value and modification revision (a
 ///   removed key keeps its revision, without value);
-/// - `queued:<key>`: a write not yet accepted, `[value]` to set, `[]` to remove.
+/// - `queued:<key>`: a write not yet accepted, `{set: value, by: owner}` (no `set`: a removal),
+///   where the owner is the process that queued it and its suite (`[value]` or `[]`: from a
+///   version that did not say).
 ///
 /// Processes on one machine share the file: the state is written in `update` transactions that
 /// never move a key back to an older revision, and queued writes merge per key as any suite's
-/// writes do.
+/// writes do. A queued write is sent by the next process (or suite) to open the suite only once
+/// its owner is gone: while it lives, the write is still pending in it, and it sends it itself
+/// (sent by another too, it could land after a newer write of the owner's, over it).
 final class EtcdCache: Sendable {
     let suite: PreferenceSuite
+    /// What this cache's queued writes say of their owner: the process ID, the process's start
+    /// time (`/proc/<pid>/stat`: a later process with the same ID is another), and this cache.
+    private let owner: String
+    /// The owners of this process's caches that are open.
+    private static let open = Lock<Set<String>>([])
 
     /// What the cache holds.
     struct State {
@@ -35,6 +45,37 @@ final class EtcdCache: Sendable {
             throw PreferenceError(code: .ioFailure, message: "Could not create the etcd suite's offline cache directory \(directory.path): \(error.localizedDescription). Pass another cache, or none.", path: directory.path)
         }
         suite = try PreferenceSuite(fileURL: fileURL, options: .init(durability: .none, filePermissions: 0o600))
+        owner = "\(getpid()) \(Self.startTime(of: getpid()) ?? "?") \(UUID().uuidString)"
+        Self.open.withLock { _ = $0.insert(owner) }
+    }
+
+    deinit { Self.open.withLock { _ = $0.remove(owner) } }
+
+    /// A process's start time, in clock ticks after boot (field 22 of `/proc/<pid>/stat`, after
+    /// the command name in parentheses, which may hold spaces); `nil`: no such process.
+    static func startTime(of pid: pid_t) -> String? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return fields.count > 19 ? String(fields[19]) : nil
+    }
+
+    /// Whether the owner of a queued write still holds it pending: its process runs (the same
+    /// one: the start time matches), and, in this process, its cache is open.
+    private static func holds(_ owner: String) -> Bool {
+        let parts = owner.split(separator: " ").map(String.init)
+        guard parts.count == 3, let pid = pid_t(parts[0]), startTime(of: pid) == parts[1] else { return false }
+        return pid != getpid() || open.withLock { $0.contains(owner) }
+    }
+
+    /// A queued write's operation, and its owner (`nil`: the entry does not say).
+    private static func queued(_ entry: PlistValue) -> (operation: PendingOperation, owner: String?)? {
+        switch entry {
+        case .array(let operation): (operation.first.map { .set($0) } ?? .remove, nil)
+        case .dictionary(let entry): (entry["set"].map { .set($0) } ?? .remove, entry["by"].flatMap { if case .string(let by) = $0 { by } else { nil } })
+        default: nil
+        }
     }
 
     /// The default cache file of a suite: `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/…`),
@@ -52,7 +93,8 @@ final class EtcdCache: Sendable {
         return base.appending(path: "sharedprefs/etcd/\(readable)-\(String(hash, radix: 16)).plist")
     }
 
-    /// The cached state; `nil` when the cache holds none yet.
+    /// The cached state; `nil` when the cache holds none yet. Its queued writes are those whose
+    /// owner is gone.
     func load() -> State? {
         let stored = suite.storedValues
         guard let revision = stored["etcd.revision"]?.int64 else { return nil }
@@ -62,8 +104,8 @@ final class EtcdCache: Sendable {
                 state.values[name] = value
             } else if let name = key.dropping("revision:"), let revision = value.int64 {
                 state.revisions[PlistKey(name)] = revision
-            } else if let name = key.dropping("queued:"), case .array(let operation) = value {
-                state.queued[PlistKey(name)] = operation.first.map { .set($0) } ?? .remove
+            } else if let name = key.dropping("queued:"), let (operation, owner) = Self.queued(value), !(owner.map(Self.holds) ?? false) {
+                state.queued[PlistKey(name)] = operation
             }
         }
         return state
@@ -94,7 +136,7 @@ final class EtcdCache: Sendable {
                 if let cached = cache["revision:" + name]?.int64, cached > keyRevision { continue }
                 cache["value:" + name] = value
                 cache["revision:" + name] = .integer(keyRevision)
-                if let queued = cache["queued:" + name], queued == .array(value.map { [$0] } ?? []) {
+                if let queued = cache["queued:" + name].flatMap(Self.queued), queued.operation.value == value {
                     cache["queued:" + name] = nil
                 }
             }
@@ -105,7 +147,9 @@ final class EtcdCache: Sendable {
     /// Keeps writes the cluster did not accept, for whichever process reaches it next.
     func queue(_ operations: Operations) {
         for (key, operation) in operations {
-            suite.set(PlistValue.array(operation.value.map { [$0] } ?? []), forKey: "queued:" + key.string)
+            var entry: PlistDictionary = ["by": .string(owner)]
+            entry["set"] = operation.value
+            suite.set(PlistValue.dictionary(entry), forKey: "queued:" + key.string)
         }
         _ = suite.synchronize()
     }

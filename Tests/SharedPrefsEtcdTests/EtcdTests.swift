@@ -995,6 +995,22 @@ struct EtcdSuiteTests {
         #expect(attempts.withLock { $0 } > 8)
     }
 
+    /// An update writes at most 126 keys: with the transaction key and the fence (moved by the
+    /// first write after one whose answer was lost, an update's too) that is etcd's 128
+    /// operations. One of 127 keys is refused before anything is sent, saying why and what to do
+    /// (with 127, an update that had to move the fence did not: a plain write's copy still on its
+    /// way could land after it).
+    @Test func anUpdateOfMoreThan126KeysIsRefusedSayingWhyAndWritesNothing() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        try await suite.update { tx in for i in 0..<126 { tx["a\(i)"] = 1 } }
+        let error = #expect(throws: PreferenceError.self) { try suite.update { tx in for i in 0..<127 { tx["b\(i)"] = 1 } } }
+        #expect(error?.code == .unsupportedOperation && error?.message.contains("writes up to 126") == true, "\(String(describing: error))")
+        let check = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: noCache)
+        #expect(check.storedValues.count == 126 && !check.storedValues.keys.contains { $0.hasPrefix("b") })
+    }
+
     /// An update whose answer is lost while every member stops answering ends by its one deadline,
     /// ten request timeouts from its call: every request it makes, those that find out whether it
     /// was applied included, gets only what is left of it (each got a timeout of its own before,
@@ -1233,7 +1249,42 @@ struct EtcdSuiteTests {
         cache.queue([PlistKey("a"): .set(.integer(2)), PlistKey("b"): .set(.integer(2)), PlistKey("c"): .set(.integer(2))])
         try cache.record([(PlistKey("a"), .integer(3), 10)], at: nil)  // this process wrote a = 3
         try cache.record([(PlistKey("b"), .integer(7), 11), (PlistKey("c"), .integer(2), 11)], at: 11)  // heard: b = 7, c = 2
-        #expect(cache.load()?.queued == [PlistKey("b"): .set(.integer(2))])
+        #expect(cache.suite.storedValues.keys.filter { $0.hasPrefix("queued:") } == ["queued:b"])
+    }
+
+    /// A queued write is sent by the next process or suite to open the suite only once its owner
+    /// is gone: while the owner lives, the write is still pending in it, and sent by another too
+    /// it could land after a newer write of the owner's, over it (a consumer restarted in the
+    /// hundred-breaks test while the writer ran could do so). Gone: the owner's process exited
+    /// (or another has its ID: the start time differs), or, in this process, its cache closed.
+    /// An entry written before entries named their owner is sent.
+    @Test func aQueuedWriteIsSentByAnotherOnlyOnceItsOwnerIsGone() throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "etcd-cache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appending(path: "cache.plist")
+        var first: EtcdCache? = try EtcdCache(fileURL: file)
+        try first?.record([], at: 5)
+        first?.queue([PlistKey("a"): .set(.integer(1)), PlistKey("gone"): .remove])
+        let second = try EtcdCache(fileURL: file)
+        #expect(second.load()?.queued == [:])
+        first = nil
+        #expect(second.load()?.queued == [PlistKey("a"): .set(.integer(1)), PlistKey("gone"): .remove])
+
+        let sleeper = Process()
+        sleeper.executableURL = URL(filePath: "/bin/sleep")
+        sleeper.arguments = ["60"]
+        try sleeper.run()
+        let pid = sleeper.processIdentifier
+        defer { kill(pid, SIGKILL) }  // SIGKILL: the test runner's children may ignore SIGTERM
+        let started = try #require(EtcdCache.startTime(of: pid))
+        func entry(_ value: Int64, _ owner: String) -> PlistValue { .dictionary(["set": .integer(value), "by": .string(owner)]) }
+        second.suite.set(entry(2, "\(pid) \(started) x"), forKey: "queued:live")
+        second.suite.set(entry(3, "\(pid) 1\(started) x"), forKey: "queued:reused")  // the same ID, another start time
+        second.suite.set(PlistValue.array([.integer(4)]), forKey: "queued:older")
+        #expect(second.load()?.queued == [PlistKey("a"): .set(.integer(1)), PlistKey("gone"): .remove, PlistKey("reused"): .set(.integer(3)), PlistKey("older"): .set(.integer(4))])
+        kill(pid, SIGKILL)
+        sleeper.waitUntilExit()
+        #expect(second.load()?.queued[PlistKey("live")] == .set(.integer(2)))
     }
 
     @Test func writesMadeOfflineSurviveARestartAndMergePerKeyWhenTheClusterReturns() async throws {

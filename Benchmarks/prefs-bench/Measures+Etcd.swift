@@ -8,11 +8,14 @@ extension Measures {
     /// 10. A put through an etcd suite → an observer in another process: through SharedPrefs's
     /// watch, and through etcd's own (`etcdctl watch`), of the same puts. Both observers print a
     /// line per change and this process stamps its arrival, so each path has the same pipe hop.
+    /// A third observer keeps an offline cache, as a suite does by default.
     mutating func etcd(_ endpoints: String) throws {
         let prefix = "prefs-bench/\(UUID().uuidString)/"
         let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: EtcdOptions(offlineCache: .none))
         let ours = try Child(["etcd-observe", endpoints, prefix])
         try ours.ready()
+        let cached = try Child(["etcd-observe", endpoints, prefix, directory.appending(path: "etcd-cache-\(UUID().uuidString).plist").path])
+        try cached.ready()
         let peer = try Child(["--endpoints", endpoints, "watch", "--prefix", prefix + "stamp", "-w", "json"], executable: URL(filePath: "/usr/bin/etcdctl"), environment: ["ETCDCTL_API": "3"])
         /// The arrival of the line that carries `value`, skipping older ones; nil after `timeout`.
         func arrival(of value: Int64, from child: Child, timeout: Double, _ parse: (String) -> Int64?) -> Int64? {
@@ -35,18 +38,22 @@ extension Measures {
             suite.set(value, forKey: "stamp")
             _ = suite.synchronize()
         } while arrival(of: value, from: peer, timeout: 1, fromPeer) == nil || arrival(of: value, from: ours, timeout: 1, fromOurs) == nil
-        var (oursBlock, peerBlock) = (Block(arrivals: [[:]]), Block(arrivals: [[:]]))
+            || arrival(of: value, from: cached, timeout: 1, fromOurs) == nil
+        var (oursBlock, peerBlock, cachedBlock) = (Block(arrivals: [[:]]), Block(arrivals: [[:]]), Block(arrivals: [[:]]))
         for i in 1...Int64(scaled(500)) {
             let sent = now()
             suite.set(i, forKey: "stamp")
             _ = suite.synchronize()
             oursBlock.sent.append(sent)
             peerBlock.sent.append(sent)
+            cachedBlock.sent.append(sent)
             peerBlock.arrivals[0][sent] = arrival(of: i, from: peer, timeout: 10, fromPeer)
             oursBlock.arrivals[0][sent] = arrival(of: i, from: ours, timeout: 10, fromOurs)
+            cachedBlock.arrivals[0][sent] = arrival(of: i, from: cached, timeout: 10, fromOurs)
             gap(2)
         }
         ours.stop()
+        cached.stop()
         peer.stop()
         var (oursTally, peerTally) = (Tally(timeout: 10_000_000_000), Tally(timeout: 10_000_000_000))
         oursTally.add(oursBlock, warmUp: 0)
@@ -58,11 +65,43 @@ extension Measures {
             note: "overhead p50 \(µs(o.p50 - p.p50)) (target ≤ 0.5 ms); p99 \(µs(o.p99)) (target ≤ 20 ms)",
             ratio: ratio(o.p50, p.p50), ratioTo: "etcdctl watch p50"))
         // Per put, our arrival minus etcdctl's: the put's own commit, which both wait for, drops out.
-        let paired = oursBlock.sent.compactMap { sent in oursBlock.arrivals[0][sent].flatMap { o in peerBlock.arrivals[0][sent].map { o - $0 } } }.sorted()
-        let at = { (percent: Double) in paired.isEmpty ? 0 : paired[min(paired.count - 1, Int((percent / 100 * Double(paired.count)).rounded(.up)) - 1)] }
+        func overEtcdctl(_ block: Block) -> (n: Int, at: (Double) -> Int64) {
+            let paired = block.sent.compactMap { sent in block.arrivals[0][sent].flatMap { o in peerBlock.arrivals[0][sent].map { o - $0 } } }.sorted()
+            return (paired.count, { percent in paired.isEmpty ? 0 : paired[min(paired.count - 1, Int((percent / 100 * Double(paired.count)).rounded(.up)) - 1)] })
+        }
+        let (n, at) = overEtcdctl(oursBlock)
         rows.append(Row(
-            id: "10.etcd-over-etcdctl", group: "10. etcd (3 members)", name: "… per put, SharedPrefs observer's arrival minus etcdctl watch's", n: paired.count,
+            id: "10.etcd-over-etcdctl", group: "10. etcd (3 members)", name: "… per put, SharedPrefs observer's arrival minus etcdctl watch's", n: n,
             p50: µs(at(50)), p99: µs(at(99)), note: "issue 54's targets: ≤ 100 µs p50, ≤ 250 µs p99", cost: Double(at(50))))
+        let (cachedN, cachedAt) = overEtcdctl(cachedBlock)
+        rows.append(Row(
+            id: "10.etcd-cached-over-etcdctl", group: "10. etcd (3 members)", name: "… the same, an observer with an offline cache (the default)", n: cachedN,
+            p50: µs(cachedAt(50)), p99: µs(cachedAt(99)), note: "the same puts; the cache file in the bench's directory", cost: Double(cachedAt(50))))
+    }
+
+    /// 10. `set` + `synchronize()` on two etcd suites in turn, one without an offline cache and
+    /// one with (the default): how long the call takes.
+    mutating func etcdWrites(_ endpoints: String) throws {
+        let urls = endpoints.split(separator: ",").map(String.init)
+        let base = "prefs-bench/\(UUID().uuidString)/"
+        let plain = try PreferenceSuite(etcd: urls, prefix: base + "plain/", options: EtcdOptions(offlineCache: .none))
+        let cache = directory.appending(path: "etcd-cache-\(UUID().uuidString).plist")
+        let cached = try PreferenceSuite(etcd: urls, prefix: base + "cached/", options: EtcdOptions(offlineCache: .file(cache)))
+        var took: [[Int64]] = [[], []]
+        for i in 0..<(warmUp + scaled(300)) {
+            for (arm, suite) in [plain, cached].enumerated() {
+                let start = now()
+                suite.set(i, forKey: "stamp")
+                _ = suite.synchronize()
+                if i >= warmUp { took[arm].append(now() - start) }
+            }
+            gap(2)
+        }
+        let (p, c) = (Latencies(took[0]), Latencies(took[1]))
+        rows.append(Row(id: "10.etcd-write", group: "10. etcd (3 members)", name: "set + synchronize(), no offline cache", n: p.count, p50: µs(p.p50), p99: µs(p.p99), note: "in turn with the next row's", cost: Double(p.p50)))
+        rows.append(Row(
+            id: "10.etcd-write-cached", group: "10. etcd (3 members)", name: "set + synchronize(), with an offline cache (the default)", n: c.count, p50: µs(c.p50), p99: µs(c.p99),
+            ratio: ratio(c.p50, p.p50), ratioTo: "no cache, p50", note: "the cache file in the bench's directory", cost: Double(c.p50)))
     }
 
     /// 10. The same puts reaching `observers` processes, each with its own SharedPrefs suite on

@@ -410,10 +410,12 @@ enum Role {
     }
 
     #if Etcd
-    /// `etcd-observe <endpoints> <prefix>`: prints `ready`, then `change <value>` for each change of
-    /// "stamp" in the etcd suite, until killed.
-    static func etcdObserve(_ endpoints: String, _ prefix: String) throws {
-        let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: EtcdOptions(offlineCache: .none))
+    /// `etcd-observe <endpoints> <prefix> [<cache file>]`: prints `ready`, then `change <value>`
+    /// for each change of "stamp" in the etcd suite, until killed. With a cache file, the suite
+    /// keeps its offline cache there (as by default, in `~/.cache`), else none.
+    static func etcdObserve(_ endpoints: String, _ prefix: String, cache: String?) throws {
+        let options = EtcdOptions(offlineCache: cache.map { .file(URL(filePath: $0)) } ?? .none)
+        let suite = try PreferenceSuite(etcd: endpoints.split(separator: ",").map(String.init), prefix: prefix, options: options)
         let token = suite.observe(.key("stamp")) { change in
             if case .integer(let n)? = change.newValue { print("change \(n)"); fflush(nil) }
         }

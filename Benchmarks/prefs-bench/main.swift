@@ -33,7 +33,7 @@ case "cold-read": exit(try Role.coldRead(arguments[1]))
 case "cold-defaults": exit(Role.coldDefaults(arguments[1]))
 case "codec": try Role.codec(keys: Int(arguments[1])!, rounds: Int(arguments[2])!); exit(0)
 #if Etcd
-case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2]); exit(0)
+case "etcd-observe": try Role.etcdObserve(arguments[1], arguments[2], cache: arguments.count > 3 ? arguments[3] : nil); exit(0)
 case "etcd-observe-many": try Role.etcdObserveMany(arguments[1], arguments[2], Int(arguments[3])!); exit(0)
 #endif
 case "--check" where arguments.count >= 2: exit(Check.run(Array(arguments.dropFirst())))
@@ -129,6 +129,7 @@ if let given = etcdEndpoints {
         if given.isEmpty { ownCluster = try LocalEtcdCluster(in: directory) }
         let endpoints = ownCluster?.endpoints ?? given
         steps.append((10, "etcd", { try $0.etcd(endpoints) }))
+        steps.append((10, "etcd writes", { try $0.etcdWrites(endpoints) }))
         steps.append((10, "etcd fan-out", { try $0.etcdFanOut(endpoints, observers: quick ? 8 : 64) }))
         steps.append((10, "etcd, many suites", { try $0.etcdManySuites(endpoints, suites: quick ? 50 : 1_000) }))
     } catch {

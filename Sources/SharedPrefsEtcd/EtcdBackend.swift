@@ -68,6 +68,8 @@ final class EtcdBackend: SuiteBackend {
         var numbered: Int64 = 0
         /// The revisions of this process's latest writes, to tell its own in ``history(after:through:)``.
         var written: [Int64] = []
+        /// Failures to record in the offline cache later, for the next ``load()`` or write to tell.
+        var cacheFailures: [PreferenceError] = []
     }
     private let known = Lock(Known())
     /// The last known state and the writes not yet accepted, in a local file; `nil`: none.
@@ -106,8 +108,22 @@ final class EtcdBackend: SuiteBackend {
     private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, notices: inout [PreferenceError]) {
         guard let cache else { return }
         do { try cache.record(changes, at: revision, complete: complete) } catch {
-            notices.append(PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(address) in \(cache.suite.fileURL?.path ?? "?"): \(error). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache.suite.fileURL?.path))
+            notices.append(cacheFailure(error))
         }
+    }
+
+    /// The same, later (``EtcdCache/recordLater(_:at:failed:)``); a failure is told with the next
+    /// changes read or write made.
+    private func cacheRecordLater(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?) {
+        cache?.recordLater(changes, at: revision) { [weak self] error in
+            guard let self else { return }
+            let failure = cacheFailure(error)
+            known.withLock { $0.cacheFailures.append(failure) }
+        }
+    }
+
+    private func cacheFailure(_ error: any Error) -> PreferenceError {
+        PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(address) in \(cache?.suite.fileURL?.path ?? "?"): \(error). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache?.suite.fileURL?.path)
     }
 
     var location: String? { address }
@@ -220,6 +236,8 @@ final class EtcdBackend: SuiteBackend {
         var changes: [(key: PlistKey, value: PlistValue?, revision: Int64)] = []
         var notices: [PreferenceError] = []
         let (before, after) = known.withLock { k in
+            notices = k.cacheFailures
+            k.cacheFailures = []
             let before = k.revision
             for batch in batches where batch.revision > k.revision {
                 for event in batch.events {
@@ -235,7 +253,7 @@ final class EtcdBackend: SuiteBackend {
             }
             return (before, k.revision)
         }
-        if after > before { cacheRecord(changes, at: after, notices: &notices) }
+        if after > before { cacheRecordLater(changes, at: after) }
         return numbered(Loaded(changes.isEmpty ? nil : .changes(changes.map { ($0.key, $0.value) }), notices: notices))
     }
 
@@ -350,7 +368,11 @@ final class EtcdBackend: SuiteBackend {
 
     /// A write made, with the suite's number after it.
     private func committed(_ notices: [PreferenceError]) -> Committed {
-        var committed = Committed(wrote: true, notices: notices)
+        let failures = known.withLock { k in
+            defer { k.cacheFailures = [] }
+            return k.cacheFailures
+        }
+        var committed = Committed(wrote: true, notices: notices + failures)
         committed.sequence = known.withLock { UInt64(max(0, $0.numbered)) }
         return committed
     }
@@ -501,7 +523,14 @@ final class EtcdBackend: SuiteBackend {
             k.written.append(revision)
             if k.written.count > 1024 { k.written.removeFirst(512) }
         }
-        cacheRecord(operations.map { ($0.key, $0.value.value, revision) }, at: nil, notices: &notices)
+        let changes = operations.map { ($0.key, $0.value.value, revision) }
+        // A write takes values queued for its keys out of the queue before it returns: left there
+        // by a process that ends first, they would be sent again by the next to open the suite.
+        if cache?.isQueued(operations.keys) == true {
+            cacheRecord(changes, at: nil, notices: &notices)
+        } else {
+            cacheRecordLater(changes, at: nil)
+        }
     }
 
     /// Whether the attempt with `token` was applied, and at which revision; `nil` when it was not

@@ -1287,6 +1287,39 @@ struct EtcdSuiteTests {
         #expect(second.load()?.queued[PlistKey("live")] == .set(.integer(2)))
     }
 
+    /// A change another client made reaches observers without waiting for the offline cache's
+    /// file, which is recorded after: heard while another holder keeps the file's lock; once the
+    /// lock is free, a later change is recorded, and no failure was reported. (Before, the
+    /// delivery waited for the lock, up to its 5 s timeout, and the record then failed, which
+    /// was reported.)
+    @Test func aChangeIsHeardWhileTheOfflineCacheIsLockedAndRecordedOnceItIsFree() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let directory = FileManager.default.temporaryDirectory.appending(path: "etcd-cache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appending(path: "cache.plist")
+        let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .file(file)))
+        let failures = Mutex<[PreferenceError]>([])
+        let observation = suite.observeFailures { failure in failures.withLock { $0.append(failure) } }
+        defer { observation.cancel() }
+        let heard = suite.changes(.key("k"))
+        let cache = try PreferenceSuite(fileURL: file)  // this process's store of the file: the cache's
+        let recorded = cache.changes(.key("value:k"))
+
+        let lock = open(directory.appending(path: ".cache.plist.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(flock(lock, LOCK_EX) == 0)
+        try cluster.putRaw(Data((prefix + "k").utf8), Data(PropertyListFormat.binary.encode(.integer(1))))
+        for await change in heard {
+            #expect(change.newValue == .integer(1))
+            break
+        }
+        #expect(cache.value(forKey: "value:k") == nil)  // its record waits for the lock
+        close(lock)
+        try cluster.putRaw(Data((prefix + "k").utf8), Data(PropertyListFormat.binary.encode(.integer(2))))
+        for await change in recorded where change.newValue == .integer(2) { break }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+    }
+
     @Test func writesMadeOfflineSurviveARestartAndMergePerKeyWhenTheClusterReturns() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"

@@ -105,9 +105,9 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Mirrors values read or written into the offline cache (see ``EtcdCache/record(_:at:complete:)``).
-    private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, notices: inout [PreferenceError]) {
+    private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false, notices: inout [PreferenceError]) {
         guard let cache else { return }
-        do { try cache.record(changes, at: revision, complete: complete) } catch {
+        do { try cache.record(changes, at: revision, complete: complete, written: written) } catch {
             notices.append(cacheFailure(error))
         }
     }
@@ -123,7 +123,8 @@ final class EtcdBackend: SuiteBackend {
     }
 
     private func cacheFailure(_ error: any Error) -> PreferenceError {
-        PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(address) in \(cache?.suite.fileURL?.path ?? "?"): \(error). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache?.suite.fileURL?.path)
+        let why = "\(error)".trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        return PreferenceError(code: .ioFailure, message: "Could not update the offline cache of \(address) in \(cache?.suite.fileURL?.path ?? "?"): \(why). The suite works on; without the cache it cannot open while the cluster is unreachable.", path: cache?.suite.fileURL?.path)
     }
 
     var location: String? { address }
@@ -527,7 +528,7 @@ final class EtcdBackend: SuiteBackend {
         // A write takes values queued for its keys out of the queue before it returns: left there
         // by a process that ends first, they would be sent again by the next to open the suite.
         if cache?.isQueued(operations.keys) == true {
-            cacheRecord(changes, at: nil, notices: &notices)
+            cacheRecord(changes, at: nil, written: true, notices: &notices)
         } else {
             cacheRecordLater(changes, at: nil)
         }

@@ -137,11 +137,11 @@ final class EtcdCache: Sendable {
     /// Records values read or written at their revisions. `revision` is the revision the whole
     /// prefix is now known at (a range, or a watch response: `nil` for a write, which says nothing
     /// of other keys); with `complete`, `changes` is the whole prefix and every other key is gone.
-    /// A key already cached at a newer revision is kept. A queued write leaves the queue when
-    /// this process wrote the key since (whatever the value: left there, the next process to
-    /// open the suite sent it again, over the newer value), or when the cluster now holds its
-    /// value.
-    func record(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false) throws {
+    /// A key already cached at a newer revision is kept. A queued write leaves the queue when the
+    /// cluster now holds its value, or, with `written`, when `changes` are this process's write
+    /// of its key, made just now (whatever the value: left there, the next process to open the
+    /// suite sent it again, over the newer value).
+    func record(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false) throws {
         try suite.update { cache in
             if complete, let revision {
                 let present = Set(changes.map(\.key.string))
@@ -155,7 +155,7 @@ final class EtcdCache: Sendable {
             }
             for (key, value, keyRevision) in changes {
                 let name = key.string
-                if revision == nil { cache["queued:" + name] = nil }
+                if written { cache["queued:" + name] = nil }
                 if let cached = cache["revision:" + name]?.int64, cached > keyRevision { continue }
                 cache["value:" + name] = value
                 cache["revision:" + name] = .integer(keyRevision)
@@ -172,11 +172,11 @@ final class EtcdCache: Sendable {
     /// it added about 0.45 ms to a delivery's p50 and 0.2 ms to a `synchronize()`'s, and made at
     /// once on another thread, it took the CPU the delivery needed; BENCHMARKS "etcd: the offline
     /// cache off the delivery path"). What is left when the cache goes or the process exits is
-    /// recorded then. A process killed
-    /// first leaves the cache older, never wrong: it is the last known state, and a suite opened
-    /// from it replays what changed since its revision. Not for a write of a key with a queued
-    /// write (``isQueued(_:)``), which must leave the queue before the write returns. `failed`
-    /// gets what stopped a record.
+    /// recorded then. A process killed first leaves the cache older, never wrong: it is the last
+    /// known state, and a suite opened from it replays what changed since its revision. A write
+    /// recorded so takes nothing out of the queue (what is queued meanwhile is newer): a write of
+    /// a key with a queued write (``isQueued(_:)``) is recorded before it returns, `written`.
+    /// `failed` gets what stopped a record.
     func recordLater(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, failed: @escaping @Sendable (any Error) -> Void) {
         guard later.withLock({ l in
             l.append((changes, revision))

@@ -1241,15 +1241,20 @@ struct EtcdSuiteTests {
     /// sent it again, over the newer value: in the hundred-breaks test a writer's flush failed
     /// (its values queued), its next one wrote a newer value of the key, and a consumer that
     /// restarted later put the queued one back (a key went from round 481 to 465). A value
-    /// another client wrote, heard, leaves the queue only when it is the queued one.
+    /// another client wrote, heard, leaves the queue only when it is the queued one; a write
+    /// recorded 50 ms after it was made (nothing was queued for its key then) takes nothing out:
+    /// what was queued since is newer.
     @Test func aWriteOfAKeyTakesAnOlderQueuedValueOutOfTheOfflineCache() throws {
         let directory = FileManager.default.temporaryDirectory.appending(path: "etcd-cache-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cache = try EtcdCache(fileURL: directory.appending(path: "cache.plist"))
-        cache.queue([PlistKey("a"): .set(.integer(2)), PlistKey("b"): .set(.integer(2)), PlistKey("c"): .set(.integer(2))])
-        try cache.record([(PlistKey("a"), .integer(3), 10)], at: nil)  // this process wrote a = 3
+        cache.queue([PlistKey("a"): .set(.integer(2)), PlistKey("b"): .set(.integer(2)), PlistKey("c"): .set(.integer(2)), PlistKey("d"): .set(.integer(6))])
+        try cache.record([(PlistKey("a"), .integer(3), 10)], at: nil, written: true)  // this process wrote a = 3
         try cache.record([(PlistKey("b"), .integer(7), 11), (PlistKey("c"), .integer(2), 11)], at: 11)  // heard: b = 7, c = 2
-        #expect(cache.suite.storedValues.keys.filter { $0.hasPrefix("queued:") } == ["queued:b"])
+        // A write recorded later (there was nothing queued for d when it was made): d = 6, queued
+        // since, is newer, and stays.
+        try cache.record([(PlistKey("d"), .integer(5), 12)], at: nil)
+        #expect(cache.suite.storedValues.keys.filter { $0.hasPrefix("queued:") }.sorted() == ["queued:b", "queued:d"])
     }
 
     /// A queued write is sent by the next process or suite to open the suite only once its owner
@@ -1288,10 +1293,11 @@ struct EtcdSuiteTests {
     }
 
     /// A change another client made reaches observers without waiting for the offline cache's
-    /// file, which is recorded after: heard while another holder keeps the file's lock; once the
-    /// lock is free, a later change is recorded, and no failure was reported. (Before, the
-    /// delivery waited for the lock, up to its 5 s timeout, and the record then failed, which
-    /// was reported.)
+    /// file, which is recorded after: heard while another holder keeps the file's lock, with no
+    /// failure reported; the record then waits for the lock (seen in `/proc/locks`), and once
+    /// the lock is free the cache holds the value, and still no failure is reported. (Before, the
+    /// delivery waited for the lock, up to its 5 s timeout, and the record's failure was reported
+    /// before the change.)
     @Test func aChangeIsHeardWhileTheOfflineCacheIsLockedAndRecordedOnceItIsFree() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
@@ -1313,10 +1319,17 @@ struct EtcdSuiteTests {
             #expect(change.newValue == .integer(1))
             break
         }
-        #expect(cache.value(forKey: "value:k") == nil)  // its record waits for the lock
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        // The record waits for the lock: a `flock` of this process's, waited for.
+        let recordWaits = { ((try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? "").split(separator: "\n").contains { $0.contains("-> FLOCK") && $0.contains(" \(getpid()) ") } }
+        await waitFor(recordWaits)
+        guard recordWaits() else {
+            close(lock)
+            return
+        }
+        #expect(cache.value(forKey: "value:k") == nil)
         close(lock)
-        try cluster.putRaw(Data((prefix + "k").utf8), Data(PropertyListFormat.binary.encode(.integer(2))))
-        for await change in recorded where change.newValue == .integer(2) { break }
+        for await change in recorded where change.newValue == .integer(1) { break }
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
     }
 

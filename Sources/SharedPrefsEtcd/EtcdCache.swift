@@ -31,9 +31,11 @@ final class EtcdCache: Sendable {
     private struct Weak { weak var cache: EtcdCache? }
     /// Set at exit (``recordAllAtExit()``): from then on, records are made at once.
     private static let exiting = Lock(false)
-    /// Changes not yet recorded (``recordLater(_:at:failed:)``), and the queue that records them.
-    private let later = Lock<[(changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], revision: Int64?)]>([])
-    private let writes = DispatchQueue(label: "SharedPrefs.etcd.cache")
+    /// Changes not yet recorded (``recordLater(_:at:failed:)``).
+    private let later = Lock<[Batch]>([])
+    private typealias Batch = (changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], revision: Int64?)
+    /// The queue that records them, every cache's: at exit, one `sync` waits for all.
+    private static let writes = DispatchQueue(label: "SharedPrefs.etcd.cache")
 
     /// What the cache holds.
     struct State {
@@ -56,21 +58,30 @@ final class EtcdCache: Sendable {
         Self.open.withLock { $0[owner] = Weak(cache: self) }
     }
 
+    /// What was left for later is recorded on the queue (the last reference may go on any thread,
+    /// one of Swift's cooperative pool among them, and a record may wait for the file's lock), or
+    /// here at exit.
     deinit {
-        recordNow(failed: { _ in })
         Self.open.withLock { _ = $0.removeValue(forKey: owner) }
+        let (batches, suite) = (later.withLock { $0 }, suite)
+        guard !batches.isEmpty else { return }
+        if Self.exiting.withLock({ $0 }) {
+            try? Self.record(batches, in: suite)
+        } else {
+            Self.writes.async { try? Self.record(batches, in: suite) }
+        }
     }
 
-    /// Records what every open cache holds for later, at exit (after the writes the exit flush
-    /// makes, whichever of the two exit handlers runs first; a cache let go records in `deinit`).
+    /// Records what every cache holds for later, at exit, after the writes the exit flush makes
+    /// (whichever of the two exit handlers runs first) and what caches let go left on the queue.
     private static let installExitHook: Void = {
         atexit { EtcdCache.recordAllAtExit() }
     }()
 
     private static func recordAllAtExit() {
         exiting.withLock { $0 = true }
-        for cache in open.withLock({ $0.values.compactMap(\.cache) }) {
-            cache.writes.sync { cache.recordNow(failed: { _ in }) }
+        writes.sync {
+            for cache in open.withLock({ $0.values.compactMap(\.cache) }) { cache.recordNow(failed: { _ in }) }
         }
     }
 
@@ -142,6 +153,12 @@ final class EtcdCache: Sendable {
     /// of its key, made just now (whatever the value: left there, the next process to open the
     /// suite sent it again, over the newer value).
     func record(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false) throws {
+        try Self.record(changes, at: revision, complete: complete, written: written, in: suite)
+    }
+
+    private static func record(
+        _ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false, in suite: PreferenceSuite
+    ) throws {
         try suite.update { cache in
             if complete, let revision {
                 let present = Set(changes.map(\.key.string))
@@ -182,19 +199,24 @@ final class EtcdCache: Sendable {
             l.append((changes, revision))
             return l.count == 1
         }) else { return }
-        if Self.exiting.withLock({ $0 }) { return writes.sync { recordNow(failed: failed) } }
+        if Self.exiting.withLock({ $0 }) { return Self.writes.sync { recordNow(failed: failed) } }
         // Weakly: a suite closed meanwhile lets its cache go at once, which records what is left.
-        writes.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.recordNow(failed: failed) }
+        Self.writes.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.recordNow(failed: failed) }
     }
 
-    /// Records what was left for later, in one ``record(_:at:complete:)``.
+    /// Records what was left for later.
     private func recordNow(failed: (any Error) -> Void) {
         let batches = later.withLock { l in
             defer { l = [] }
             return l
         }
+        do { try Self.record(batches, in: suite) } catch { failed(error) }
+    }
+
+    /// Records `batches` in one ``record(_:at:complete:written:)``.
+    private static func record(_ batches: [Batch], in suite: PreferenceSuite) throws {
         guard !batches.isEmpty else { return }
-        do { try record(batches.flatMap(\.changes), at: batches.compactMap(\.revision).max()) } catch { failed(error) }
+        try record(batches.flatMap(\.changes), at: batches.compactMap(\.revision).max(), in: suite)
     }
 
     /// Whether the cache holds a queued write of one of `keys` (from any process, as this process

@@ -104,7 +104,7 @@ final class EtcdBackend: SuiteBackend {
         }
     }
 
-    /// Mirrors values read or written into the offline cache (see ``EtcdCache/record(_:at:complete:)``).
+    /// Mirrors values read or written into the offline cache (see ``EtcdCache/record(_:at:complete:written:)``).
     private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false, notices: inout [PreferenceError]) {
         guard let cache else { return }
         do { try cache.record(changes, at: revision, complete: complete, written: written) } catch {

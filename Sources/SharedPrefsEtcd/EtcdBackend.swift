@@ -369,12 +369,12 @@ final class EtcdBackend: SuiteBackend {
 
     /// A write made, with the suite's number after it.
     private func committed(_ notices: [PreferenceError]) -> Committed {
-        let failures = known.withLock { k in
+        let (failures, numbered) = known.withLock { k in
             defer { k.cacheFailures = [] }
-            return k.cacheFailures
+            return (k.cacheFailures, k.numbered)
         }
         var committed = Committed(wrote: true, notices: notices + failures)
-        committed.sequence = known.withLock { UInt64(max(0, $0.numbered)) }
+        committed.sequence = UInt64(max(0, numbered))
         return committed
     }
 

@@ -105,7 +105,7 @@ final class EtcdBackend: SuiteBackend {
     }
 
     /// Mirrors values read or written into the offline cache (see ``EtcdCache/record(_:at:complete:written:)``).
-    private func cacheRecord(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false, notices: inout [PreferenceError]) {
+    private func cacheRecord(_ changes: [EtcdCache.Change], at revision: Int64?, complete: Bool = false, written: Bool = false, notices: inout [PreferenceError]) {
         guard let cache else { return }
         do { try cache.record(changes, at: revision, complete: complete, written: written) } catch {
             notices.append(cacheFailure(error))
@@ -114,7 +114,7 @@ final class EtcdBackend: SuiteBackend {
 
     /// The same, later (``EtcdCache/recordLater(_:at:failed:)``); a failure is told with the next
     /// changes read or write made.
-    private func cacheRecordLater(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?) {
+    private func cacheRecordLater(_ changes: [EtcdCache.Change], at revision: Int64?) {
         cache?.recordLater(changes, at: revision) { [weak self] error in
             guard let self else { return }
             let failure = cacheFailure(error)
@@ -234,7 +234,7 @@ final class EtcdBackend: SuiteBackend {
             defer { k.events = [] }
             return k.events
         }
-        var changes: [(key: PlistKey, value: PlistValue?, revision: Int64)] = []
+        var changes: [EtcdCache.Change] = []
         var notices: [PreferenceError] = []
         let (before, after) = known.withLock { k in
             notices = k.cacheFailures

@@ -33,7 +33,9 @@ final class EtcdCache: Sendable {
     private static let exiting = Lock(false)
     /// Changes not yet recorded (``recordLater(_:at:failed:)``).
     private let later = Lock<[Batch]>([])
-    private typealias Batch = (changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], revision: Int64?)
+    private typealias Batch = (changes: [Change], revision: Int64?)
+    /// A key's value (`nil`: removed) at its modification revision.
+    typealias Change = (key: PlistKey, value: PlistValue?, revision: Int64)
     /// The queue that records them, every cache's: at exit, one `sync` waits for all.
     private static let writes = DispatchQueue(label: "SharedPrefs.etcd.cache")
 
@@ -152,12 +154,12 @@ final class EtcdCache: Sendable {
     /// cluster now holds its value, or, with `written`, when `changes` are this process's write
     /// of its key, made just now (whatever the value: left there, the next process to open the
     /// suite sent it again, over the newer value).
-    func record(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false) throws {
+    func record(_ changes: [Change], at revision: Int64?, complete: Bool = false, written: Bool = false) throws {
         try Self.record(changes, at: revision, complete: complete, written: written, in: suite)
     }
 
     private static func record(
-        _ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, complete: Bool = false, written: Bool = false, in suite: PreferenceSuite
+        _ changes: [Change], at revision: Int64?, complete: Bool = false, written: Bool = false, in suite: PreferenceSuite
     ) throws {
         try suite.update { cache in
             if complete, let revision {
@@ -194,7 +196,7 @@ final class EtcdCache: Sendable {
     /// recorded so takes nothing out of the queue (what is queued meanwhile is newer): a write of
     /// a key with a queued write (``isQueued(_:)``) is recorded before it returns, `written`.
     /// `failed` gets what stopped a record.
-    func recordLater(_ changes: [(key: PlistKey, value: PlistValue?, revision: Int64)], at revision: Int64?, failed: @escaping @Sendable (any Error) -> Void) {
+    func recordLater(_ changes: [Change], at revision: Int64?, failed: @escaping @Sendable (any Error) -> Void) {
         guard later.withLock({ l in
             l.append((changes, revision))
             return l.count == 1

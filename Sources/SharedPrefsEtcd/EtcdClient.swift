@@ -66,8 +66,9 @@ struct EtcdClient: Sendable {
     static let requireLeader: Metadata = ["hasleader": "true"]
 
     /// How the reason ends with which etcd refuses a watch whose stream's token it no longer takes
-    /// (`rpctypes.ErrGRPCInvalidAuthToken` and `ErrGRPCAuthOldRevision`, as clientv3's `shouldRetryWatch`).
-    static let staleTokenReasons = ["etcdserver: invalid auth token", "etcdserver: revision of auth store is old"]
+    /// (`rpctypes.ErrGRPCInvalidAuthToken` and `ErrGRPCAuthOldRevision`, as clientv3's
+    /// `shouldRetryWatch`), or whose stream has none since authentication was turned on.
+    static let staleTokenReasons = ["etcdserver: invalid auth token", "etcdserver: revision of auth store is old", "etcdserver: user name is empty"]
 
     /// Runs `rpc` on one member after another until one answers, within `timeout`, or by
     /// `deadline` when that comes first (the deadline of the call that makes the request), after
@@ -118,8 +119,8 @@ struct EtcdClient: Sendable {
                     let response: Response
                     do {
                         response = try await rpc(client, try await connection.metadata(on: index, options), options)
-                    } catch where EtcdError(error).code == 16 && connection.forgetToken() {
-                        // A token etcd no longer takes (refused before anything was applied): another, and again.
+                    } catch where EtcdError(error).wantsToken && connection.forgetToken() {
+                        // A token etcd no longer takes, or none where one is now needed: another, and again.
                         response = try await rpc(client, try await connection.metadata(on: index, options), options)
                     }
                     connection.preferred.value = index
@@ -224,6 +225,10 @@ struct EtcdError: Error, Sendable, CustomStringConvertible {
     /// Unavailable or timed out (no leader, a member stopping, no connection): another member may serve.
     var memberCannotServe: Bool { code == 14 || code == 4 }
 
+    /// Refused for its token, before anything was applied: a token etcd no longer takes, or none
+    /// where authentication was turned on since (as clientv3's `shouldRefreshToken`).
+    var wantsToken: Bool { code == 16 || (code == 3 && message.contains("user name is empty")) }
+
     var description: String { "\(message.isEmpty ? "no message" : message) (gRPC \(code) \(name))" }
 
     /// What a suite's caller is told: etcd's code and message, and what to do.
@@ -232,7 +237,7 @@ struct EtcdError: Error, Sendable, CustomStringConvertible {
             switch code {
             case 11: (.resynchronized, "The revision asked for was compacted away: read the suite again (a new PreferenceSuite, or prefs-watch read), which reads the prefix in full.")
             case 16: (.permissionDenied, "The cluster requires authentication: give the suite a user it accepts (EtcdOptions.credentials, or EtcdOptions.tls with a client certificate) with a role on the prefix.")
-            case 3 where message.contains("user name is empty"): (.permissionDenied, "The cluster requires authentication: give the suite a user it accepts (EtcdOptions.credentials, or EtcdOptions.tls with a client certificate) with a role on the prefix.")
+            case _ where message.contains("etcdserver: user name is empty"): (.permissionDenied, "The cluster requires authentication: give the suite a user it accepts (EtcdOptions.credentials, or EtcdOptions.tls with a client certificate) with a role on the prefix.")
             case 3 where message.contains("authentication failed"): (.permissionDenied, "etcd did not take the user name and password: check EtcdOptions.credentials against the cluster's users (etcdctl user list, as root).")
             case 7: (.permissionDenied, "The user has no permission on the prefix: grant its role readwrite on it (etcdctl role grant-permission --prefix).")
             case 8: (.ioFailure, "The cluster is out of space or the request is too large: compact and defragment it, or raise its --quota-backend-bytes or --max-request-bytes.")

@@ -34,11 +34,12 @@ final class EtcdConnection: Sendable {
     private let clients = Lock([Int: GRPCClient<HTTP2ClientTransport.Posix>]())
     private let hub = Lock(Hub())
 
-    /// The user of etcd's authentication, if any, and the asking for its token, which every
-    /// request waits for (`nil` until asked for, or once etcd no longer took it): requests that
-    /// start together ask once.
+    /// The user of etcd's authentication, if any, and its token: asked for (requests that start
+    /// meanwhile wait for that one asking), or given (empty: the cluster has authentication off);
+    /// `nil` until asked for, or once etcd no longer took it.
     let credentials: EtcdOptions.Credentials?
-    private let token = Lock<Task<String, any Error>?>(nil)
+    private let token = Lock<Token?>(nil)
+    private enum Token { case asking(Task<String, any Error>), given(String) }
 
     private struct Key: Hashable {
         var endpoints: [String]
@@ -118,30 +119,59 @@ final class EtcdConnection: Sendable {
 
     /// A request's metadata, for the member at `index`: a leader asked for, and with
     /// ``credentials`` the token, asked of that member first when there is none. A cluster
-    /// without authentication enabled is sent none.
+    /// without authentication enabled is sent none. A request waits for a token another request
+    /// is asking for no longer than its own `options.timeout` (the asking goes on for the other).
     func metadata(on index: Int, _ options: CallOptions) async throws -> Metadata {
         var metadata = EtcdClient.requireLeader
         guard let credentials else { return metadata }
-        let asking = token.withLock { token in
-            if let token { return token }
+        let (state, asked) = token.withLock { token -> (Token, Bool) in
+            if let token { return (token, false) }
             let request = Etcdserverpb_AuthenticateRequest.with { ($0.name, $0.password) = (credentials.user, credentials.password) }
-            let asking = Task(executorPreference: EtcdExecutor.shared) {
+            token = .asking(Task(executorPreference: EtcdExecutor.shared) {
                 do {
                     return try await Etcdserverpb_Auth.Client(wrapping: self.member(index)).authenticate(request: ClientRequest(message: request), options: options).token
                 } catch let error as RPCError where error.code == .failedPrecondition && error.message.contains("authentication is not enabled") {
                     return ""
                 }
-            }
-            token = asking
-            return asking
+            })
+            return (token!, true)
         }
-        do {
-            let token = try await asking.value
-            if !token.isEmpty { metadata.addString(token, forKey: "token") }
-            return metadata
-        } catch {
-            token.withLock { if $0 == asking { $0 = nil } }  // asked again by the next request
-            throw error
+        var value: String
+        switch state {
+        case .given(let given):
+            value = given
+        case .asking(let asking):
+            guard let result = asked ? await asking.result : await Self.result(of: asking, within: options.timeout) else {
+                throw RPCError(code: .deadlineExceeded, message: "the token another request is asking etcd for did not come within this request's time")
+            }
+            // Failed: asked again by the next request.
+            token.withLock { if case .asking(let current)? = $0, current == asking { $0 = try? .given(result.get()) } }
+            value = try result.get()
+        }
+        if !value.isEmpty { metadata.addString(value, forKey: "token") }
+        return metadata
+    }
+
+    /// `task`'s result, or `nil` once `timeout` has passed without it (the task goes on).
+    private static func result<T: Sendable>(of task: Task<T, any Error>, within timeout: Duration?) async -> Result<T, any Error>? {
+        guard let timeout else { return await task.result }
+        let waiting = Lock<CheckedContinuation<Result<T, any Error>?, Never>?>(nil)
+        return await withCheckedContinuation { continuation in
+            waiting.withLock { $0 = continuation }
+            let resume: @Sendable (Result<T, any Error>?) -> Void = { result in
+                waiting.withLock { waiting in
+                    defer { waiting = nil }
+                    return waiting
+                }?.resume(returning: result)
+            }
+            let timer = Task(executorPreference: EtcdExecutor.shared) {
+                try? await Task.sleep(for: timeout)
+                resume(nil)
+            }
+            Task(executorPreference: EtcdExecutor.shared) {
+                resume(await task.result)
+                timer.cancel()
+            }
         }
     }
 
@@ -356,7 +386,7 @@ final class EtcdConnection: Sendable {
             }
         } catch {
             let refusal = EtcdError(error)
-            if refusal.code == 16 { _ = forgetToken() }
+            if refusal.wantsToken { _ = forgetToken() }
             return hub.withLock { $0.closing } ? nil : "\(refusal)"
         }
     }

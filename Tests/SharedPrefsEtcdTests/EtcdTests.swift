@@ -928,6 +928,87 @@ struct EtcdSuiteTests {
         withExtendedLifetime((watchingFailures, watchingFailuresOfTwo, watchingOne, watchingTwo)) {}
     }
 
+    /// A request that waits for the token another request is asking for (requests that start
+    /// together ask once) waits no longer than its own time: each call has one deadline. Before,
+    /// it waited as long as the other request's asking could take (the watch stream's: the whole
+    /// request timeout of the suite that opened it). The member here takes the connection and
+    /// never answers, as a hung process does.
+    @Test func aRequestWaitingForATokenAnotherRequestAsksForWaitsNoLongerThanItsOwnTime() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound, "a listening socket on 127.0.0.1: errno \(errno)")
+        let connection = try EtcdConnection.shared(
+            endpoints: ["http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"], tls: nil, credentials: .init(user: "app", password: "apppw"))
+        let first = Task { try await connection.metadata(on: 0, EtcdConnection.options(timeout: .seconds(60))) }
+        // The first request's asking has reached the member.
+        let accepted = await Task.detached { accept(listener, nil, nil) }.value
+        defer { close(accepted) }
+        #expect(accepted >= 0)
+        let start = ContinuousClock.now
+        let error = await #expect(throws: (any Error).self) { try await connection.metadata(on: 0, EtcdConnection.options(timeout: .milliseconds(300))) }
+        let took = ContinuousClock.now - start
+        #expect(error.map { EtcdError($0).code } == 4, "\(String(describing: error))")
+        #expect(took < .seconds(10), "\(took)")
+        first.cancel()
+    }
+
+    /// Suites given credentials while the cluster has authentication off keep working once an
+    /// administrator turns it on (`etcdctl auth enable`). etcd then refuses a request that carries
+    /// no token with "user name is empty": the token is asked for then, as clientv3 does
+    /// (`shouldRefreshToken`), not only when etcd drops one it gave; and a watch made afterwards
+    /// on the stream opened without a token (refused: "permission denied") is made on a stream
+    /// with one. Before, every write and every new suite failed with "The cluster requires
+    /// authentication" for the life of the process, although the suite had its credentials.
+    @Test func suitesGivenCredentialsKeepWorkingOnceAuthenticationIsTurnedOn() async throws {
+        let cluster = try EtcdCluster()
+        let (first, second) = ("apps/\(UUID().uuidString)/", "apps/\(UUID().uuidString)/")
+        for command in [
+            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
+            ["role", "grant-permission", "app", "readwrite", "--prefix=true", "apps/"], ["user", "grant-role", "app", "app"],
+        ] {
+            #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints] + command).status == 0, "\(command)")
+        }
+        let options = EtcdOptions(offlineCache: .none, credentials: .init(user: "app", password: "apppw"))
+        let failures = Mutex<[PreferenceError]>([])
+        let (heard, tell) = AsyncStream.makeStream(of: String.self)
+        var lines = heard.makeAsyncIterator()
+        let one = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: first, options: options)
+        let watchingFailures = one.observeFailures { failure in failures.withLock { $0.append(failure) } }
+        let watchingOne = one.observe(.key("k")) { tell.yield("one \($0.newValue?.get(String.self) ?? "-")") }
+        one.set(1, forKey: "a")
+        #expect(one.synchronize())
+
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "auth", "enable"]).status == 0)
+        one.set(2, forKey: "a")
+        #expect(one.synchronize())
+        try await one.update { $0["count"] = 1 }
+        let two = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: second, options: options)
+        let watchingFailuresOfTwo = two.observeFailures { failure in failures.withLock { $0.append(failure) } }
+        let watchingTwo = two.observe(.key("k")) { tell.yield("two \($0.newValue?.get(String.self) ?? "-")") }
+        let root = ["--endpoints", cluster.endpoints, "--user", "root:rootpw"]
+        #expect(try cluster.etcdctl(root + ["put", second + "k", "2"]).status == 0)
+        #expect(try cluster.etcdctl(root + ["put", first + "k", "3"]).status == 0)
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(20))
+            tell.yield("nothing more within 20 s")
+        }
+        var got = [await lines.next(), await lines.next()]
+        deadline.cancel()
+        got.sort { ($0 ?? "") < ($1 ?? "") }
+        #expect(got == ["one 3", "two 2"])
+        let check = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: first, options: options)
+        #expect(check.integer(forKey: "a") == 2 && check.integer(forKey: "count") == 1)
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        withExtendedLifetime((watchingFailures, watchingFailuresOfTwo, watchingOne, watchingTwo)) {}
+    }
+
     /// An `update` that reads the whole suite, made after this process's plain write and before
     /// it heard another client's write that came between (this process only writes, so it has
     /// no watch), sees that write: its comparison starts from the revision it knows the prefix

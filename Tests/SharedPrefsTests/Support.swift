@@ -248,7 +248,7 @@ let canMountLoopDevices: Bool = {
 
 private struct MountFailed: Error, CustomStringConvertible { var description: String }
 
-/// An 8 MB ext2 file system with 128-byte inodes (times in whole seconds) mounted in `directory`.
+/// An 8 MB ext2 file system with 128-byte inodes (times in whole seconds) mounted in `directory`, and what unmounts it (lazily, as `mountBindfs`).
 func mountExt2WithSmallInodes(in directory: borrowing TemporaryDirectory) throws -> (mount: URL, unmount: () -> Void) {
     let (image, mount, log) = (directory.file("ext2.img"), directory.file("ext2"), directory.file("mount.log"))
     try FileManager.default.createDirectory(at: mount, withIntermediateDirectories: false)
@@ -256,5 +256,5 @@ func mountExt2WithSmallInodes(in directory: borrowing TemporaryDirectory) throws
     guard system("{ truncate -s 8M '\(image.path)' && /usr/sbin/mkfs.ext2 -q -F -I 128 '\(image.path)' && mount -o loop '\(image.path)' '\(mount.path)'; } >'\(log.path)' 2>&1") == 0 else {
         throw MountFailed(description: "could not make and mount ext2 at \(mount.path): \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
     }
-    return (mount, { _ = system("/bin/umount '\(mount.path)'") })
+    return (mount, { _ = system("/bin/umount -l '\(mount.path)'") })
 }

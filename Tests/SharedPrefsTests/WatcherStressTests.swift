@@ -8,7 +8,7 @@ import Testing
 let canMountFUSE = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/bindfs")
     && FileManager.default.fileExists(atPath: "/dev/fuse")
 
-/// A FUSE file system (bindfs) in `directory`: `source` seen through `mount`, and what unmounts it.
+/// A FUSE file system (bindfs) in `directory`: `source` seen through `mount`, and what unmounts it (lazily: a descriptor still open in it leaves no mount behind).
 func mountBindfs(in directory: borrowing TemporaryDirectory) throws -> (source: URL, mount: URL, unmount: () -> Void) {
     let (source, mount) = (directory.file("source"), directory.file("mount"))
     for url in [source, mount] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false) }
@@ -29,7 +29,7 @@ func mountBindfs(in directory: borrowing TemporaryDirectory) throws -> (source: 
     let ours = try descriptors(of: "self").filter { $0.hasPrefix("pipe:") || $0.hasPrefix("socket:") }
     let held = try daemon.map(descriptors(of:))
     #expect(held?.isDisjoint(with: ours) == true, "bindfs holds \(held ?? []), of this process's \(ours)")
-    return (source, mount, { _ = system("/bin/umount '\(mount.path)'") })
+    return (source, mount, { _ = system("/bin/umount -l '\(mount.path)'") })
 }
 
 @Suite("The watcher under stress")

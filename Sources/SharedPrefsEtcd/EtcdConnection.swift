@@ -67,9 +67,10 @@ final class EtcdConnection: Sendable {
         let secure = try tls.map { (tls) throws(PreferenceError) in try tls.transportSecurity() }
         targets = try endpoints.map { (endpoint) throws(PreferenceError) in
             guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-                let host = url.host(percentEncoded: false), !host.isEmpty, url.path.isEmpty || url.path == "/"
+                let host = url.host(percentEncoded: false), !host.isEmpty, url.path.isEmpty || url.path == "/",
+                1...65535 ~= url.port ?? 2379, url.user == nil, url.query == nil, url.fragment == nil
             else {
-                throw PreferenceError(code: .invalidName, message: "\"\(endpoint)\" is no etcd endpoint: give each member's client URL, such as http://10.0.0.1:2379 or https://etcd.example:2379.")
+                throw PreferenceError(code: .invalidName, message: "\"\(endpoint)\" is no etcd endpoint: give each member's client URL, such as http://10.0.0.1:2379 or https://etcd.example:2379 (a scheme, a host and a port from 1 to 65535, nothing more: a user and password go in EtcdOptions.credentials).")
             }
             let security: HTTP2ClientTransport.Posix.TransportSecurity = scheme == "https" ? (secure ?? .tls) : .plaintext
             return (host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, url.port ?? 2379, security)

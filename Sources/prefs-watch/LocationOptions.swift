@@ -29,7 +29,29 @@ struct LocationOptions: ParsableArguments {
             valueName: "endpoints", visibility: Self.etcdVisibility))
     var etcd: String?
 
-    /// `--etcd` is shown only in builds that have it; elsewhere it is refused with how to build one.
+    @Option(
+        name: .customLong("etcd-user"),
+        help: ArgumentHelp(
+            "etcd's user, as etcdctl's --user: NAME:PASSWORD, or NAME with the password in PREFS_WATCH_ETCD_PASSWORD (out of the process list).",
+            valueName: "name[:password]", visibility: Self.etcdVisibility))
+    var etcdUser: String?
+
+    @Option(
+        name: .customLong("etcd-cacert"),
+        help: ArgumentHelp("The certificate authority (PEM) that signed the members' certificates, for https:// endpoints.", valueName: "file", visibility: Self.etcdVisibility),
+        completion: .file())
+    var etcdCACert: String?
+
+    @Option(
+        name: .customLong("etcd-cert"),
+        help: ArgumentHelp("This client's certificate (PEM), with --etcd-key, for a cluster started with --client-cert-auth.", valueName: "file", visibility: Self.etcdVisibility),
+        completion: .file())
+    var etcdCert: String?
+
+    @Option(name: .customLong("etcd-key"), help: ArgumentHelp("The private key (PEM) of --etcd-cert.", valueName: "file", visibility: Self.etcdVisibility), completion: .file())
+    var etcdKey: String?
+
+    /// The `--etcd…` options are shown only in builds that have them; elsewhere they are refused with how to build one.
     #if Etcd
     static let etcdVisibility = ArgumentVisibility.default
     #else
@@ -47,6 +69,9 @@ struct LocationOptions: ParsableArguments {
 
     func validate() throws {
         if [group != nil, dir != nil, etcd != nil].filter({ $0 }).count > 1 { throw ValidationError("Give one of --group, --dir and --etcd.") }
+        if etcd == nil, [etcdUser, etcdCACert, etcdCert, etcdKey].contains(where: { $0 != nil }) {
+            throw ValidationError("--etcd-user, --etcd-cacert, --etcd-cert and --etcd-key go with --etcd.")
+        }
         if quiet && verbose { throw ValidationError("Give --quiet or --verbose, not both.") }
         if let lockTimeout, !(lockTimeout > 0 && lockTimeout <= 86_400) { throw ValidationError("--lock-timeout takes a number of seconds greater than 0, at most 86400 (a day).") }
         if quiet { CommandLineLog.set(.error) }
@@ -64,10 +89,28 @@ struct LocationOptions: ParsableArguments {
         #if Etcd
         guard let etcd else { return nil }
         let endpoints = etcd.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        return try PreferenceSuite(etcd: endpoints, prefix: prefix, options: EtcdOptions(offlineCache: .none))
+        var options = EtcdOptions(offlineCache: .none)
+        if let etcdUser {
+            let (name, password) = etcdUser.firstIndex(of: ":").map { (String(etcdUser[..<$0]), String(etcdUser[etcdUser.index(after: $0)...])) } ?? (etcdUser, nil)
+            guard !name.isEmpty, let password = password ?? ProcessInfo.processInfo.environment["PREFS_WATCH_ETCD_PASSWORD"] else {
+                throw ValidationError("--etcd-user \(name) needs a password: after a colon (--etcd-user \(name):PASSWORD), or in the environment variable PREFS_WATCH_ETCD_PASSWORD.")
+            }
+            options.credentials = .init(user: name, password: password)
+        }
+        if etcdCACert != nil || etcdCert != nil || etcdKey != nil {
+            options.tls = .init(certificateAuthority: etcdCACert.map { URL(filePath: $0) }, certificate: etcdCert.map { URL(filePath: $0) }, privateKey: etcdKey.map { URL(filePath: $0) })
+        }
+        return try PreferenceSuite(etcd: endpoints, prefix: prefix, options: options)
         #else
         return nil
         #endif
+    }
+
+    /// A library message with the options it names as this command's: an etcd suite's user
+    /// (`EtcdOptions.credentials`) is `--etcd-user`, its client certificate `--etcd-cert`.
+    static func inCommandLineTerms(_ message: String) -> String {
+        message.replacing("EtcdOptions.credentials", with: "--etcd-user")
+            .replacing("EtcdOptions.tls with a client certificate", with: "--etcd-cert and --etcd-key")
     }
 
     /// Where a suite lives, for messages: its file, or its cluster and prefix.

@@ -53,10 +53,10 @@ struct PrefsWatch: ParsableCommand {
             verb = type(of: command)
             try command.run()
         } catch let error as PreferenceError where error.code == .invalidName {
-            exit(usageError: error.message, of: verb)
+            exit(usageError: LocationOptions.inCommandLineTerms(error.message), of: verb)
         } catch let error as PreferenceError {
             // Said once, with the one label of every line this command prints.
-            if !CommandLineLog.wasPrinted("\(error)") { printError("prefs-watch: \(error)\n") }
+            if !CommandLineLog.wasPrinted("\(error)") { printError("prefs-watch: \(LocationOptions.inCommandLineTerms("\(error)"))\n") }
             exit(withError: ExitCode.failure)
         } catch where verb != PrefsWatch.self && exitCode(for: error) == .validationFailure {
             exit(usageError: message(for: error), of: verb)

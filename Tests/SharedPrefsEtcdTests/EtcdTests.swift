@@ -544,8 +544,12 @@ struct EtcdSuiteTests {
         #expect(reader.output.split(separator: "\n").filter { !$0.isEmpty } == [Substring(prefix + "a")])
     }
 
-    /// An endpoint that is no http(s) URL is refused when the suite opens, and named.
-    @Test(arguments: ["127.0.0.1:2379", "etcd:2379", "ftp://127.0.0.1:2379", "http://", "http://127.0.0.1:2379/v3"])
+    /// An endpoint that is no http(s) URL of a member is refused when the suite opens, and named:
+    /// a port out of range crashed the process; a user, a query or a fragment was ignored.
+    @Test(arguments: [
+        "127.0.0.1:2379", "etcd:2379", "ftp://127.0.0.1:2379", "http://", "http://127.0.0.1:2379/v3", "http://127.0.0.1:99999", "http://127.0.0.1:0",
+        "http://app:apppw@127.0.0.1:2379", "http://127.0.0.1:2379?timeout=1", "http://127.0.0.1:2379#a",
+    ])
     func anEndpointThatIsNoURLIsRefusedAndNamed(_ endpoint: String) {
         let error = #expect(throws: PreferenceError.self) { try PreferenceSuite(etcd: [endpoint], prefix: "apps/x/", options: noCache) }
         #expect(error?.code == .invalidName && error?.message.contains("\"\(endpoint)\"") == true, "\(String(describing: error))")
@@ -813,7 +817,7 @@ struct EtcdSuiteTests {
     /// user's name and password writes, updates (its transaction key is under the prefix) and
     /// hears another client's change; one without credentials, or with a wrong password, is
     /// refused, saying what to do; a prefix outside the role's is refused as such. The password
-    /// is never printed.
+    /// is never printed. prefs-watch does the same with `--etcd-user`.
     @Test func aSuiteWithAUserAndPasswordWorksOnItsPrefixAndWithoutIsRefusedSayingSo() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
@@ -866,6 +870,25 @@ struct EtcdSuiteTests {
         let next = try await events.next()
         guard case .write(_, let changes)? = next else { return #expect(Bool(false), "\(String(describing: next))") }
         #expect(changes.map(\.key) == ["a"] && changes.first?.newValue == .integer(3))
+
+        // prefs-watch: with the user's name and password (after a colon, or from the
+        // environment, out of the process list), and without, told in its own options' terms.
+        func prefsWatch(_ arguments: [String], _ environment: [String: String] = [:]) async throws -> (lines: [String], status: Int32, errors: String) {
+            let child = try Child(arguments, cacheHome: cluster.cacheHome, product: "prefs-watch", environment: environment)
+            let (lines, status) = await child.finish()
+            return (lines, status, child.errorOutput)
+        }
+        let at = ["--etcd", cluster.endpoints, prefix]
+        let written = try await prefsWatch(["write", "--etcd-user", "app:apppw"] + at + ["volume", "-int", "7"])
+        #expect(written.status == 0, "\(written.errors)")
+        let read = try await prefsWatch(["read"] + at + ["volume", "--etcd-user", "app"], ["PREFS_WATCH_ETCD_PASSWORD": "apppw"])
+        #expect(read.lines == ["7"] && read.status == 0, "\(read.errors)")
+        let without = try await prefsWatch(["read"] + at + ["volume"])
+        #expect(without.status == 1 && without.errors.contains("--etcd-user") && !without.errors.contains("EtcdOptions"), "\(without.errors)")
+        let noPassword = try await prefsWatch(["read"] + at + ["volume", "--etcd-user", "app"])
+        #expect(noPassword.status == 64 && noPassword.errors.contains("PREFS_WATCH_ETCD_PASSWORD"), "\(noPassword.errors)")
+        let wrong = try await prefsWatch(["read"] + at + ["volume", "--etcd-user", "app:wrong"])
+        #expect(wrong.status == 1 && wrong.errors.contains("did not take the user name and password") && !wrong.errors.contains("wrong"), "\(wrong.errors)")
     }
 
     /// etcd checks a watch stream's token when a watch is made on it, not when the stream opened:
@@ -1697,6 +1720,13 @@ struct EtcdSuiteTests {
             try PreferenceSuite(etcd: [url], prefix: "tls/", options: EtcdOptions(offlineCache: .none, tls: .init(certificateAuthority: file("nope.pem"))))
         }
         #expect(missing?.message.contains("nope.pem") == true)
+
+        // prefs-watch reaches it with its --etcd-cacert, --etcd-cert and --etcd-key, and not without the key.
+        let certificates = ["--etcd-cacert", file("ca.pem").path, "--etcd-cert", file("client.pem").path]
+        let read = try Child(["read", "--etcd", url, "tls/", "greeting"] + certificates + ["--etcd-key", file("client.key").path], cacheHome: directory, product: "prefs-watch")
+        #expect(await read.finish() == (["hello"], 0), "\(read.errorOutput)")
+        let keyless = try Child(["read", "--etcd", url, "tls/", "greeting"] + certificates, cacheHome: directory, product: "prefs-watch")
+        #expect(await keyless.finish().status != 0 && keyless.errorOutput.contains("needs its private key"), "\(keyless.errorOutput)")
     }
 }
 #endif

@@ -137,7 +137,7 @@ final class EtcdConnection: Sendable {
             })
             return (token!, true)
         }
-        var value: String
+        let value: String
         switch state {
         case .given(let given):
             value = given

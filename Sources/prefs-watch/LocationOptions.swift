@@ -29,11 +29,9 @@ struct LocationOptions: ParsableArguments {
             valueName: "endpoints", visibility: Self.etcdVisibility))
     var etcd: String?
 
-    @Option(
-        name: .customLong("etcd-user"),
-        help: ArgumentHelp(
-            "etcd's user, as etcdctl's --user: NAME:PASSWORD, or NAME with the password in PREFS_WATCH_ETCD_PASSWORD (out of the process list).",
-            valueName: "name[:password]", visibility: Self.etcdVisibility))
+    @Option(name: .customLong("etcd-user"), help: ArgumentHelp(
+        "etcd's user, as etcdctl's --user: NAME:PASSWORD, or NAME with the password in PREFS_WATCH_ETCD_PASSWORD (out of the process list).",
+        valueName: "name[:password]", visibility: Self.etcdVisibility))
     var etcdUser: String?
 
     @Option(

@@ -271,6 +271,17 @@ final class EtcdCluster {
         try run("/usr/bin/python3", ["-c", script, clientURLs[0], key.base64EncodedString(), value.base64EncodedString()])
     }
 
+    /// etcd's users `root` (password `rootpw`) and `app` (`apppw`), `app` with a role that reads
+    /// and writes under `prefix`; then authentication turned on, unless `enable` is false.
+    func addUsers(appPrefix prefix: String, enable: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for command in [
+            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
+            ["role", "grant-permission", "app", "readwrite", "--prefix=true", prefix], ["user", "grant-role", "app", "app"],
+        ] + (enable ? [["auth", "enable"]] : []) {
+            #expect(try etcdctl(["--endpoints", endpoints] + command).status == 0, "\(command)", sourceLocation: sourceLocation)
+        }
+    }
+
     func etcdctl(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(filePath: "/usr/bin/etcdctl")
@@ -509,6 +520,17 @@ func waitFor(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceL
         try? await Task.sleep(for: .milliseconds(100))
     }
     Issue.record("waited 30 s for a condition that did not come", sourceLocation: sourceLocation)
+}
+
+/// The next two lines of `lines`, sorted; "nothing more within 20 s", told by `tell`, for one
+/// that does not come by then.
+func nextTwo(_ lines: inout AsyncStream<String>.Iterator, _ tell: AsyncStream<String>.Continuation) async -> [String?] {
+    let deadline = Task {
+        try await Task.sleep(for: .seconds(20))
+        tell.yield("nothing more within 20 s")
+    }
+    defer { deadline.cancel() }
+    return [await lines.next(), await lines.next()].sorted { ($0 ?? "") < ($1 ?? "") }
 }
 
 /// The test process's own suites keep no offline cache (the children's is under the cluster's directory).
@@ -821,12 +843,7 @@ struct EtcdSuiteTests {
     @Test func aSuiteWithAUserAndPasswordWorksOnItsPrefixAndWithoutIsRefusedSayingSo() async throws {
         let cluster = try EtcdCluster()
         let prefix = "apps/\(UUID().uuidString)/"
-        for command in [
-            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
-            ["role", "grant-permission", "app", "readwrite", "--prefix=true", prefix], ["user", "grant-role", "app", "app"], ["auth", "enable"],
-        ] {
-            #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints] + command).status == 0, "\(command)")
-        }
+        try cluster.addUsers(appPrefix: prefix)
         let credentials = EtcdOptions.Credentials(user: "app", password: "apppw")
         #expect(!"\(credentials)".contains("apppw") && !"\(EtcdOptions(credentials: credentials))".contains("apppw"))
         let suite = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: prefix, options: EtcdOptions(offlineCache: .none, credentials: credentials))
@@ -902,12 +919,7 @@ struct EtcdSuiteTests {
         let cluster = try EtcdCluster()
         let (first, second) = ("apps/\(UUID().uuidString)/", "apps/\(UUID().uuidString)/")
         let root = ["--endpoints", cluster.endpoints, "--user", "root:rootpw"]
-        for command in [
-            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
-            ["role", "grant-permission", "app", "readwrite", "--prefix=true", "apps/"], ["user", "grant-role", "app", "app"], ["auth", "enable"],
-        ] {
-            #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints] + command).status == 0, "\(command)")
-        }
+        try cluster.addUsers(appPrefix: "apps/")
         let options = EtcdOptions(offlineCache: .none, credentials: .init(user: "app", password: "apppw"))
         let (heard, tell) = AsyncStream.makeStream(of: String.self)
         var lines = heard.makeAsyncIterator()
@@ -939,14 +951,7 @@ struct EtcdSuiteTests {
         let watchingFailuresOfTwo = two.observeFailures { failure in failures.withLock { $0.append(failure) } }
         #expect(try cluster.etcdctl(root + ["put", second + "k", "2"]).status == 0)
         #expect(try cluster.etcdctl(root + ["put", first + "k", "3"]).status == 0)
-        let deadline = Task {
-            try await Task.sleep(for: .seconds(20))
-            tell.yield("nothing more within 20 s")
-        }
-        var got = [await lines.next(), await lines.next()]
-        deadline.cancel()
-        got.sort { ($0 ?? "") < ($1 ?? "") }
-        #expect(got == ["one 3", "two 2"])
+        #expect(await nextTwo(&lines, tell) == ["one 3", "two 2"])
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
         withExtendedLifetime((watchingFailures, watchingFailuresOfTwo, watchingOne, watchingTwo)) {}
     }
@@ -992,12 +997,7 @@ struct EtcdSuiteTests {
     @Test func suitesGivenCredentialsKeepWorkingOnceAuthenticationIsTurnedOn() async throws {
         let cluster = try EtcdCluster()
         let (first, second) = ("apps/\(UUID().uuidString)/", "apps/\(UUID().uuidString)/")
-        for command in [
-            ["user", "add", "root:rootpw"], ["user", "add", "app:apppw"], ["role", "add", "app"],
-            ["role", "grant-permission", "app", "readwrite", "--prefix=true", "apps/"], ["user", "grant-role", "app", "app"],
-        ] {
-            #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints] + command).status == 0, "\(command)")
-        }
+        try cluster.addUsers(appPrefix: "apps/", enable: false)
         let options = EtcdOptions(offlineCache: .none, credentials: .init(user: "app", password: "apppw"))
         let failures = Mutex<[PreferenceError]>([])
         let (heard, tell) = AsyncStream.makeStream(of: String.self)
@@ -1018,14 +1018,7 @@ struct EtcdSuiteTests {
         let root = ["--endpoints", cluster.endpoints, "--user", "root:rootpw"]
         #expect(try cluster.etcdctl(root + ["put", second + "k", "2"]).status == 0)
         #expect(try cluster.etcdctl(root + ["put", first + "k", "3"]).status == 0)
-        let deadline = Task {
-            try await Task.sleep(for: .seconds(20))
-            tell.yield("nothing more within 20 s")
-        }
-        var got = [await lines.next(), await lines.next()]
-        deadline.cancel()
-        got.sort { ($0 ?? "") < ($1 ?? "") }
-        #expect(got == ["one 3", "two 2"])
+        #expect(await nextTwo(&lines, tell) == ["one 3", "two 2"])
         let check = try await PreferenceSuite.open(etcd: cluster.clientURLs, prefix: first, options: options)
         #expect(check.integer(forKey: "a") == 2 && check.integer(forKey: "count") == 1)
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")

@@ -151,29 +151,53 @@ struct EtcdClient: Sendable {
 }
 
 extension EtcdOptions.TLS {
-    /// The transport's TLS settings: the files read now, so that a missing or malformed one is
-    /// named here rather than at the first connection.
+    /// The transport's TLS settings: the files read now, once, so that a missing or malformed one
+    /// is named here rather than at the first connection, and a file swapped later changes nothing.
     func transportSecurity() throws(PreferenceError) -> HTTP2ClientTransport.Posix.TransportSecurity {
-        func check(_ what: String, _ url: URL, _ load: (String) throws -> Void) throws(PreferenceError) -> String {
-            do { try load(url.path) } catch {
-                throw PreferenceError(code: .ioFailure, message: "Could not read the etcd suite's TLS \(what) \(url.path): \(error). Pass a PEM file this process can read.", path: url.path)
-            }
-            return url.path
-        }
         var tls = HTTP2ClientTransport.Posix.TransportSecurity.TLS.defaults
         if let ca = certificateAuthority {
-            tls.trustRoots = .certificates([.file(path: try check("certificate authority", ca) { _ = try NIOSSLCertificate.fromPEMFile($0) }, format: .pem)])
+            tls.trustRoots = .certificates([.bytes(try Self.pem("certificate authority", ca) { _ = try NIOSSLCertificate(bytes: $0, format: .pem) }, format: .pem)])
         }
         switch (certificate, privateKey) {
         case (let certificate?, let key?):
-            tls.certificateChain = [.file(path: try check("certificate", certificate) { _ = try NIOSSLCertificate.fromPEMFile($0) }, format: .pem)]
-            tls.privateKey = .file(path: try check("private key", key) { _ = try NIOSSLPrivateKey(file: $0, format: .pem) }, format: .pem)
+            tls.certificateChain = [.bytes(try Self.pem("certificate", certificate) { _ = try NIOSSLCertificate(bytes: $0, format: .pem) }, format: .pem)]
+            tls.privateKey = .bytes(try Self.pem("private key", key) { _ = try NIOSSLPrivateKey(bytes: $0, format: .pem) }, format: .pem)
         case (nil, nil):
             break
         default:
             throw PreferenceError(code: .invalidName, message: "An etcd suite's TLS client certificate needs its private key, and the key its certificate: pass both, or neither.")
         }
         return .tls(tls)
+    }
+
+    /// The bytes of a PEM file that `parse` takes: a regular file (a FIFO would block the call, a
+    /// device never end) of at most 1 MiB (a system's whole CA bundle is about 200 KiB).
+    private static func pem(_ what: String, _ url: URL, _ parse: ([UInt8]) throws -> Void) throws(PreferenceError) -> [UInt8] {
+        let (path, limit) = (url.path, 1 << 20)
+        let problem: String
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            problem = String(cString: strerror(errno))
+        } else {
+            defer { close(fd) }
+            var info = stat()
+            if fstat(fd, &info) != 0 || info.st_mode & S_IFMT != S_IFREG {
+                problem = "it is no regular file"
+            } else {
+                switch Syscall.readAll(fd, sizeHint: Int(info.st_size), limit: limit) {
+                case .success(let bytes) where bytes.count <= limit:
+                    do {
+                        try parse(bytes)
+                        return bytes
+                    } catch {
+                        problem = "\(error)"
+                    }
+                case .success: problem = "it is larger than 1 MiB"
+                case .failure(let error): problem = "\(error)"
+                }
+            }
+        }
+        throw PreferenceError(code: .ioFailure, message: "Could not read the etcd suite's TLS \(what) \(path): \(problem). Pass a PEM file this process can read.", path: path)
     }
 }
 

@@ -1713,6 +1713,14 @@ struct EtcdSuiteTests {
             try PreferenceSuite(etcd: [url], prefix: "tls/", options: EtcdOptions(offlineCache: .none, tls: .init(certificateAuthority: file("nope.pem"))))
         }
         #expect(missing?.message.contains("nope.pem") == true)
+        // A FIFO (it blocked the call for ever) and a directory are refused, saying so.
+        #expect(mkfifo(file("fifo.pem").path, 0o600) == 0)
+        for path in [file("fifo.pem"), directory] {
+            let refused = #expect(throws: PreferenceError.self) {
+                try PreferenceSuite(etcd: [url], prefix: "tls/", options: EtcdOptions(offlineCache: .none, tls: .init(certificateAuthority: path)))
+            }
+            #expect(refused?.message.contains("\(path.path): it is no regular file") == true, "\(String(describing: refused))")
+        }
 
         // prefs-watch reaches it with its --etcd-cacert, --etcd-cert and --etcd-key, and not without the key.
         let certificates = ["--etcd-cacert", file("ca.pem").path, "--etcd-cert", file("client.pem").path]

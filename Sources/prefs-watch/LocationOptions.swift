@@ -49,6 +49,11 @@ struct LocationOptions: ParsableArguments {
     @Option(name: .customLong("etcd-key"), help: ArgumentHelp("The private key (PEM) of --etcd-cert.", valueName: "file", visibility: Self.etcdVisibility), completion: .file())
     var etcdKey: String?
 
+    @Option(name: .customLong("etcd-timeout"), help: ArgumentHelp(
+        "How long each request to etcd may take (default 5; an update's, ten times that), as EtcdOptions.timeout.",
+        valueName: "seconds", visibility: Self.etcdVisibility))
+    var etcdTimeout: Double?
+
     /// The `--etcd…` options are shown only in builds that have them; elsewhere they are refused with how to build one.
     #if Etcd
     static let etcdVisibility = ArgumentVisibility.default
@@ -67,18 +72,21 @@ struct LocationOptions: ParsableArguments {
 
     func validate() throws {
         if [group != nil, dir != nil, etcd != nil].filter({ $0 }).count > 1 { throw ValidationError("Give one of --group, --dir and --etcd.") }
-        if etcd == nil, [etcdUser, etcdCACert, etcdCert, etcdKey].contains(where: { $0 != nil }) {
-            throw ValidationError("--etcd-user, --etcd-cacert, --etcd-cert and --etcd-key go with --etcd.")
-        }
-        if quiet && verbose { throw ValidationError("Give --quiet or --verbose, not both.") }
-        if let lockTimeout, !(lockTimeout > 0 && lockTimeout <= 86_400) { throw ValidationError("--lock-timeout takes a number of seconds greater than 0, at most 86400 (a day).") }
-        if quiet { CommandLineLog.set(.error) }
-        if verbose { CommandLineLog.set(.info) }
         #if !Etcd
         if etcd != nil {
             throw ValidationError("This prefs-watch was built without etcd support; build it with: swift build -c release --traits Etcd --product prefs-watch")
         }
         #endif
+        if etcd == nil, etcdUser != nil || etcdCACert != nil || etcdCert != nil || etcdKey != nil || etcdTimeout != nil {
+            throw ValidationError("--etcd-user, --etcd-cacert, --etcd-cert, --etcd-key and --etcd-timeout go with --etcd.")
+        }
+        if etcd != nil, lockTimeout != nil { throw ValidationError("An etcd suite has no lock: give --etcd-timeout, the time each request may take.") }
+        for (name, seconds) in [("--lock-timeout", lockTimeout), ("--etcd-timeout", etcdTimeout)] {
+            if let seconds, !(seconds > 0 && seconds <= 86_400) { throw ValidationError("\(name) takes a number of seconds greater than 0, at most 86400 (a day).") }
+        }
+        if quiet && verbose { throw ValidationError("Give --quiet or --verbose, not both.") }
+        if quiet { CommandLineLog.set(.error) }
+        if verbose { CommandLineLog.set(.info) }
     }
 
     /// The etcd suite a suite argument (a key prefix) names, when `--etcd` is given. No offline
@@ -87,7 +95,7 @@ struct LocationOptions: ParsableArguments {
         #if Etcd
         guard let etcd else { return nil }
         let endpoints = etcd.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        var options = EtcdOptions(offlineCache: .none)
+        var options = EtcdOptions(timeout: .milliseconds(Int64(((etcdTimeout ?? 5) * 1000).rounded(.up))), offlineCache: .none)
         if let etcdUser {
             let (name, password) = etcdUser.firstIndex(of: ":").map { (String(etcdUser[..<$0]), String(etcdUser[etcdUser.index(after: $0)...])) } ?? (etcdUser, nil)
             guard !name.isEmpty, let password = password ?? ProcessInfo.processInfo.environment["PREFS_WATCH_ETCD_PASSWORD"] else {

@@ -1522,6 +1522,20 @@ struct EtcdSuiteTests {
         #expect(await unreachable.finish().status == 1)
         #expect(unreachable.errorOutput.contains(nobody))
         #expect(try await prefsWatch(["read", "--etcd", cluster.endpoints, prefix, "volume"]) == (["8"], 0))
+
+        // Each request's time is --etcd-timeout's (5 s without): with every member stopped, a
+        // read gives up after it. --lock-timeout, for a suite file's lock, is refused.
+        for member in 0..<3 { try cluster.inflict(.stopped, on: member) }
+        let start = ContinuousClock.now
+        let stopped = try Child(["read", "--etcd", cluster.endpoints, "--etcd-timeout", "0.5", prefix, "volume"], cacheHome: cluster.cacheHome, product: "prefs-watch")
+        let status = await stopped.finish().status
+        let took = ContinuousClock.now - start
+        for member in 0..<3 { cluster.resume(member) }
+        #expect(status == 1 && took < .seconds(4), "\(took): \(stopped.errorOutput)")
+        for (arguments, says) in [(["--etcd-timeout", "0"], "greater than 0"), (["--lock-timeout", "3"], "give --etcd-timeout")] {
+            let refused = try Child(["read", "--etcd", cluster.endpoints] + arguments + [prefix, "volume"], cacheHome: cluster.cacheHome, product: "prefs-watch")
+            #expect(await refused.finish().status == 64 && refused.errorOutput.contains(says), "\(refused.errorOutput)")
+        }
     }
 
     /// An etcd suite's system layers are this host's files, for the suite named by its prefix

@@ -48,7 +48,8 @@ public final class PreferenceSuite: Sendable {
         ///   - durability: `.full` (default) fsyncs each write and its directory; `.none` skips that.
         ///   - filePermissions: mode of new files (see ``filePermissions``); default `0o660`.
         ///   - lockTimeout: the longest wait for the suite's lock; default 5 seconds. A wait of over a
-        ///     second is logged (notice level), naming the process that holds the lock.
+        ///     second is logged (notice level), naming the process that holds the lock. One of over
+        ///     a century (`.seconds(.max)`) waits for as long as the lock is held.
         ///   - maximumFileSize: the largest suite file read or written; default 256 MiB.
         public init(
             format: PropertyListFormat = .binary, durability: Durability = .full, filePermissions: mode_t = 0o660,

@@ -23,6 +23,9 @@ struct EtcdClient: Sendable {
 
     init(endpoints: [String], options: EtcdOptions) throws(PreferenceError) {
         self.endpoints = endpoints.map { $0.hasSuffix("/") && !$0.hasSuffix("://") ? String($0.dropLast()) : $0 }
+        guard options.timeout >= .milliseconds(1), options.timeout <= .seconds(86_400) else {
+            throw PreferenceError(code: .unsupportedOperation, message: "An etcd suite's timeout is each request's time, from 1 ms to a day (got \(options.timeout)): pass one in that range (EtcdOptions.timeout; the default is 5 seconds).")
+        }
         timeout = options.timeout
         connection = try EtcdConnection.shared(endpoints: self.endpoints, tls: options.tls, credentials: options.credentials)
     }

@@ -8,7 +8,8 @@ public struct EtcdOptions: Sendable, Hashable {
     /// 5 seconds. A watch stream that carries nothing for this long asks its member for progress,
     /// which must answer within it too, or the stream moves to the next member: a member that
     /// stops answering (a hung process, a link that died without a reset) is left within twice
-    /// this time.
+    /// this time. From 1 ms to a day; another is refused when the suite opens
+    /// (``PreferenceError/Code/unsupportedOperation``).
     public var timeout: Duration
     /// Where the suite's last known state and unaccepted writes are kept; default ``OfflineCache/automatic``.
     public var offlineCache: OfflineCache

@@ -577,6 +577,17 @@ struct EtcdSuiteTests {
         #expect(error?.code == .invalidName && error?.message.contains("\"\(endpoint)\"") == true, "\(String(describing: error))")
     }
 
+    /// A request timeout outside 1 ms to a day is refused when the suite opens, saying the range:
+    /// `.seconds(Int64.max)`, meant as "for ever", stopped the process (an integer overflow)
+    /// where the watch stream waited for that long.
+    @Test(arguments: [Duration.zero, .microseconds(999), .seconds(86_401), .seconds(Int64.max)])
+    func aTimeoutOutOfRangeIsRefusedSayingTheRange(_ timeout: Duration) {
+        let error = #expect(throws: PreferenceError.self) {
+            try PreferenceSuite(etcd: ["http://127.0.0.1:2379"], prefix: "apps/x/", options: EtcdOptions(timeout: timeout, offlineCache: .none))
+        }
+        #expect(error?.code == .unsupportedOperation && error?.message.contains("from 1 ms to a day") == true, "\(String(describing: error))")
+    }
+
     /// Twenty suites of one process on one cluster: one TCP connection, one watch stream with
     /// twenty watches on the members (their own metrics), every change heard; and while they are
     /// quiet for three request timeouts, no read (no `Range`), the stream kept by progress requests.

@@ -225,6 +225,23 @@ struct CoreTests {
         #expect(try readSuiteFile(file)["pending.key"] == 1)
     }
 
+    /// A lock timeout meant as "for ever" (`.seconds(Int64.max)`) waits for a held lock until it
+    /// is free, then writes. Before, turning it into nanoseconds stopped the process (an integer
+    /// overflow) at the first `synchronize()`.
+    @Test func aLockTimeoutMeantAsForEverWaitsUntilTheLockIsFree() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("forever.plist")
+        let holder = try await lockHolder(directory.file(".forever.plist.lock"))
+        let suite = try PreferenceSuite(fileURL: file, options: .init(lockTimeout: .seconds(Int64.max)))
+        suite.set(1, forKey: "k")
+        let synchronized = Task.detached { suite.synchronize() }
+        try await waitUntilWaiting(for: [directory.file(".forever.plist.lock")], by: getpid())
+        try holder.closeInput()
+        _ = try await holder.status()
+        #expect(await synchronized.value)
+        #expect(try readSuiteFile(file)["k"] == 1)
+    }
+
     /// The flush at exit gives up once its lock timeout passed, naming the keys it could not write.
     @Test func theExitFlushGivesUpOneLockTimeoutAfterItBegan() async throws {
         let directory = try TemporaryDirectory()

@@ -45,10 +45,20 @@ enum Deadlines {
             }
             for action in due { action() }
             if let next {
-                _ = wake.wait(timeout: .now() + .nanoseconds(Int(max(.zero, next - .now) / .nanoseconds(1))))
+                _ = wake.wait(timeout: .after(next - .now))
             } else {
                 wake.wait()
             }
         }
+    }
+}
+
+extension DispatchTime {
+    /// `duration` from now (now when it is negative). One too long to count in nanoseconds (over
+    /// a century: a timeout meant as "for ever") never comes, rather than stopping the process.
+    static func after(_ duration: Duration) -> DispatchTime {
+        let (seconds, attoseconds) = max(.zero, duration).components
+        guard seconds < 1 << 32 else { return .distantFuture }
+        return .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 }

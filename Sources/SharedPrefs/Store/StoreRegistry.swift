@@ -134,7 +134,7 @@ package enum StoreRegistry {
         }
         // Each flush gives up at its own timeout from `start`; the margin is for the last write.
         let bound = live.map(\.backend.timeout).max()! + .seconds(1)
-        _ = done.wait(timeout: .now() + .nanoseconds(Int(bound / .nanoseconds(1))))
+        _ = done.wait(timeout: .after(bound))
     }
 
     private static let installExitHook: Void = {

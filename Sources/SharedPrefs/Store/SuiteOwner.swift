@@ -131,7 +131,7 @@ final class SuiteOwner: Sendable {
                 async(work)
             }
         }
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [self] in async(work) }
+        queue.asyncAfter(deadline: .after(delay)) { [self] in async(work) }
     }
 
     /// Runs `work` on this thread once the jobs before it are done, waiting until `deadline` at most,
@@ -152,7 +152,7 @@ final class SuiteOwner: Sendable {
             return waiter
         }
         var overtime = Duration.zero
-        if let waiter, waiter.turn.wait(timeout: .now() + .nanoseconds(Int(max(.zero, deadline - .now) / .nanoseconds(1)))) == .timedOut {
+        if let waiter, waiter.turn.wait(timeout: .after(deadline - .now)) == .timedOut {
             while true {
                 let worthWaiting = pastDeadline()
                 let verdict = state.withLock { s -> Bool? in

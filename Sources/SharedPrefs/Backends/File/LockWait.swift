@@ -96,8 +96,7 @@ final class LockWait: Sendable {
     /// On the caller's thread: waits for the lock until `deadline`.
     private func result(until deadline: ContinuousClock.Instant, saying: () -> Void) -> Result<Bool, Errno> {
         func wait(until end: ContinuousClock.Instant) -> DispatchTimeoutResult {
-            let remaining = max(end - ContinuousClock.now, .zero)
-            return done.wait(timeout: .now() + .nanoseconds(Int(remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)))
+            done.wait(timeout: .after(end - ContinuousClock.now))
         }
         let quietEnd = min(ContinuousClock.now + Self.quietWait, deadline)
         if wait(until: quietEnd) == .timedOut, quietEnd < deadline {

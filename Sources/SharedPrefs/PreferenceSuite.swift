@@ -50,7 +50,7 @@ public final class PreferenceSuite: Sendable {
         ///   - lockTimeout: the longest wait for the suite's lock; default 5 seconds. A wait of over a
         ///     second is logged (notice level), naming the process that holds the lock. One of over
         ///     a century (`.seconds(.max)`) waits for as long as the lock is held.
-        ///   - maximumFileSize: the largest suite file read or written; default 256 MiB.
+        ///   - maximumFileSize: the largest suite file read or written; default 256 MiB (`Int.max`: no limit).
         public init(
             format: PropertyListFormat = .binary, durability: Durability = .full, filePermissions: mode_t = 0o660,
             lockTimeout: Duration = .seconds(5), maximumFileSize: Int = 256 << 20

@@ -242,6 +242,18 @@ struct CoreTests {
         #expect(try readSuiteFile(file)["k"] == 1)
     }
 
+    /// A maximum file size meant as "no limit" (`Int.max`) reads a suite file that is there, and
+    /// writes. Before, opening it stopped the process (an integer overflow).
+    @Test func aMaximumFileSizeMeantAsNoLimitReadsAndWrites() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("unlimited.plist")
+        try Data(PropertyListFormat.binary.encode(.dictionary(["k": 1]))).write(to: file)
+        let suite = try PreferenceSuite(fileURL: file, options: .init(maximumFileSize: .max))
+        #expect(suite.integer(forKey: "k") == 1)
+        try await suite.update { $0["k"] = 2 }
+        #expect(try readSuiteFile(file)["k"] == 2)
+    }
+
     /// The flush at exit gives up once its lock timeout passed, naming the keys it could not write.
     @Test func theExitFlushGivesUpOneLockTimeoutAfterItBegan() async throws {
         let directory = try TemporaryDirectory()

@@ -205,10 +205,11 @@ package enum Syscall {
     }
 
     /// Reads from the file's start to its end, or `limit + 1` bytes when it is longer. `sizeHint`
-    /// (the `fstat` size) sizes the first buffer, never past `limit + 1`.
+    /// (the `fstat` size) sizes the first buffer, never past `limit + 1`. A `limit` of `Int.max`
+    /// (an app's "no limit") reads to the end.
     /// - Parameter sizeIsExact: `sizeHint` is a replaced regular file's size: a read ending there is its end.
     package static func readAll(_ fd: CInt, sizeHint: Int, limit: Int, sizeIsExact: Bool = false) -> Result<[UInt8], Errno> {
-        let cap = limit + 1
+        let cap = limit < .max ? max(limit, 0) + 1 : .max
         var bytes = [UInt8](repeating: 0, count: min(max(sizeHint, 0) + 1, cap))
         var count = 0
         while true {

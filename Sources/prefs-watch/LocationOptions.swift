@@ -113,10 +113,12 @@ struct LocationOptions: ParsableArguments {
     }
 
     /// A library message with the options it names as this command's: an etcd suite's user
-    /// (`EtcdOptions.credentials`) is `--etcd-user`, its client certificate `--etcd-cert`.
+    /// (`EtcdOptions.credentials`) is `--etcd-user`, its client certificate `--etcd-cert`, its
+    /// timeout `--etcd-timeout`.
     static func inCommandLineTerms(_ message: String) -> String {
         message.replacing("EtcdOptions.credentials", with: "--etcd-user")
             .replacing("EtcdOptions.tls with a client certificate", with: "--etcd-cert and --etcd-key")
+            .replacing("EtcdOptions.timeout", with: "--etcd-timeout")
     }
 
     /// Where a suite lives, for messages: its file, or its cluster and prefix.

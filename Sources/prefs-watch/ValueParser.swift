@@ -70,7 +70,7 @@ enum ValueParser {
             default: throw ValidationError("\(flag) \"\(text)\" is not true, false, yes, no, 1 or 0.")
             }
         case "-date":
-            if let seconds = Double(text) { return .date(Date(timeIntervalSince1970: seconds)) }
+            if let seconds = Double(text), seconds.isFinite { return .date(Date(timeIntervalSince1970: seconds)) }
             if let date = try? Date(text, strategy: .iso8601) { return .date(date) }
             if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return .date(date) }
             throw ValidationError("-date \"\(text)\" is neither ISO 8601 (2026-11-21T10:00:00Z) nor seconds since 1970.")

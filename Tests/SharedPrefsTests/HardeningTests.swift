@@ -533,6 +533,28 @@ struct HardeningTests {
         #expect(try readSuiteFile(file)["deepest"] == deepest)
     }
 
+    /// A date that is no finite number (NaN, infinite), alone or nested, is refused, saying so,
+    /// and the suite stays readable. Before, it was written, and the binary decoder then refused
+    /// the whole suite ("a date is not a finite number"): nothing more was read or written there
+    /// (`prefs-watch write s k -date nan` did it too).
+    @Test func aDateThatIsNoFiniteNumberIsRefusedAndTheSuiteStaysReadable() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("dates.plist")
+        let suite = try PreferenceSuite(fileURL: file)
+        let (failures, task) = suite.recordFailures()
+        defer { task.cancel() }
+        suite.set("untouched", forKey: "other")
+        for (count, seconds) in [Double.nan, .infinity].enumerated() {
+            suite.set(Date(timeIntervalSinceReferenceDate: seconds), forKey: "when")
+            let reported = try await failures.wait(for: count + 1)
+            #expect(reported.last?.code == .unsupportedValue && reported.last?.message.contains("not a finite number") == true, "\(reported)")
+        }
+        #expect(throws: PreferenceError.self) { try suite.update { $0["list"] = .array([.date(Date(timeIntervalSinceReferenceDate: -.infinity))]) } }
+        suite.set(Date(timeIntervalSinceReferenceDate: 0), forKey: "real")
+        #expect(suite.synchronize())
+        #expect(try readSuiteFile(file) == ["other": "untouched", "real": .date(Date(timeIntervalSinceReferenceDate: 0))])
+    }
+
     /// Foreign writers that take the lock and rename lose nothing: the README's Python example,
     /// run beside two processes of updates.
     @Test func theDocumentedForeignWriterProtocolLosesNothing() async throws {

@@ -765,6 +765,8 @@ struct PrefsWatchTests {
         (["write", "/tmp/prefs-watch-bad.plist", "k", "-int", "x"], 64, "is not an integer from"),
         (["write", "/tmp/prefs-watch-bad.plist", "k", "-intt", "5"], 64, "Unknown type flag -intt. The flags are -bool"),
         (["write", "/tmp/prefs-watch-bad.plist", "k", "-int"], 64, "-int needs a value"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "-date", "nan"], 64, "-date \"nan\" is neither ISO 8601"),
+        (["write", "/tmp/prefs-watch-bad.plist", "k", "-date", "-inf"], 64, "-date \"-inf\" is neither ISO 8601"),
         (["write", "/tmp/prefs-watch-bad.plist", "k", "{\"a\": 1, \"b\": x}"], 64, "around character 14, after"),
         (["list", "--group", "group.nosuch-\(UUID().uuidString)"], 1, "has no container"),
         (["tail", "--group", "group.nosuch-\(UUID().uuidString)"], 1, "has no container"),

@@ -313,13 +313,13 @@ package final class SuiteStore: Sendable {
         applyLocked(flushing: true) { s, changes in record(operation, forKey: PlistKey(key), in: &s, changes: &changes) }
     }
 
-    /// Why `operation` must not be written, if it must not: a value nested deeper than the
-    /// decoders read would make every reader call the whole suite corrupt.
+    /// Why `operation` must not be written, if it must not: a value the decoders refuse (nested
+    /// deeper than they read, a date that is no number) would make every reader call the whole
+    /// suite corrupt.
     func refusal(of operation: PendingOperation, forKey key: String) -> PreferenceError? {
-        guard case .set(let value) = operation, value.isNested(deeperThan: PlistValue.maximumNesting) else { return nil }
+        guard case .set(let value) = operation, let why = value.unreadable(nestingLimit: PlistValue.maximumNesting) else { return nil }
         return PreferenceError(
-            code: .unsupportedValue,
-            message: "Not stored: the value for key \"\(key)\" in suite \(name) is nested more than \(PlistValue.maximumNesting) levels deep, which no property-list reader of this library accepts. Flatten the value; nothing else in the suite was touched.",
+            code: .unsupportedValue, message: "Not stored: the value for key \"\(key)\" in suite \(name) \(why); nothing else in the suite was touched.",
             path: backend.location)
     }
 

@@ -110,23 +110,28 @@ extension PlistValue {
     /// dictionary being the first. A deeper value is refused when it is set.
     public static let maximumNesting = BinaryPropertyList.maximumDepth - 1
 
-    /// Whether the value nests more than `limit` levels (a scalar is one level, an array of
-    /// scalars two). Iterative, and stops at the limit, so any value can be checked.
-    func isNested(deeperThan limit: Int) -> Bool {
+    /// Why no reader of this library would take the value, if none would: it nests more than
+    /// `limit` levels (a scalar is one level, an array of scalars two), or holds a date that is no
+    /// finite number (the binary decoder refuses it, and with it the whole suite). Iterative, and
+    /// stops at the limit, so any value can be checked.
+    func unreadable(nestingLimit limit: Int) -> String? {
+        let nonFinite = "holds a date that is not a finite number (NaN or infinite), which no property-list reader of this library accepts. Store a real date"
         switch self {
         case .array, .dictionary: break
-        default: return limit < 1  // a scalar: no allocation on the path of every set
+        case .date(let date): return date.timeIntervalSinceReferenceDate.isFinite ? nil : nonFinite
+        default: return nil  // a scalar: no allocation on the path of every set
         }
         var stack: [(PlistValue, Int)] = [(self, 1)]
         while let (value, depth) = stack.popLast() {
-            if depth > limit { return true }
+            if depth > limit { return "is nested more than \(limit) levels deep, which no property-list reader of this library accepts. Flatten the value" }
             switch value {
             case .array(let items): for item in items { stack.append((item, depth + 1)) }
             case .dictionary(let items): for item in items.values { stack.append((item, depth + 1)) }
+            case .date(let date) where !date.timeIntervalSinceReferenceDate.isFinite: return nonFinite
             default: continue
             }
         }
-        return false
+        return nil
     }
 }
 

@@ -118,8 +118,9 @@ extension PreferenceSuite {
     /// - Throws: ``PreferenceError`` with ``PreferenceError/Code/clusterUnreachable`` when no
     ///   endpoint answers and the offline cache holds no state of the suite, or
     ///   ``PreferenceError/Code/invalidName`` for an empty prefix or endpoint list or an endpoint
-    ///   that is no `http://` or `https://` URL, or
-    ///   ``PreferenceError/Code/ioFailure`` for a TLS file that cannot be read.
+    ///   that is no `http://` or `https://` URL, ``PreferenceError/Code/unsupportedOperation`` for a
+    ///   timeout outside 1 ms to a day, or ``PreferenceError/Code/ioFailure`` for a TLS file that
+    ///   cannot be read (or is no regular file of at most 1 MiB).
     @available(*, noasync, message: "it waits for the cluster, which would hold a thread of Swift's cooperative pool: in async code use 'try await PreferenceSuite.open(etcd:prefix:options:)'.")
     public convenience init(etcd endpoints: [String], prefix: String, options: EtcdOptions = EtcdOptions()) throws(PreferenceError) {
         guard !endpoints.isEmpty, !prefix.isEmpty else {

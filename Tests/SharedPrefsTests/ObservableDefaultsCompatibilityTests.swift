@@ -190,9 +190,13 @@ extension ObservableDefaultsPort.MockModelKeyName: @unchecked Sendable {}
 extension ObservableDefaultsPort.MockModelCodable: @unchecked Sendable {}
 extension ObservableDefaultsPort.MockModelOptional: @unchecked Sendable {}
 
-/// What `UserDefaults.set(_:forKey:)` from elsewhere is here: a write by another process.
+/// What `UserDefaults.set(_:forKey:)` from elsewhere is here: a write by another process, made
+/// after this process's writes of the suite have landed (a model's `name = "Test2"` is written in
+/// the background: on a loaded machine it once landed after the other process's `name=Test3`,
+/// and won, as the later write of a key does, so that no external change was heard).
 /// Values as prefs-test-child reads them (`int:5`, `bool:true`, text, `-` removes).
 private func external(_ file: URL, _ assignments: String...) async throws {
+    try await PreferenceSuite(fileURL: file).flush()  // this process's one store of the file
     let result = try await run(childExecutable, ["set", file.path] + assignments)
     #expect(result.status == 0, "\(result.output)")
 }

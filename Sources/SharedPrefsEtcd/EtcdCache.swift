@@ -115,15 +115,19 @@ final class EtcdCache: Sendable {
     }
 
     /// The default cache file of a suite: `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/…`),
-    /// named after the prefix and a hash of the endpoints and prefix.
-    static func defaultURL(endpoints: [String], prefix: String) -> URL {
+    /// named after the prefix and a hash of the endpoints, the prefix and whom etcd takes the suite
+    /// for (its user, its client certificate): suites of two etcd users never share a cache, so
+    /// neither reads offline what only the other may read, nor sends the other's queued writes.
+    static func defaultURL(endpoints: [String], prefix: String, user: String? = nil, certificate: URL? = nil) -> URL {
         let environment = ProcessInfo.processInfo.environment
         let base = environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(filePath: $0) : nil }
             ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".cache")
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
         let readable = String(prefix.map { allowed.contains($0) ? $0 : "_" }.prefix(64))
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
-        for byte in (endpoints.sorted().joined(separator: ",") + "\u{0}" + prefix).utf8 {
+        // Without a user or certificate, the name is the one it was before they counted.
+        let identity = [user.map { "\u{0}user " + $0 }, certificate.map { "\u{0}certificate " + $0.standardizedFileURL.path }]
+        for byte in (endpoints.sorted().joined(separator: ",") + "\u{0}" + prefix + identity.compactMap { $0 }.joined()).utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
         }
         return base.appending(path: "sharedprefs/etcd/\(readable)-\(String(hash, radix: 16)).plist")

@@ -18,7 +18,9 @@ public struct EtcdOptions: Sendable, Hashable {
     /// yet, so that it opens, reads and takes writes while the cluster is unreachable.
     public enum OfflineCache: Sendable, Hashable {
         /// `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/sharedprefs/etcd/`), one file per
-        /// endpoints and prefix, shared by the processes of this user on this machine.
+        /// endpoints, prefix and etcd identity (``EtcdOptions/credentials``' user, ``TLS``'s
+        /// client certificate), shared by the processes of this user on this machine that reach
+        /// the cluster as that identity.
         case automatic
         /// This suite file (created, with its directory, if missing).
         case file(URL)
@@ -128,7 +130,8 @@ extension PreferenceSuite {
         }
         let client = try EtcdClient(endpoints: endpoints, options: options)
         let cache: EtcdCache? = switch options.offlineCache {
-        case .automatic: try EtcdCache(fileURL: EtcdCache.defaultURL(endpoints: client.endpoints, prefix: prefix))
+        case .automatic:
+            try EtcdCache(fileURL: EtcdCache.defaultURL(endpoints: client.endpoints, prefix: prefix, user: options.credentials?.user, certificate: options.tls?.certificate))
         case .file(let url): try EtcdCache(fileURL: url)
         case .none: nil
         }

@@ -189,12 +189,13 @@ final class EtcdCluster {
 
     var endpoints: String { clientURLs.joined(separator: ",") }
 
-    /// Polls `etcdctl endpoint health` until every live member answers (30 s at most).
-    func waitUntilHealthy() throws {
+    /// Polls `etcdctl endpoint health` until every live member answers (30 s at most); `user`
+    /// (`name:password`) once authentication is on.
+    func waitUntilHealthy(user: String? = nil) throws {
         let live = clientURLs.indices.filter { members[$0] != nil }.map { clientURLs[$0] }
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if (try? etcdctl(["--endpoints", live.joined(separator: ","), "endpoint", "health"]))?.status == 0 { return }
+            if (try? etcdctl(["--endpoints", live.joined(separator: ","), "endpoint", "health"] + (user.map { ["--user", $0] } ?? [])))?.status == 0 { return }
             Thread.sleep(forTimeInterval: 0.1)
         }
         throw CancellationError()
@@ -539,7 +540,10 @@ let noCache = EtcdOptions(offlineCache: .none)
 // Every wait below is for an event (a line from a child, a change, an exit); the time limit ends a
 // test whose event never comes. (The shorter of a suite's and a test's limits applies: the
 // hundred-breaks test takes 120–140 s here, so the suite's is 5 minutes.)
-@Suite("etcd suites, across processes, on a 3-member cluster", .serialized, .timeLimit(.minutes(5)))
+@Suite(
+    "etcd suites, across processes, on a 3-member cluster", .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/etcd") && FileManager.default.isExecutableFile(atPath: "/usr/bin/etcdctl"),
+        "needs etcd and etcdctl in /usr/bin: apt-get install etcd-server etcd-client (.ci/run does)"))
 struct EtcdSuiteTests {
     @Test func aChangeReachesAnotherProcessKeyByKeyWithItsOldValue() async throws {
         let cluster = try EtcdCluster()
@@ -1485,6 +1489,35 @@ struct EtcdSuiteTests {
         let cache = try PreferenceSuite(fileURL: cacheDirectory.appending(path: try #require(files.first)))
         #expect(cache.storedValues.keys.filter { $0.hasPrefix("queued:") }.isEmpty)
         #expect(cache.value(forKey: "value:b") == .integer(9))
+    }
+
+    /// The default offline cache is one per etcd user: a process of the same OS user that
+    /// reaches the cluster as another etcd user neither reads offline what only the first may
+    /// read (before, `other`, who may read nothing, read `a` from `app`'s cache while the cluster
+    /// was down), nor sends the first's queued writes under its own name (before, `root`'s
+    /// process sent `app`'s write of `b`).
+    @Test func theOfflineCachesOfTwoEtcdUsersAreTheirOwn() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        try cluster.addUsers(appPrefix: prefix)
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "--user", "root:rootpw", "user", "add", "other:otherpw"]).status == 0)
+        func run(_ user: String, _ arguments: [String]) async throws -> (lines: [String], status: Int32) {
+            let child = try Child([arguments[0], cluster.endpoints, prefix] + arguments.dropFirst(), cacheHome: cluster.cacheHome, environment: ["PREFS_ETCD_CHILD_USER": user])
+            return await child.finish()
+        }
+        #expect(try await run("app:apppw", ["set", "a=1"]).status == 0)
+
+        for member in 0..<3 { cluster.kill(member) }
+        #expect(try await run("app:apppw", ["get", "a"]) == (["a 1"], 0))
+        let other = try await run("other:otherpw", ["get", "a"])
+        #expect(other.lines.isEmpty && other.status == 1, "\(other)")
+        #expect(try await run("app:apppw", ["set", "b=2"]).status == 0)  // queued in app's cache
+
+        for member in 0..<3 { try cluster.start(member) }
+        try cluster.waitUntilHealthy(user: "root:rootpw")
+        #expect(try await run("root:rootpw", ["get", "b"]) == (["b -"], 0))
+        #expect(try await run("app:apppw", ["get", "b"]) == (["b 2"], 0))  // it sends its own
+        #expect(try await run("root:rootpw", ["get", "b"]) == (["b 2"], 0))
     }
 
     @Test func anObservableCloudClassOnAnEtcdSuiteHearsAnotherProcessAndWritesForIt() async throws {

@@ -1,6 +1,6 @@
 // A child process for SharedPrefsEtcd's tests (built with the Etcd trait; empty without it). Its
 // offline cache is the default one, under $XDG_CACHE_HOME, which the tests point at a temporary
-// directory.
+// directory. `PREFS_ETCD_CHILD_USER=name:password` opens it as that etcd user.
 //
 //   prefs-etcd-child increment <endpoints> <prefix> <n>   n × update { counter += 1 }, then "done"
 //   prefs-etcd-child observe <endpoints> <prefix> <n>     prints "ready", then "change <key> <old> <new>"
@@ -78,8 +78,14 @@ func assign(_ assignments: some Sequence<String>, in suite: PreferenceSuite) {
     }
 }
 
+/// `PREFS_ETCD_CHILD_USER=name:password`: the etcd user the suite is opened as.
+let credentials = ProcessInfo.processInfo.environment["PREFS_ETCD_CHILD_USER"].map {
+    let parts = $0.split(separator: ":", maxSplits: 1).map(String.init)
+    return EtcdOptions.Credentials(user: parts[0], password: parts.count > 1 ? parts[1] : "")
+}
+
 do {
-    let suite = try PreferenceSuite(etcd: endpoints, prefix: arguments[3], options: EtcdOptions(timeout: .seconds(2)))
+    let suite = try PreferenceSuite(etcd: endpoints, prefix: arguments[3], options: EtcdOptions(timeout: .seconds(2), credentials: credentials))
     switch arguments[1] {
     case "increment":
         for _ in 0..<(Int(rest.first ?? "") ?? 0) {

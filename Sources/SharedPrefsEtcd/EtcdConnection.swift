@@ -46,19 +46,27 @@ final class EtcdConnection: Sendable {
         var tls: EtcdOptions.TLS?
         var credentials: EtcdOptions.Credentials?
     }
-    private static let all = Lock([Key: EtcdConnection]())
+    /// The instances in use, held weakly: once its last suite (and request) is gone, an instance
+    /// closes its connections (``deinit``).
+    private static let all = Lock([Key: Weak]())
+    private struct Weak { weak var connection: EtcdConnection? }
 
     /// The process's one instance for these endpoints, TLS settings and credentials (a watch
     /// stream is authorized as one user).
     static func shared(endpoints: [String], tls: EtcdOptions.TLS?, credentials: EtcdOptions.Credentials? = nil) throws(PreferenceError) -> EtcdConnection {
         let key = Key(endpoints: endpoints, tls: tls, credentials: credentials)
-        if let cluster = all.withLock({ $0[key] }) { return cluster }
+        if let cluster = all.withLock({ $0[key]?.connection }) { return cluster }
         let made = try EtcdConnection(endpoints: endpoints, tls: tls, credentials: credentials)
         return all.withLock { all in
-            if let cluster = all[key] { return cluster }
-            all[key] = made
+            if let cluster = all[key]?.connection { return cluster }
+            all = all.filter { $0.value.connection != nil }
+            all[key] = Weak(connection: made)
             return made
         }
+    }
+
+    deinit {
+        for client in clients.withLock({ $0.values }) { client.beginGracefulShutdown() }
     }
 
     private init(endpoints: [String], tls: EtcdOptions.TLS?, credentials: EtcdOptions.Credentials?) throws(PreferenceError) {

@@ -594,7 +594,9 @@ struct EtcdSuiteTests {
 
     /// Twenty suites of one process on one cluster: one TCP connection, one watch stream with
     /// twenty watches on the members (their own metrics), every change heard; and while they are
-    /// quiet for three request timeouts, no read (no `Range`), the stream kept by progress requests.
+    /// quiet for three request timeouts, no read (no `Range`), the stream kept by progress requests;
+    /// once they are gone, no stream and no connection (before, the connection stayed for the
+    /// life of the process).
     @Test func theSuitesOfAProcessShareOneConnectionAndOneWatchStreamAndReadNothingWhileQuiet() async throws {
         let cluster = try EtcdCluster()
         let options = EtcdOptions(timeout: .seconds(1), offlineCache: .none)
@@ -624,9 +626,11 @@ struct EtcdSuiteTests {
         #expect(try total("grpc_server_msg_received_total{grpc_method=\"Watch\"") > received, "no progress request was sent")
         #expect(try total("etcd_debugging_mvcc_watch_stream_total") == 1)
         #expect(connections(to: cluster.clientURLs) == 1)
-        // Released, each suite's watch is canceled on the stream, and the stream then closed.
+        // Released, each suite's watch is canceled on the stream, the stream then closed, and
+        // with the last suite of the cluster the connection.
         kept.removeAll()
         await waitFor { (try? total("etcd_debugging_mvcc_watch_stream_total")) == 0 }
+        await waitFor { connections(to: cluster.clientURLs) == 0 }
     }
 
     @Test func eightProcessesIncrementingWhileTheLeaderIsKilledLoseNothingAndDoubleNothing() async throws {

@@ -116,7 +116,7 @@ final class EtcdCache: Sendable {
 
     /// The default cache file of a suite: `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/…`),
     /// named after the prefix and a hash of the endpoints, the prefix and whom etcd takes the suite
-    /// for (its user, its client certificate): suites of two etcd users never share a cache, so
+    /// for (its user, its client certificate file): suites of two etcd users never share a cache, so
     /// neither reads offline what only the other may read, nor sends the other's queued writes.
     static func defaultURL(endpoints: [String], prefix: String, user: String? = nil, certificate: URL? = nil) -> URL {
         let environment = ProcessInfo.processInfo.environment

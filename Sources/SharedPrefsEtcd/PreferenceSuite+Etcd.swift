@@ -19,7 +19,7 @@ public struct EtcdOptions: Sendable, Hashable {
     public enum OfflineCache: Sendable, Hashable {
         /// `$XDG_CACHE_HOME/sharedprefs/etcd/` (else `~/.cache/sharedprefs/etcd/`), one file per
         /// endpoints, prefix and etcd identity (``EtcdOptions/credentials``' user, ``TLS``'s
-        /// client certificate), shared by the processes of this user on this machine that reach
+        /// client certificate file), shared by the processes of this user on this machine that reach
         /// the cluster as that identity.
         case automatic
         /// This suite file (created, with its directory, if missing).

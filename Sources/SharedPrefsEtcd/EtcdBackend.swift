@@ -41,6 +41,10 @@ final class EtcdBackend: SuiteBackend {
         var mustMove = false
     }
     private let fence: Lock<Fence>
+    /// The fences of writers gone with a write whose answer did not come, from the offline cache
+    /// (``EtcdCache/queue(_:fence:)``): this suite moves them before its first write, so that a
+    /// copy of such a write that a member still holds never lands after what is written since.
+    private let inherited = Lock<[Data]>([])
 
     private struct Known {
         /// The revision the snapshot is at: the last range or watch response applied.
@@ -90,6 +94,7 @@ final class EtcdBackend: SuiteBackend {
     /// cluster holds when it answers.
     func open() throws(PreferenceError) -> (Loaded, queued: Operations) {
         let cached = cache?.load()
+        inherited.withLock { $0 = cached?.fences ?? [] }
         do {
             return (try load(), cached?.queued ?? [:])
         } catch where error.code == .clusterUnreachable {
@@ -354,6 +359,7 @@ final class EtcdBackend: SuiteBackend {
                 return committed(notices)
             }
             let deadline = start + client.timeout * 10
+            try moveInheritedFences(by: deadline)
             let pause: Duration = attempts < 9 ? .zero : .microseconds(Int.random(in: 0...min(1000 << min(attempts - 8, 6), 50_000)))
             if attempts > 0, ContinuousClock.now + pause + client.timeout / 10 >= deadline {
                 let read = plan.reads.map { "keys " + $0.map(\.string).sorted().prefix(20).joined(separator: ", ") } ?? "the whole suite"
@@ -391,10 +397,12 @@ final class EtcdBackend: SuiteBackend {
             // moved the fence; compared with its revision now, this one gets through.
             for _ in 0..<3 where !response.succeeded {
                 do {
+                    try moveInheritedFences(by: deadline)
                     response = try request("write") { () throws(EtcdClient.Failure) in try fencedTxn(ops, by: deadline) }
                 } catch where error.code == .clusterUnreachable {
-                    // Kept in the offline cache too, so that a restart does not lose them.
-                    cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }))
+                    // Kept in the offline cache too, so that a restart does not lose them, with
+                    // the fence when a copy may still land.
+                    cache?.queue(Operations(uniqueKeysWithValues: ordered[start...].map { ($0.key, $0.value) }), fence: fence.withLock { $0.mustMove ? $0.key : nil })
                     throw error
                 }
             }
@@ -403,6 +411,18 @@ final class EtcdBackend: SuiteBackend {
             }
             recordWritten(Operations(uniqueKeysWithValues: chunk.map { ($0.key, $0.value) }), at: response.header.revision, notices: &notices)
         }
+    }
+
+    /// Moves the ``inherited`` fences (a put each), and takes them out of the cache.
+    private func moveInheritedFences(by deadline: ContinuousClock.Instant) throws(PreferenceError) {
+        let fences = inherited.withLock { $0 }
+        guard !fences.isEmpty else { return }
+        for start in stride(from: 0, to: fences.count, by: 128) {
+            let puts = fences[start..<min(start + 128, fences.count)].map { Etcdserverpb_RequestOp.put($0, Data()) }
+            _ = try request("write") { () throws(EtcdClient.Failure) in try client.txn(.with { $0.success = puts }, by: deadline) }
+        }
+        inherited.withLock { $0.removeAll(where: fences.contains) }
+        cache?.forget(fences: fences)
     }
 
     /// One plain write's `txn`, built for each member it is sent to: it compares the fence, and

@@ -14,7 +14,10 @@ import SharedPrefsLocking
 ///   removed key keeps its revision, without value);
 /// - `queued:<key>`: a write not yet accepted, `{set: value, by: owner}` (no `set`: a removal),
 ///   where the owner is the process that queued it and its suite (`[value]` or `[]`: from a
-///   version that did not say).
+///   version that did not say);
+/// - `fence:<base64>`: the fence key (`data`) of a writer whose write was queued when its answer
+///   did not come: a copy of it may still land. The next write made with this cache moves the
+///   fence first (``EtcdBackend``), so that the copy no longer can, and takes the entry out.
 ///
 /// Processes on one machine share the file: the state is written in `update` transactions that
 /// never move a key back to an older revision, and queued writes merge per key as any suite's
@@ -45,6 +48,8 @@ final class EtcdCache: Sendable {
         var revisions: [PlistKey: Int64] = [:]
         var revision: Int64 = 0
         var queued: Operations = [:]
+        /// Fences of writers whose write may still land (``queue(_:fence:)``).
+        var fences: [Data] = []
     }
 
     init(fileURL: URL) throws(PreferenceError) {
@@ -146,6 +151,8 @@ final class EtcdCache: Sendable {
                 state.revisions[PlistKey(name)] = revision
             } else if let name = key.dropping("queued:"), let (operation, owner) = Self.queued(value), !(owner.map(Self.holds) ?? false) {
                 state.queued[PlistKey(name)] = operation
+            } else if key.hasPrefix("fence:"), case .data(let fence) = value {
+                state.fences.append(fence)
             }
         }
         return state
@@ -231,15 +238,25 @@ final class EtcdCache: Sendable {
         keys.contains { suite.value(forKey: "queued:" + $0.string) != nil }
     }
 
-    /// Keeps writes the cluster did not accept, for whichever process reaches it next.
-    func queue(_ operations: Operations) {
+    /// Keeps writes the cluster did not accept, for whichever process reaches it next, and the
+    /// fence of their writer when a copy of them may still land (its answer did not come).
+    func queue(_ operations: Operations, fence: Data? = nil) {
         for (key, operation) in operations {
             var entry: PlistDictionary = ["by": .string(owner)]
             entry["set"] = operation.value
             suite.set(PlistValue.dictionary(entry), forKey: "queued:" + key.string)
         }
+        if let fence { suite.set(PlistValue.data(fence), forKey: Self.fenceEntry(fence)) }
         _ = suite.synchronize()
     }
+
+    /// Takes fences that were moved out of the cache.
+    func forget(fences: [Data]) {
+        for fence in fences { suite.removeObject(forKey: Self.fenceEntry(fence)) }
+        _ = suite.synchronize()
+    }
+
+    private static func fenceEntry(_ fence: Data) -> String { "fence:" + fence.base64EncodedString() }
 }
 
 extension String {

@@ -1201,6 +1201,44 @@ struct EtcdSuiteTests {
         #expect(failures.withLock { $0 }.filter { $0.code != .clusterUnreachable }.isEmpty, "\(failures.withLock { $0 })")
     }
 
+    /// The same held copy, across its writer's exit: a process that writes through the follower
+    /// only gets no answer while the follower is cut off from its peers, queues k = 1 in its
+    /// offline cache, with its fence, and exits. The next suite to write with that cache moves
+    /// the fence first (and sends k = 1); another client then writes k = 2. Once the follower's
+    /// link is back and a put through it has landed, k is still 2 (before, the fence went with the
+    /// process, and k was 1 again), and the cache holds no fence any more.
+    @Test(.enabled(if: EtcdCluster.namespaces, "cutting a member off from its peers needs network namespaces (root and ip)"))
+    func aWriteHeldForAWriterThatExitedNeverLandsAfterTheWritesThatFollowed() async throws {
+        let cluster = try EtcdCluster()
+        let prefix = "apps/\(UUID().uuidString)/"
+        let follower = (try #require(try cluster.leader()) + 1) % 3
+        let others = cluster.clientURLs.indices.filter { $0 != follower }.map { cluster.clientURLs[$0] }
+        let cacheFile = cluster.cacheHome.appending(path: "held.plist")
+        let writer = try Child(["session", cluster.clientURLs[follower], prefix], cacheHome: cluster.cacheHome, environment: ["PREFS_ETCD_CHILD_CACHE": cacheFile.path])
+        #expect(await writer.nextLine() == "ready")
+        writer.send("set k=0")
+        writer.send("flush")
+        #expect(await writer.nextLine(where: { $0.hasPrefix("flush") }) == "flushed")
+        try cluster.inflict(.cutOffFromPeers, on: follower)
+        writer.send("set k=1")
+        writer.send("flush")
+        #expect(await writer.nextLine(where: { $0.hasPrefix("flush") }) == "flush failed clusterUnreachable")
+        writer.endInput()
+        _ = await writer.finish()
+
+        let next = try await PreferenceSuite.open(etcd: others, prefix: prefix, options: EtcdOptions(offlineCache: .file(cacheFile)))
+        try await next.flush()
+        let other = try await PreferenceSuite.open(etcd: others, prefix: prefix, options: noCache)
+        other.set(2, forKey: "k")
+        try await other.flush()
+        try cluster.mend(follower)
+        await waitFor { (try? cluster.etcdctl(["--endpoints", cluster.clientURLs[follower], "put", prefix + "marker", "x"]).status) == 0 }
+
+        let check = try await PreferenceSuite.open(etcd: [others[1]], prefix: prefix, options: noCache)
+        #expect(check.integer(forKey: "k") == 2)
+        #expect(try PreferenceSuite(fileURL: cacheFile).storedValues.keys.filter { $0.hasPrefix("fence:") }.isEmpty)
+    }
+
     /// A writer that writes a new key every 10 ms, each flushed once (or in one update), while the
     /// leader is killed, and never tries one again itself: every flushed key lands (a failed
     /// flush leaves it pending for the next), and exactly the updates that did not throw. It

@@ -1,6 +1,7 @@
 // A child process for SharedPrefsEtcd's tests (built with the Etcd trait; empty without it). Its
 // offline cache is the default one, under $XDG_CACHE_HOME, which the tests point at a temporary
-// directory. `PREFS_ETCD_CHILD_USER=name:password` opens it as that etcd user.
+// directory, or the file `PREFS_ETCD_CHILD_CACHE` names. `PREFS_ETCD_CHILD_USER=name:password`
+// opens it as that etcd user.
 //
 //   prefs-etcd-child increment <endpoints> <prefix> <n>   n × update { counter += 1 }, then "done"
 //   prefs-etcd-child observe <endpoints> <prefix> <n>     prints "ready", then "change <key> <old> <new>"
@@ -85,7 +86,8 @@ let credentials = ProcessInfo.processInfo.environment["PREFS_ETCD_CHILD_USER"].m
 }
 
 do {
-    let suite = try PreferenceSuite(etcd: endpoints, prefix: arguments[3], options: EtcdOptions(timeout: .seconds(2), credentials: credentials))
+    let cache = ProcessInfo.processInfo.environment["PREFS_ETCD_CHILD_CACHE"].map { EtcdOptions.OfflineCache.file(URL(filePath: $0)) }
+    let suite = try PreferenceSuite(etcd: endpoints, prefix: arguments[3], options: EtcdOptions(timeout: .seconds(2), offlineCache: cache ?? .automatic, credentials: credentials))
     switch arguments[1] {
     case "increment":
         for _ in 0..<(Int(rest.first ?? "") ?? 0) {

@@ -94,7 +94,10 @@ final class EtcdBackend: SuiteBackend {
     /// cluster holds when it answers.
     func open() throws(PreferenceError) -> (Loaded, queued: Operations) {
         let cached = cache?.load()
-        inherited.withLock { $0 = cached?.fences ?? [] }
+        // Writers' fences of this suite only (never another key the file names), 128 at most
+        // (one `txn`; the rest wait for the next process).
+        let fences = (cached?.fences ?? []).filter { $0.starts(with: prefix + Self.reserved + Data("writer-".utf8)) }.prefix(128)
+        inherited.withLock { $0 = Array(fences) }
         do {
             return (try load(), cached?.queued ?? [:])
         } catch where error.code == .clusterUnreachable {
@@ -417,10 +420,8 @@ final class EtcdBackend: SuiteBackend {
     private func moveInheritedFences(by deadline: ContinuousClock.Instant) throws(PreferenceError) {
         let fences = inherited.withLock { $0 }
         guard !fences.isEmpty else { return }
-        for start in stride(from: 0, to: fences.count, by: 128) {
-            let puts = fences[start..<min(start + 128, fences.count)].map { Etcdserverpb_RequestOp.put($0, Data()) }
-            _ = try request("write") { () throws(EtcdClient.Failure) in try client.txn(.with { $0.success = puts }, by: deadline) }
-        }
+        let puts = fences.map { Etcdserverpb_RequestOp.put($0, Data()) }
+        _ = try request("write") { () throws(EtcdClient.Failure) in try client.txn(.with { $0.success = puts }, by: deadline) }
         inherited.withLock { $0.removeAll(where: fences.contains) }
         cache?.forget(fences: fences)
     }

@@ -1206,7 +1206,8 @@ struct EtcdSuiteTests {
     /// offline cache, with its fence, and exits. The next suite to write with that cache moves
     /// the fence first (and sends k = 1); another client then writes k = 2. Once the follower's
     /// link is back and a put through it has landed, k is still 2 (before, the fence went with the
-    /// process, and k was 1 again), and the cache holds no fence any more.
+    /// process, and k was 1 again), and the cache holds no fence any more; an entry planted in it
+    /// that names a suite key as a fence is not written.
     @Test(.enabled(if: EtcdCluster.namespaces, "cutting a member off from its peers needs network namespaces (root and ip)"))
     func aWriteHeldForAWriterThatExitedNeverLandsAfterTheWritesThatFollowed() async throws {
         let cluster = try EtcdCluster()
@@ -1226,6 +1227,10 @@ struct EtcdSuiteTests {
         writer.endInput()
         _ = await writer.finish()
 
+        // A fence entry that names any other key is left alone.
+        let planted = try PreferenceSuite(fileURL: cacheFile)
+        planted.set(PlistValue.data(Data((prefix + "planted").utf8)), forKey: "fence:planted")
+        #expect(planted.synchronize())
         let next = try await PreferenceSuite.open(etcd: others, prefix: prefix, options: EtcdOptions(offlineCache: .file(cacheFile)))
         try await next.flush()
         let other = try await PreferenceSuite.open(etcd: others, prefix: prefix, options: noCache)
@@ -1236,7 +1241,8 @@ struct EtcdSuiteTests {
 
         let check = try await PreferenceSuite.open(etcd: [others[1]], prefix: prefix, options: noCache)
         #expect(check.integer(forKey: "k") == 2)
-        #expect(try PreferenceSuite(fileURL: cacheFile).storedValues.keys.filter { $0.hasPrefix("fence:") }.isEmpty)
+        #expect(try cluster.etcdctl(["--endpoints", cluster.endpoints, "get", prefix + "planted"]) == (0, ""))
+        #expect(try PreferenceSuite(fileURL: cacheFile).storedValues.keys.filter { $0.hasPrefix("fence:") } == ["fence:planted"])
     }
 
     /// A writer that writes a new key every 10 ms, each flushed once (or in one update), while the

@@ -87,6 +87,8 @@ final class EtcdBackend: SuiteBackend {
         self.cache = cache
     }
 
+    deinit { client.connection.linger() }
+
     /// Reads the suite, from the cluster, else (when it does not answer) from the offline cache
     /// (the watch then replays what changed since the cached revision, or, when etcd compacted
     /// it away, the suite is read again in full). Returns it, and the writes a process queued

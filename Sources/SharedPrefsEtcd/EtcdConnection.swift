@@ -69,6 +69,12 @@ final class EtcdConnection: Sendable {
         for client in clients.withLock({ $0.values }) { client.beginGracefulShutdown() }
     }
 
+    /// Keeps the connection 2 s longer: a suite of the cluster opened again meanwhile reuses it
+    /// (an open that connected anew took about 2 ms more: 5.1 against 3.0–3.6 ms, debug build).
+    func linger() {
+        _ = EtcdExecutor.shared.group.next().scheduleTask(in: .seconds(2)) { withExtendedLifetime(self) {} }
+    }
+
     private init(endpoints: [String], tls: EtcdOptions.TLS?, credentials: EtcdOptions.Credentials?) throws(PreferenceError) {
         self.endpoints = endpoints
         self.credentials = credentials

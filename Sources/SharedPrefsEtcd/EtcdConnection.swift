@@ -46,8 +46,8 @@ final class EtcdConnection: Sendable {
         var tls: EtcdOptions.TLS?
         var credentials: EtcdOptions.Credentials?
     }
-    /// The instances in use, held weakly: once its last suite (and request) is gone, an instance
-    /// closes its connections (``deinit``).
+    /// The instances in use, held weakly: an instance closes its connections (`deinit`) 2 s after
+    /// its last suite is gone (`linger()`), once no request holds it either.
     private static let all = Lock([Key: Weak]())
     private struct Weak { weak var connection: EtcdConnection? }
 

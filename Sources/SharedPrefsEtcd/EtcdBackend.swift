@@ -41,6 +41,8 @@ final class EtcdBackend: SuiteBackend {
         var mustMove = false
     }
     private let fence: Lock<Fence>
+    /// What every writer's fence key under `prefix` starts with; a UUID follows.
+    private static func fences(under prefix: Data) -> Data { prefix + reserved + Data("writer-".utf8) }
     /// The fences of writers gone with a write whose answer did not come, from the offline cache
     /// (``EtcdCache/queue(_:fence:)``): this suite moves them before its first write, so that a
     /// copy of such a write that a member still holds never lands after what is written since.
@@ -83,7 +85,7 @@ final class EtcdBackend: SuiteBackend {
         self.client = client
         self.prefix = Data(prefix.utf8)
         self.tokenKey = Data(prefix.utf8) + Self.reserved + Data("transaction".utf8)
-        fence = Lock(Fence(key: Data(prefix.utf8) + Self.reserved + Data("writer-\(UUID().uuidString)".utf8)))
+        fence = Lock(Fence(key: Self.fences(under: Data(prefix.utf8)) + Data(UUID().uuidString.utf8)))
         self.cache = cache
     }
 
@@ -98,7 +100,7 @@ final class EtcdBackend: SuiteBackend {
         let cached = cache?.load()
         // Writers' fences of this suite only (never another key the file names), 128 at most
         // (one `txn`; the rest wait for the next process).
-        let fences = (cached?.fences ?? []).filter { $0.starts(with: prefix + Self.reserved + Data("writer-".utf8)) }.prefix(128)
+        let fences = (cached?.fences ?? []).filter { $0.starts(with: Self.fences(under: prefix)) }.prefix(128)
         inherited.withLock { $0 = Array(fences) }
         do {
             return (try load(), cached?.queued ?? [:])
